@@ -1,0 +1,45 @@
+// Package backend defines what a rank server needs from a debugger: run a
+// command for its rank and report what happens on its own. The tree node
+// (package sdm) drives one Backend per rank; implementations live in the
+// subpackages (gdbmi for real programs, sim for scale tests).
+//
+// Commands enter through Do as an op name and a msgpack body (the types are
+// in package wire); answers leave as msgpack bodies, asynchronous news
+// leaves through Events.
+package backend
+
+import (
+	"context"
+	"errors"
+)
+
+// Config is what every backend learns about its rank when it is created.
+type Config struct {
+	Rank int    // this server's rank
+	Size int    // number of ranks in the job
+	Path string // the debugger executable, where the backend runs one
+}
+
+// Event is something that happened to the rank's process without being
+// asked: a stop, an exit, a line of output.
+type Event struct {
+	Op   string // wire.Event* name
+	Body []byte // msgpack of the op's type in package wire
+}
+
+// Backend debugs the process of one rank.
+//
+// Do starts a command and returns at once; done is called exactly once, from
+// any goroutine, with the answer. The node calls Do in the order commands
+// arrived, so a backend that must keep that order (a debugger that reads
+// its commands one after the other does) can, while a backend able to work
+// on several at once lets a slow command overtake no one. Events is closed
+// after Close returns.
+type Backend interface {
+	Do(ctx context.Context, op string, body []byte, done func(answer []byte, err error))
+	Events() <-chan Event
+	Close() error
+}
+
+// ErrUnknownOp is returned by Do for an op the backend does not implement.
+var ErrUnknownOp = errors.New("unknown command")

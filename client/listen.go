@@ -1,0 +1,97 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"time"
+
+	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Listener is the session port: the master dials it.
+type Listener struct {
+	ln  net.Listener
+	cfg wire.LinkConfig
+	log *log.Logger
+}
+
+// Listen binds the session port on addr ("127.0.0.1:0" for any free port
+// on this host only). Connections that fail authentication are logged to
+// logTo (discarded when nil) and dropped.
+func Listen(addr string, cfg wire.LinkConfig, logTo *log.Logger) (*Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("session port: %w", err)
+	}
+	return &Listener{ln: ln, cfg: cfg, log: logger(logTo)}, nil
+}
+
+// Addr is the bound address, to be handed to the master as --host/--port.
+func (l *Listener) Addr() *net.TCPAddr { return l.ln.Addr().(*net.TCPAddr) }
+
+// Close stops listening; an established session is not affected.
+func (l *Listener) Close() error { return l.ln.Close() }
+
+// Accept waits for the master of a job of size ranks and returns its
+// session. Peers that fail the handshake, or introduce themselves as
+// anything but that master, are dropped and the wait goes on.
+func (l *Listener) Accept(ctx context.Context, size int) (*Session, error) {
+	stop := context.AfterFunc(ctx, func() { l.ln.(*net.TCPListener).SetDeadline(time.Unix(1, 0)) })
+	defer func() {
+		if stop() {
+			l.ln.(*net.TCPListener).SetDeadline(time.Time{})
+		}
+	}()
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("waiting for the master to connect to %v: %w", l.Addr(), ctx.Err())
+			}
+			return nil, err
+		}
+		s, err := open(conn, false, l.cfg, size)
+		if err != nil {
+			l.log.Printf("session port: dropped connection from %s: %v", conn.RemoteAddr(), err)
+			continue
+		}
+		return s, nil
+	}
+}
+
+// Dial connects to a master that listens (started without --host).
+func Dial(ctx context.Context, addr string, cfg wire.LinkConfig, size int) (*Session, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	// Handshake roles follow the tree, not the TCP connection: the master
+	// is always the lower end.
+	return open(conn, false, cfg, size)
+}
+
+// open authenticates conn and checks that the peer is the master of a job
+// of size ranks (any size when size is 0).
+func open(conn net.Conn, dialer bool, cfg wire.LinkConfig, size int) (*Session, error) {
+	link, err := wire.NewLink(conn, dialer, cfg)
+	if err != nil {
+		return nil, err
+	}
+	timeout := cfg.HandshakeTimeout
+	if timeout <= 0 {
+		timeout = wire.DefaultHandshakeTimeout
+	}
+	hello, err := sdm.ReadHello(link, timeout)
+	if err == nil && (hello.Index != hello.Size || (size > 0 && hello.Size != size)) {
+		err = fmt.Errorf("peer is index %d of a job of %d ranks, not the master of %d", hello.Index, hello.Size, size)
+	}
+	if err != nil {
+		link.Close()
+		return nil, err
+	}
+	return newSession(link, hello), nil
+}

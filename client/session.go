@@ -1,0 +1,258 @@
+// Package client is the front end's side of the tree: it binds the session
+// port, lets the master in once it proves it holds the session key, sends
+// commands to rank sets and hands back merged replies and events. The
+// console and every other front end talk to the tree only through it.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// ErrClosed is returned for commands on a session that has ended.
+var ErrClosed = errors.New("session closed")
+
+// Session is a live connection to the master of a tree.
+type Session struct {
+	link   *wire.Link
+	size   int
+	nextID atomic.Uint64
+	events *queue
+
+	mu        sync.Mutex
+	pending   map[uint64]chan *wire.Message
+	connected wire.RankSet
+	lost      wire.RankSet
+	changed   chan struct{} // closed and replaced whenever connected or lost change
+	err       error
+	done      chan struct{}
+}
+
+// Event is news from the tree: Op (a wire.Event* name) and who said what.
+type Event struct {
+	Op    string
+	Group wire.Group
+}
+
+func newSession(link *wire.Link, hello wire.Hello) *Session {
+	s := &Session{
+		link:    link,
+		size:    hello.Size,
+		events:  newQueue(),
+		pending: make(map[uint64]chan *wire.Message),
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go s.readControl()
+	go s.readOutput()
+	return s
+}
+
+// Size is the number of ranks in the job.
+func (s *Session) Size() int { return s.size }
+
+// NextEvent returns the next event, in the order the tree sent them.
+// Nothing is dropped: events wait for a slow reader. Once the session has
+// ended and every event was taken, it returns io.EOF; when ctx ends first,
+// ctx's error.
+func (s *Session) NextEvent(ctx context.Context) (Event, error) { return s.events.next(ctx) }
+
+// Done is closed when the session has ended; Err says why.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err is why the session ended (nil while it runs).
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Command sends op with body to ranks and waits for the merged answers,
+// one group per distinct answer, ordered by lowest rank. Ranks that did not
+// answer within timeout come back as a group with wire.StatusTimeout, ranks
+// whose servers are gone with wire.StatusLost.
+func (s *Session) Command(ctx context.Context, ranks wire.RankSet, op string, body []byte, timeout time.Duration) ([]wire.Group, error) {
+	if ranks.Empty() {
+		return nil, errors.New("no ranks to send to")
+	}
+	if timeout <= 0 {
+		return nil, errors.New("command needs a positive timeout")
+	}
+	id := s.nextID.Add(1)
+	ch := make(chan *wire.Message, 1)
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return nil, s.err
+	}
+	s.pending[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}()
+	m := &wire.Message{Kind: wire.KindCommand, ID: id, Op: op, Ranks: ranks, Timeout: timeout, Body: body}
+	if err := s.link.Send(m); err != nil {
+		return nil, fmt.Errorf("send %s: %w", op, err)
+	}
+	// The tree answers by its deadline; the extra second covers the trip
+	// back, so that a dead master is told apart from slow ranks.
+	wait := time.NewTimer(timeout + time.Second)
+	defer wait.Stop()
+	select {
+	case r := <-ch:
+		return r.Groups, nil
+	case <-s.done:
+		return nil, s.Err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-wait.C:
+		return nil, fmt.Errorf("%s: the master did not answer within %v", op, timeout+time.Second)
+	}
+}
+
+// Connected returns the ranks whose servers have joined the tree and those
+// that have since been lost.
+func (s *Session) Connected() (connected, lost wire.RankSet) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connected, s.lost
+}
+
+// WaitConnected blocks until every rank's server has joined the tree. It
+// fails when ctx ends first or a server is lost, naming the ranks missing.
+func (s *Session) WaitConnected(ctx context.Context) error {
+	all := wire.All(s.size)
+	for {
+		s.mu.Lock()
+		connected, lost, changed, err := s.connected, s.lost, s.changed, s.err
+		s.mu.Unlock()
+		switch {
+		case err != nil:
+			return err
+		case !lost.Empty():
+			return fmt.Errorf("ranks %v lost while connecting", lost)
+		case connected.Equal(all):
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-s.done:
+		case <-ctx.Done():
+			missing := all.Minus(connected)
+			return fmt.Errorf("%d of %d ranks connected; still waiting for ranks %v: %w", connected.Count(), s.size, missing, ctx.Err())
+		}
+	}
+}
+
+// Quit ends the session in order: every server answers quit and exits, and
+// the events and output sent before are delivered before Events closes.
+// The servers' answers are returned as for any command.
+func (s *Session) Quit(ctx context.Context, timeout time.Duration) ([]wire.Group, error) {
+	groups, err := s.Command(ctx, wire.All(s.size), wire.OpQuit, nil, timeout)
+	if err == nil {
+		// The master closes the link once it has answered; waiting for that
+		// lets the output stream drain.
+		select {
+		case <-s.done:
+		case <-time.After(timeout):
+		}
+	}
+	s.Close()
+	return groups, err
+}
+
+// Close ends the session at once.
+func (s *Session) Close() error {
+	err := s.link.Close()
+	<-s.done
+	return err
+}
+
+func (s *Session) readControl() {
+	for {
+		m, err := s.link.Recv()
+		if err != nil {
+			s.end(err)
+			return
+		}
+		switch m.Kind {
+		case wire.KindReply:
+			s.mu.Lock()
+			ch := s.pending[m.ID]
+			s.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+		case wire.KindEvent:
+			s.track(m)
+			s.push(m)
+		}
+	}
+}
+
+func (s *Session) readOutput() {
+	for {
+		m, err := s.link.RecvOutput()
+		if err != nil {
+			return
+		}
+		s.push(m)
+	}
+}
+
+func (s *Session) push(m *wire.Message) {
+	for _, g := range m.Groups {
+		s.events.push(Event{Op: m.Op, Group: g})
+	}
+}
+
+// track keeps the membership of the tree up to date.
+func (s *Session) track(m *wire.Message) {
+	if m.Op != wire.EventConnected && m.Op != wire.EventLost {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range m.Groups {
+		if m.Op == wire.EventConnected {
+			s.connected = s.connected.Union(g.Ranks)
+		} else {
+			s.lost = s.lost.Union(g.Ranks)
+		}
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Session) end(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		err = ErrClosed
+	}
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.link.Close()
+	s.events.close()
+	close(s.done)
+}
+
+// logger returns l, or a logger that discards, for optional loggers.
+func logger(l *log.Logger) *log.Logger {
+	if l == nil {
+		return log.New(io.Discard, "", 0)
+	}
+	return l
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sdm-hpc/sdm/routing"
+)
+
+const routesUsage = `usage:
+  sdm routes check FILE            check a routing file: prints "ok N entries", or
+                                   the first problem as FILE:LINE: what is wrong
+  sdm routes tree -n N [--fanout K]
+                                   print the tree of N servers and the master (N),
+                                   one line per node: ID PARENT CHILDREN
+                                   (parent - for the master, children - for a leaf)
+example:
+  sdm routes tree -n 8             # PTP's binomial tree: "8 - 0,1,3,7", "0 8 2,4", ...
+`
+
+func runRoutes(args []string) error {
+	if len(args) == 0 {
+		return &exitError{2, fmt.Errorf("routes needs a subcommand\n%s", routesUsage)}
+	}
+	switch args[0] {
+	case "check":
+		if len(args) != 2 {
+			return &exitError{2, fmt.Errorf("usage: sdm routes check FILE")}
+		}
+		t, err := routing.ReadFile(args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Printf("ok %d entries\n", t.Size())
+		return nil
+	case "tree":
+		return routesTree(args[1:])
+	case "-h", "--help", "help":
+		fmt.Print(routesUsage)
+		return nil
+	}
+	return &exitError{2, fmt.Errorf("unknown routes subcommand %q\n%s", args[0], routesUsage)}
+}
+
+func routesTree(args []string) error {
+	fs := pflag.NewFlagSet("routes tree", pflag.ContinueOnError)
+	n := fs.IntP("size", "n", 0, "number of servers")
+	fanout := fs.Int("fanout", 0, "0 for PTP's binomial tree, K >= 2 for a K-ary tree")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
+	}
+	tree := routing.Tree{Size: *n, Fanout: *fanout}
+	if err := tree.Verify(); err != nil {
+		return &exitError{2, err}
+	}
+	b := bufio.NewWriter(os.Stdout)
+	line := func(id int) {
+		parent := "-"
+		if p := tree.Parent(id); p >= 0 {
+			parent = strconv.Itoa(p)
+		}
+		kids := tree.Children(id)
+		list := "-"
+		if len(kids) > 0 {
+			s := make([]string, len(kids))
+			for i, k := range kids {
+				s[i] = strconv.Itoa(k)
+			}
+			list = strings.Join(s, ",")
+		}
+		fmt.Fprintf(b, "%d %s %s\n", id, parent, list)
+	}
+	line(tree.Master())
+	for id := 0; id < tree.Size; id++ {
+		line(id)
+	}
+	return b.Flush()
+}

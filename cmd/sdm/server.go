@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/sim"
+	"github.com/sdm-hpc/sdm/master"
+	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+const serverUsage = `usage: sdm [flags]            (a rank server, or with --master the root of the tree)
+
+A rank server learns its index from --server=ID or from the first set of
+%s,
+waits for the routing file, connects to its parent in the tree and debugs
+its rank. The master reads the routing file (or writes it, with
+--generate_routes), connects to the front end at --host/--port, and its
+children connect to it. The session key comes from $%s or --key-file, never
+from the command line.
+
+examples:
+  mpirun -np 8 sdm --routing_file=routes --debugger=sim
+  sdm --master --host=login1 --port=40123 --routing_file=routes --key-file=~/.sdm/key
+
+flags:
+%s`
+
+// backends maps --debugger names to constructors.
+var backends = map[string]func(backend.Config) (backend.Backend, error){
+	"sim": func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil },
+}
+
+func runServer(args []string) error {
+	fs := pflag.NewFlagSet("sdm", pflag.ContinueOnError)
+	debugger := fs.String("debugger", "gdb-mi", "debugger backend: gdb-mi or sim (simulated program, for tests and scale runs)")
+	debuggerPath := fs.String("debugger_path", "", "path of the debugger executable (default: found in $PATH)")
+	proxy := fs.String("proxy", "tcp", "master's link to the front end: tcp, or stdio (standard input and output)")
+	host := fs.String("host", "", "master: the front end's host; without it the master listens on --port")
+	port := fs.Int("port", 12345, "master: the front end's session port")
+	isMaster := fs.Bool("master", false, "run as the master, the root of the tree")
+	server := fs.Int("server", -1, "this server's index (default: from the environment)")
+	generate := fs.String("generate_routes", "", "master: write the routing file for servers on these comma-separated hosts (servers then need --server=ID)")
+	routingFile := fs.String("routing_file", "routing_file", "the routing file shared by the job")
+	debug := fs.Int("debug", 0, "log more to standard error (--debug or --debug=LEVEL)")
+	fs.Lookup("debug").NoOptDefVal = "1"
+	keyFile := fs.String("key-file", "", "file holding the session key (mode 0600), instead of $"+wire.KeyEnv)
+	fanout := fs.Int("fanout", 0, "tree shape: 0 for PTP's binomial tree, K >= 2 for a K-ary tree; the same for every server")
+	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the routing file, the parent and the front end")
+	window := fs.Duration("event_window", sdm.DefaultEventWindow, "how long a node holds events to merge them with other ranks'")
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, serverUsage, strings.Join(routing.IndexEnv, ", "), wire.KeyEnv, fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return &exitError{2, err}
+	}
+	if fs.NArg() > 0 {
+		return &exitError{2, fmt.Errorf("unexpected argument %q (servers take flags only; see sdm --help)", fs.Arg(0))}
+	}
+	key, err := wire.LoadKey(*keyFile, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	// The debugged program inherits our environment: the key and the
+	// socket are ours alone.
+	os.Unsetenv(wire.KeyEnv)
+	inherited, err := inheritedListener()
+	if err != nil {
+		return err
+	}
+
+	who := "master"
+	index := -1
+	if !*isMaster {
+		i, source, err := routing.Index(*server, nil)
+		if err != nil {
+			return err
+		}
+		index, who = i, fmt.Sprintf("rank %d", i)
+		if *debug > 0 {
+			fmt.Fprintf(os.Stderr, "sdm[%s]: index from %s\n", who, source)
+		}
+	}
+	logger := log.New(os.Stderr, "sdm["+who+"] ", log.LstdFlags|log.Lmicroseconds)
+	link := wire.LinkConfig{Key: key}
+	if *debug > 0 {
+		link.Log = os.Stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+
+	if *isMaster {
+		o := master.Options{
+			RoutingFile: *routingFile, Fanout: *fanout, Listener: inherited,
+			Timeout: *timeout, Link: link, EventWindow: *window, Log: logger,
+		}
+		if *generate != "" {
+			o.Generate = strings.Split(*generate, ",")
+		}
+		switch {
+		case *proxy == "stdio":
+			o.Stdio = stdioConn{}
+		case *proxy != "tcp":
+			return &exitError{2, fmt.Errorf("--proxy=%s: want tcp or stdio", *proxy)}
+		case *host != "":
+			o.Client = net.JoinHostPort(*host, strconv.Itoa(*port))
+		default:
+			o.ListenPort = *port
+		}
+		return quietOnCancel(ctx, prefixed(who, master.Run(ctx, o)))
+	}
+
+	newBackend, ok := backends[*debugger]
+	if !ok {
+		return fmt.Errorf("%s: --debugger=%s is not available (have: sim)", who, *debugger)
+	}
+	err = sdm.Serve(ctx, sdm.ServerOptions{
+		Index: index, RoutingFile: *routingFile, Fanout: *fanout, Listener: inherited,
+		NewBackend: func(c backend.Config) (backend.Backend, error) {
+			c.Path = *debuggerPath
+			return newBackend(c)
+		},
+		Timeout: *timeout, Link: link, EventWindow: *window, Log: logger,
+	})
+	return quietOnCancel(ctx, prefixed(who, err))
+}
+
+// prefixed names the server in its error, since many write to one terminal.
+func prefixed(who string, err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), who) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", who, err)
+}
+
+// quietOnCancel turns the error of a server stopped by a signal into a clean
+// exit: being told to stop is not a failure.
+func quietOnCancel(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// inheritedListener returns the listening socket a launcher handed down
+// (see local.ListenFDEnv), or nil.
+func inheritedListener() (net.Listener, error) {
+	text, ok := os.LookupEnv(local.ListenFDEnv)
+	if !ok {
+		return nil, nil
+	}
+	os.Unsetenv(local.ListenFDEnv)
+	fd, err := strconv.Atoi(text)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("%s=%q: not an inherited file descriptor", local.ListenFDEnv, text)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%d: %w", local.ListenFDEnv, fd, err)
+	}
+	return ln, nil
+}
+
+// stdioConn is the master's link to a front end over its standard input and
+// output (--proxy=stdio).
+type stdioConn struct{}
+
+func (stdioConn) Read(b []byte) (int, error)  { return os.Stdin.Read(b) }
+func (stdioConn) Write(b []byte) (int, error) { return os.Stdout.Write(b) }
+func (stdioConn) Close() error {
+	return errors.Join(os.Stdin.Close(), os.Stdout.Close())
+}
+func (stdioConn) LocalAddr() net.Addr  { return stdioAddr{} }
+func (stdioConn) RemoteAddr() net.Addr { return stdioAddr{} }
+func (stdioConn) SetDeadline(t time.Time) error {
+	// Pipes support deadlines; a terminal or file may not, and then the
+	// handshake simply has no deadline.
+	os.Stdin.SetReadDeadline(t)
+	os.Stdout.SetWriteDeadline(t)
+	return nil
+}
+func (c stdioConn) SetReadDeadline(t time.Time) error  { return os.Stdin.SetReadDeadline(t) }
+func (c stdioConn) SetWriteDeadline(t time.Time) error { return os.Stdout.SetWriteDeadline(t) }
+
+type stdioAddr struct{}
+
+func (stdioAddr) Network() string { return "stdio" }
+func (stdioAddr) String() string  { return "stdio" }

@@ -1,0 +1,133 @@
+// Package integration holds the end-to-end tests: real sdm processes,
+// started by the built-in launcher and by real mpirun, mpiexec and srun.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// sdmBin is the sdm binary built once for all tests.
+var sdmBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sdm-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sdmBin = filepath.Join(dir, "sdm")
+	build := exec.Command("go", "build", "-o", sdmBin, "github.com/sdm-hpc/sdm/cmd/sdm")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building sdm:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireTool returns the path of a tool the test needs. Missing tools skip
+// the test on a developer's machine but fail it in CI, where they must be
+// installed.
+func requireTool(t *testing.T, names ...string) string {
+	t.Helper()
+	for _, name := range names {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s not found, and CI=true: .ci/run must install it", strings.Join(names, " or "))
+	}
+	t.Skipf("%s not found", strings.Join(names, " or "))
+	return ""
+}
+
+// job is a launched session that the test may end itself.
+type job struct {
+	*launcher.Session
+	ended bool
+}
+
+// end quits the session and returns what End said.
+func (j *job) end() error {
+	j.ended = true
+	return j.End(10 * time.Second)
+}
+
+// launch starts a local job of n ranks with the sim backend running
+// program, and ends it when the test ends unless the test did.
+func launch(t *testing.T, n, fanout int, program ...string) *job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Fanout: fanout, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 50 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &job{Session: s}
+	t.Cleanup(func() {
+		if j.ended {
+			return
+		}
+		if err := j.end(); err != nil {
+			t.Errorf("ending the session: %v", err)
+		}
+	})
+	start := wire.Start{Program: program[0], Args: program[1:]}
+	groups := command(t, s.Session.Command, wire.All(n), wire.OpStart, wire.MustEncode(start))
+	if len(groups) == 0 || !okRanks(groups).Equal(wire.All(n)) {
+		t.Fatalf("start: %s", describe(groups))
+	}
+	return j
+}
+
+type commandFunc func(context.Context, wire.RankSet, string, []byte, time.Duration) ([]wire.Group, error)
+
+func command(t *testing.T, send commandFunc, ranks wire.RankSet, op string, body []byte) []wire.Group {
+	t.Helper()
+	groups, err := send(context.Background(), ranks, op, body, 20*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+	return groups
+}
+
+func okRanks(groups []wire.Group) wire.RankSet {
+	var ok wire.RankSet
+	for _, g := range groups {
+		if g.Status == wire.StatusOK {
+			ok = ok.Union(g.Ranks)
+		}
+	}
+	return ok
+}
+
+// describe prints groups compactly: "[0-6] ok MPI_Recv; [7] lost: ...".
+func describe(groups []wire.Group) string {
+	var b strings.Builder
+	for _, g := range groups {
+		b.WriteString("[" + g.Ranks.String() + "] " + g.Status.String())
+		if g.Status != wire.StatusOK {
+			b.WriteString(": " + string(g.Body))
+		} else {
+			var st wire.Stack
+			if wire.Decode(g.Body, &st) == nil && len(st.Frames) > 0 {
+				b.WriteString(" " + st.Frames[0].Func)
+			}
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}

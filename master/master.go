@@ -1,0 +1,175 @@
+// Package master runs the root of the tree: the SDM started with --master.
+// It reads (or, with --generate_routes, writes) the routing file, publishes
+// the address where its children reach it, connects to the front end's
+// session port (or waits for the front end to connect) and then routes
+// commands down and merged answers up like any other node.
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// HostEnv overrides the host name the master publishes for its children,
+// for machines whose own name does not resolve on the compute nodes.
+const HostEnv = "SDM_MASTER_HOST"
+
+// Options describes a master, the way `sdm --master` starts one.
+type Options struct {
+	RoutingFile string
+	// Generate, when set, makes the master write the routing file itself:
+	// one server per host listed, on ports picked at random (PTP's
+	// --generate_routes). Servers are then started with --server=ID.
+	Generate []string
+	Fanout   int
+	// Client is the front end's session address (--host/--port). When
+	// empty the master listens on ListenPort and the front end dials in.
+	Client     string
+	ListenPort int
+	// Stdio, when set, is the link to the front end (--proxy=stdio).
+	Stdio net.Conn
+	// Listener, when set, is an inherited socket for the children; its
+	// address is then already in the master file.
+	Listener    net.Listener
+	Timeout     time.Duration // bounds the waits for files, client and children
+	Link        wire.LinkConfig
+	EventWindow time.Duration
+	Log         *log.Logger
+}
+
+// Run serves as the master until the session ends.
+func Run(ctx context.Context, o Options) error {
+	ln := o.Listener
+	var table *routing.Table
+	var err error
+	if len(o.Generate) > 0 {
+		if ln == nil {
+			if ln, err = publish(o.RoutingFile, len(o.Generate)); err != nil {
+				return err
+			}
+		}
+		if table, err = generate(o.RoutingFile, o.Generate); err != nil {
+			ln.Close()
+			return err
+		}
+	} else {
+		waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+		table, err = routing.Wait(waitCtx, o.RoutingFile)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if ln == nil {
+			if ln, err = publish(o.RoutingFile, table.Size()); err != nil {
+				return err
+			}
+		}
+	}
+	dial, err := o.upstream()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	node, err := sdm.New(sdm.Config{
+		Index: table.Size(), Tree: routing.Tree{Size: table.Size(), Fanout: o.Fanout},
+		Listener: ln, DialUp: dial, ConnectTimeout: o.Timeout,
+		Link: o.Link, EventWindow: o.EventWindow, Log: o.Log,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return node.Run(ctx)
+}
+
+// upstream returns how the master reaches the front end.
+func (o Options) upstream() (func(context.Context) (net.Conn, error), error) {
+	switch {
+	case o.Stdio != nil:
+		used := false
+		return func(context.Context) (net.Conn, error) {
+			if used {
+				return nil, errors.New("the standard input/output link to the front end failed")
+			}
+			used = true
+			return o.Stdio, nil
+		}, nil
+	case o.Client != "":
+		return sdm.DialTCP(o.Client), nil
+	}
+	ln, err := sdm.ListenPort(o.ListenPort)
+	if err != nil {
+		return nil, fmt.Errorf("master: session port: %w", err)
+	}
+	// Each attempt takes the next front end that connects; one that fails
+	// authentication is dropped and the master waits for another.
+	return func(ctx context.Context) (net.Conn, error) {
+		stop := context.AfterFunc(ctx, func() { ln.Close() })
+		defer stop()
+		return ln.Accept()
+	}, nil
+}
+
+// publish listens on a free port for the children and writes the master
+// file that tells the master's children where to connect.
+func publish(routingFile string, size int) (net.Listener, error) {
+	ln, err := sdm.ListenPort(0)
+	if err != nil {
+		return nil, fmt.Errorf("master: %w", err)
+	}
+	host := os.Getenv(HostEnv)
+	if host == "" {
+		if host, err = os.Hostname(); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("master: %w", err)
+		}
+	}
+	entry := routing.Entry{Index: size, Host: host, Port: ln.Addr().(*net.TCPAddr).Port}
+	if err := routing.WriteMaster(routingFile, entry); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("master: %w", err)
+	}
+	return ln, nil
+}
+
+// generate writes a routing file with one server per host, on distinct
+// random ports in PTP's range 50000-59999. A port that turns out to be taken
+// makes its server fail at once with a message naming it.
+func generate(path string, hosts []string) (*routing.Table, error) {
+	entries := make([]routing.Entry, len(hosts))
+	used := make(map[string]bool)
+	perHost := make(map[string]int)
+	for i, h := range hosts {
+		if perHost[h]++; perHost[h] > 10000 {
+			return nil, fmt.Errorf("--generate_routes: more than 10000 servers on host %s do not fit in ports 50000-59999", h)
+		}
+		for {
+			port := 50000 + rand.IntN(10000)
+			key := h + ":" + strconv.Itoa(port)
+			if !used[key] {
+				used[key] = true
+				entries[i] = routing.Entry{Index: i, Host: h, Port: port}
+				break
+			}
+		}
+	}
+	table, err := routing.NewTable(entries)
+	if err != nil {
+		return nil, fmt.Errorf("--generate_routes: %w", err)
+	}
+	if err := routing.WriteFile(path, table); err != nil {
+		return nil, err
+	}
+	return table, nil
+}

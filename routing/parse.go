@@ -1,0 +1,212 @@
+package routing
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// maxLine bounds a line. A valid one is under 300 bytes; the bound only keeps
+// a file without newlines from being buffered whole.
+const maxLine = 64 << 10
+
+// Parse reads a routing file from r. The name is only used in error
+// messages, which have the form "name:line: problem". A file with fewer
+// entries than its header announces, or an empty one, yields an error
+// wrapping ErrIncomplete; anything else that is wrong yields an error at the
+// first offending line.
+func Parse(r io.Reader, name string) (*Table, error) {
+	p := parser{name: name}
+	br := bufio.NewReaderSize(r, maxLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, lineError(name, p.line+1, "line longer than %d bytes", maxLine)
+		}
+		if len(line) > 0 {
+			if perr := p.add(line); perr != nil {
+				return nil, perr
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return nil, err // already names the file
+			}
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return p.finish()
+}
+
+// ReadFile reads and parses the routing file at path.
+func ReadFile(path string) (*Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+type parser struct {
+	name    string
+	line    int     // number of the line being parsed, 1-based
+	n       int     // N from the header; 0 until it has been read
+	entries []Entry // in file order, so entry k is on line k+2
+	seen    []uint64
+	blank   int  // first blank line after the header, 0 if none yet
+	partial bool // the last line was cut short by a writer mid-line
+}
+
+func (p *parser) errorf(format string, args ...any) error {
+	return lineError(p.name, p.line, format, args...)
+}
+
+// add parses one line, including its '\n' unless it is the last line of an
+// unterminated file.
+func (p *parser) add(raw []byte) error {
+	p.line++
+	text, terminated := bytes.CutSuffix(raw, []byte("\n"))
+	text, _ = bytes.CutSuffix(text, []byte("\r"))
+	if len(trimSep(text)) == 0 {
+		if p.line == 1 {
+			return p.errorf("missing header: the first line must hold the number of servers")
+		}
+		if p.blank == 0 {
+			p.blank = p.line
+		}
+		return nil
+	}
+	if p.blank != 0 {
+		return lineError(p.name, p.blank, "blank line before line %d; only the end of the file may be blank", p.line)
+	}
+	if p.line == 1 {
+		return p.header(text)
+	}
+	return p.entry(text, terminated)
+}
+
+func (p *parser) header(text []byte) error {
+	f, rest := nextField(text)
+	if g := trimSep(rest); len(g) > 0 {
+		return p.errorf("trailing garbage %s after the number of servers", quote(g))
+	}
+	n, ok := atoi(f)
+	switch {
+	case !ok:
+		return p.errorf("header %s is not a number of servers", quote(f))
+	case n < 1:
+		return p.errorf("number of servers must be at least 1, got %d", n)
+	case n > MaxSize:
+		return p.errorf("number of servers %s exceeds the maximum %d", quote(f), MaxSize)
+	}
+	p.n = n
+	p.seen = make([]uint64, (n+63)/64)
+	p.entries = make([]Entry, 0, min(n, 4096))
+	return nil
+}
+
+func (p *parser) entry(text []byte, terminated bool) error {
+	if len(p.entries) == p.n {
+		return p.errorf("more than the %d entries the header announces", p.n)
+	}
+	fi, rest := nextField(text)
+	fh, rest := nextField(rest)
+	fp, rest := nextField(rest)
+	if len(fp) == 0 && !terminated {
+		// A prefix of a valid line can only lack fields; any other
+		// problem on a cut-short line is real.
+		p.partial = true
+		return nil
+	}
+	switch {
+	case len(fh) == 0:
+		return p.errorf("missing host and port after index %s", quote(fi))
+	case len(fp) == 0:
+		return p.errorf("missing port after host %s", quote(fh))
+	}
+	if g := trimSep(rest); len(g) > 0 {
+		return p.errorf("trailing garbage %s after the port", quote(g))
+	}
+	idx, ok := atoi(fi)
+	if !ok {
+		return p.errorf("index %s is not a number", quote(fi))
+	}
+	if idx >= p.n {
+		return p.errorf("index %s out of range 0-%d", fi, p.n-1)
+	}
+	bit := uint64(1) << (idx % 64)
+	if p.seen[idx/64]&bit != 0 {
+		return p.errorf("duplicate index %d (first on line %d)", idx, p.firstLine(idx))
+	}
+	p.seen[idx/64] |= bit
+	if len(fh) > maxHostLen {
+		return p.errorf("host is %d bytes long, at most %d allowed", len(fh), maxHostLen)
+	}
+	host := p.host(fh)
+	if msg := checkHost(host); msg != "" {
+		return p.errorf("%s", msg)
+	}
+	port, ok := atoi(fp)
+	if !ok {
+		return p.errorf("port %s is not a number", quote(fp))
+	}
+	if port < 1 || port > 65535 {
+		return p.errorf("port %s out of range 1-65535", fp)
+	}
+	p.entries = append(p.entries, Entry{Index: idx, Host: host, Port: port})
+	return nil
+}
+
+// host converts the field to a string, sharing the previous entry's string
+// when equal: consecutive ranks usually run on the same node, and at a
+// million ranks the copies add up.
+func (p *parser) host(f []byte) string {
+	if k := len(p.entries); k > 0 && p.entries[k-1].Host == string(f) {
+		return p.entries[k-1].Host
+	}
+	return string(f)
+}
+
+func (p *parser) firstLine(idx int) int {
+	for k, e := range p.entries {
+		if e.Index == idx {
+			return k + 2
+		}
+	}
+	return 0
+}
+
+func (p *parser) finish() (*Table, error) {
+	if p.line == 0 {
+		return nil, &incompleteError{p.name, "file is empty"}
+	}
+	if len(p.entries) < p.n {
+		detail := fmt.Sprintf("has %d of %d entries", len(p.entries), p.n)
+		if p.partial {
+			detail += fmt.Sprintf(" (line %d is partly written)", p.line)
+		}
+		return nil, &incompleteError{p.name, detail}
+	}
+	// N distinct indices below N: a permutation, so placing each entry at
+	// its index fills every slot.
+	out := p.entries
+	for i, e := range p.entries {
+		if e.Index != i {
+			out = make([]Entry, p.n)
+			for _, e := range p.entries {
+				out[e.Index] = e
+			}
+			break
+		}
+	}
+	return &Table{Entries: out}, nil
+}

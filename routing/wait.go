@@ -1,0 +1,114 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+// pollInterval is how often Wait re-reads the file without being told to.
+// inotify does not see writes made on other NFS clients, which is where the
+// launcher usually runs, so the poll is what guarantees progress there.
+var pollInterval = time.Second
+
+// useInotify is false to make Wait behave as on a system without inotify.
+var useInotify = true
+
+// beforeBlock, when set, is called each time Wait is about to block, with the
+// reason the file was not yet usable. Tests use it to act while Wait is
+// known to be waiting, instead of sleeping and hoping.
+var beforeBlock func(error)
+
+// Wait blocks until path holds a complete table, ctx ends, or the file turns
+// out malformed. A malformed complete file is returned as an error at once;
+// an incomplete or missing one keeps Wait waiting.
+//
+// Wait reacts within milliseconds to a file created, renamed into place or
+// written on the local machine, and within a second to one written on
+// another NFS client. The file is best written with WriteFile. A writer that
+// fills the file in place should write the last entry line whole, since a
+// complete-looking last line is taken as it is.
+//
+// When ctx ends first, the error names the file and says what is missing,
+// as in "waiting for routing file /x/routes: context deadline exceeded: has
+// 5 of 8 entries". It matches both the context's error and the last read
+// error (fs.ErrNotExist or ErrIncomplete) under errors.Is.
+func Wait(ctx context.Context, path string) (*Table, error) {
+	if path == "" {
+		// os.Open("") fails with "not exist", which would wait forever.
+		return nil, errors.New("routing: waiting for routing file: empty path")
+	}
+	// Watch before the first read, so that a file arriving in between
+	// cannot be missed.
+	var n notifier = pollNotifier{}
+	if useInotify {
+		if in, err := newInotify(ctx, path); err == nil {
+			n = in
+		}
+	}
+	defer n.close()
+	for {
+		t, err := ReadFile(path)
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrIncomplete) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, &waitError{path: path, cause: context.Cause(ctx), last: err}
+		}
+		if beforeBlock != nil {
+			beforeBlock(err)
+		}
+		n.wait(ctx, pollInterval)
+	}
+}
+
+// notifier tells Wait when to look at the file again.
+type notifier interface {
+	// wait returns when the file may have changed, d has passed, or ctx
+	// is done, whichever comes first.
+	wait(ctx context.Context, d time.Duration)
+	close()
+}
+
+// pollNotifier is the fallback where inotify is missing or was refused.
+type pollNotifier struct{}
+
+func (pollNotifier) wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (pollNotifier) close() {}
+
+type waitError struct {
+	path  string
+	cause error // why the context ended
+	last  error // why the file was not usable at that point
+}
+
+func (e *waitError) Error() string {
+	return fmt.Sprintf("waiting for routing file %s: %v: %s", e.path, e.cause, missing(e.last))
+}
+
+func (e *waitError) Unwrap() []error { return []error{e.cause, e.last} }
+
+// missing says what was wrong with the file without repeating its name.
+func missing(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "file does not exist"
+	}
+	var ie *incompleteError
+	if errors.As(err, &ie) {
+		return ie.detail
+	}
+	return err.Error()
+}

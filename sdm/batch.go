@@ -1,0 +1,83 @@
+package sdm
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// maxBatch bounds how many distinct groups wait in one batch before it is
+// sent regardless of the window.
+const maxBatch = 1024
+
+// batcher gathers the events going up one stream and sends them in
+// batches. Within the window, an event merges into an earlier group with
+// the same op and body as long as no later group holds any of its ranks,
+// so every rank's events keep their order while identical news from many
+// ranks travels as one group.
+type batcher struct {
+	window time.Duration // 0: send every event at once
+	send   func(*wire.Message)
+
+	mu     sync.Mutex
+	op     string
+	groups []wire.Group
+	timer  *time.Timer
+}
+
+func newBatcher(window time.Duration, send func(*wire.Message)) *batcher {
+	return &batcher{window: window, send: send}
+}
+
+// add queues an event; it may send, and then blocks until the send is done.
+func (b *batcher) add(op string, g wire.Group) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.groups) > 0 && op != b.op {
+		b.flushLocked()
+	}
+	b.op = op
+	b.merge(g)
+	switch {
+	case b.window == 0 || len(b.groups) >= maxBatch:
+		b.flushLocked()
+	case b.timer == nil:
+		b.timer = time.AfterFunc(b.window, b.flush)
+	}
+}
+
+func (b *batcher) merge(g wire.Group) {
+	for j := len(b.groups) - 1; j >= 0; j-- {
+		h := &b.groups[j]
+		if h.Status == g.Status && string(h.Body) == string(g.Body) {
+			h.Ranks = h.Ranks.Union(g.Ranks)
+			return
+		}
+		if h.Ranks.Intersects(g.Ranks) {
+			break // merging further back would reorder these ranks' events
+		}
+	}
+	b.groups = append(b.groups, g)
+}
+
+func (b *batcher) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushLocked()
+}
+
+// flushLocked sends the batch while holding the lock, which is what keeps
+// batches in order.
+func (b *batcher) flushLocked() {
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	if len(b.groups) == 0 {
+		return
+	}
+	m := &wire.Message{Kind: wire.KindEvent, Op: b.op, Groups: b.groups}
+	b.groups = nil
+	b.send(m)
+}

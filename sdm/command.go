@@ -1,0 +1,123 @@
+package sdm
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// margin is how much earlier than its parent a child gives up on a
+// command, so that the child's "timed out" answer, naming exactly the
+// ranks that did not answer, reaches the parent before the parent's own
+// deadline would write off the whole subtree.
+func margin(timeout time.Duration) time.Duration {
+	return min(timeout/10, 250*time.Millisecond)
+}
+
+// command starts m: it registers a call, forwards m to the children whose
+// subtrees it reaches, in arrival order, and hands it to the backend.
+func (n *Node) command(ctx context.Context, m *wire.Message) {
+	cl := &call{id: m.ID, op: m.Op, cancel: func() {}, waiting: make(map[int]wire.RankSet)}
+	type forward struct {
+		index int
+		link  *wire.Link
+		ranks wire.RankSet
+	}
+	var forwards []forward
+	n.mu.Lock()
+	if _, dup := n.calls[m.ID]; dup {
+		n.mu.Unlock()
+		n.log.Printf("refused command %d (%s): a command with that id is still running", m.ID, m.Op)
+		cl.merger.Add(m.Ranks, wire.StatusError, []byte(fmt.Sprintf("command id %d is already in use", m.ID)))
+		n.sendUp(cl.reply(), (*wire.Link).Send)
+		return
+	}
+	if m.Op == wire.OpQuit {
+		n.quitting = true
+	}
+	if outside := m.Ranks.Minus(n.reach); !outside.Empty() {
+		cl.merger.Add(outside, wire.StatusNoRank, fmt.Appendf(nil, "no such rank: the job has ranks 0-%d", n.cfg.Tree.Size-1))
+	}
+	own := m.Ranks.Intersects(n.self)
+	if own {
+		cl.waiting[selfSource] = n.self
+	}
+	for _, c := range n.children {
+		r := m.Ranks.Intersect(c.ranks)
+		switch {
+		case r.Empty():
+		case c.link == nil:
+			cl.merger.Add(r, wire.StatusLost, []byte(c.lost))
+		default:
+			cl.waiting[c.index] = r
+			forwards = append(forwards, forward{c.index, c.link, r})
+		}
+	}
+	if len(cl.waiting) == 0 {
+		n.mu.Unlock()
+		n.sendUp(cl.reply(), (*wire.Link).Send)
+		return
+	}
+	// The backend's work ends when the call is settled, by its answer or
+	// by the deadline, so a late answer never races the timeout.
+	bctx, cancel := context.WithCancel(ctx)
+	cl.cancel = cancel
+	n.calls[cl.id] = cl
+	cl.timer = time.AfterFunc(m.Timeout, func() { n.settle(cl, (*call).expire) })
+	n.mu.Unlock()
+
+	down := &wire.Message{Kind: wire.KindCommand, ID: m.ID, Op: m.Op, Timeout: m.Timeout - margin(m.Timeout), Body: m.Body}
+	for _, f := range forwards {
+		down.Ranks = f.ranks
+		if err := f.link.Send(down); err != nil {
+			reason := fmt.Sprintf("could not send %s to server %d: %v", m.Op, f.index, err)
+			n.settle(cl, func(cl *call) { cl.fail(f.index, wire.StatusLost, reason) })
+		}
+	}
+	if !own {
+		return
+	}
+	if m.Op == wire.OpQuit {
+		n.settle(cl, func(cl *call) { cl.answer(selfSource, []wire.Group{{Ranks: n.self}}) })
+		return
+	}
+	n.cfg.Backend.Do(bctx, m.Op, m.Body, func(body []byte, err error) {
+		g := wire.Group{Ranks: n.self, Body: body}
+		if err != nil {
+			g.Status, g.Body = wire.StatusError, []byte(err.Error())
+		}
+		n.settle(cl, func(cl *call) { cl.answer(selfSource, []wire.Group{g}) })
+	})
+}
+
+// settle applies update to cl if cl is still running, and completes it
+// when nothing is owed any more.
+func (n *Node) settle(cl *call, update func(*call)) {
+	n.mu.Lock()
+	if n.calls[cl.id] != cl {
+		n.mu.Unlock()
+		return
+	}
+	update(cl)
+	if len(cl.waiting) > 0 {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.calls, cl.id)
+	cl.timer.Stop()
+	cl.cancel()
+	n.mu.Unlock()
+	if cl.op != wire.OpQuit {
+		n.sendUp(cl.reply(), (*wire.Link).Send)
+		return
+	}
+	// Nothing may be lost at the end: the events still held for merging
+	// go up before the answer, and the link closes after it, which lets
+	// Run return and tells the parent this node is done.
+	n.events.flush()
+	n.output.flush()
+	n.sendUp(cl.reply(), (*wire.Link).Send)
+	n.up.Close()
+}

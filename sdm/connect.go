@@ -1,0 +1,92 @@
+package sdm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Backoff bounds for reaching a parent that is not listening yet. Parents and
+// children start in any order, and no event tells a child that a remote port
+// opened, so it retries; the steps stay short because a parent usually
+// appears within milliseconds.
+const (
+	firstRetry = 2 * time.Millisecond
+	maxRetry   = 100 * time.Millisecond
+)
+
+// connectUp dials the parent until it answers and authenticates, then
+// introduces this node.
+func (n *Node) connectUp(ctx context.Context) (*wire.Link, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
+	defer cancel()
+	wait := firstRetry
+	var last error
+	for {
+		link, err := n.tryUp(ctx)
+		if err == nil {
+			return link, nil
+		}
+		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrNotSDM) {
+			return nil, fmt.Errorf("%s refused us: %w", n.parentName(), err)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("could not reach %s within %v: %w", n.parentName(), n.cfg.ConnectTimeout, last)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetry)
+	}
+}
+
+func (n *Node) tryUp(ctx context.Context) (*wire.Link, error) {
+	conn, err := n.cfg.DialUp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	link, err := wire.NewLink(conn, true, n.cfg.Link)
+	if err != nil {
+		return nil, err
+	}
+	hello, err := wire.Encode(wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size})
+	if err == nil {
+		err = link.Send(&wire.Message{Kind: wire.KindHello, Body: hello})
+	}
+	if err != nil {
+		link.Close()
+		return nil, err
+	}
+	return link, nil
+}
+
+// DialTCP returns a Config.DialUp that dials addr.
+func DialTCP(addr string) func(context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+}
+
+// ReadHello reads the first message of a freshly accepted link, which must
+// be a hello, within timeout.
+func ReadHello(link *wire.Link, timeout time.Duration) (wire.Hello, error) {
+	var h wire.Hello
+	timer := time.AfterFunc(timeout, func() { link.Close() })
+	defer timer.Stop()
+	m, err := link.Recv()
+	if err != nil {
+		return h, fmt.Errorf("no hello within %v: %w", timeout, err)
+	}
+	if m.Kind != wire.KindHello {
+		return h, fmt.Errorf("first message is a %s, not a hello", m.Kind)
+	}
+	if err := wire.Decode(m.Body, &h); err != nil {
+		return h, err
+	}
+	return h, nil
+}

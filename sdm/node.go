@@ -1,0 +1,237 @@
+// Package sdm is the tree node: one per rank server, plus the master at the
+// root. A node links to its parent (the master: to the front end), accepts
+// its children, hands commands for its own rank to its backend, forwards
+// each command to the children whose subtrees it reaches, and merges what
+// comes back: one reply per command per link, with one group per distinct
+// answer, and events batched within a short window. Data enters as
+// commands from the parent link and events from the backend and children;
+// it leaves as replies and events on the parent link.
+//
+// The node routes and merges opaque bodies: it does not know what they
+// mean, and it never prints.
+package sdm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Config describes one node. Index, Tree, DialUp and Link.Key are required.
+type Config struct {
+	Index int          // this node's index; Tree.Master() for the master
+	Tree  routing.Tree // the shape of the whole tree
+	// Listener is where children connect; nil for a node without children.
+	Listener net.Listener
+	// DialUp connects to the parent (for the master: to the front end).
+	// It is retried until ConnectTimeout passes.
+	DialUp func(ctx context.Context) (net.Conn, error)
+	// ConnectTimeout bounds the wait for the parent (default 60 s).
+	ConnectTimeout time.Duration
+	Link           wire.LinkConfig
+	// Backend debugs this node's rank; nil for the master.
+	Backend backend.Backend
+	// EventWindow is how long a node with children holds events to merge
+	// them with the same news from other ranks (default 10 ms).
+	EventWindow time.Duration
+	// Log receives the node's complaints about peers (discarded when nil).
+	Log *log.Logger
+}
+
+// DefaultEventWindow is the default Config.EventWindow.
+const DefaultEventWindow = 10 * time.Millisecond
+
+// Node is a running tree node.
+type Node struct {
+	cfg      Config
+	self     wire.RankSet // this node's own rank; empty at the master
+	reach    wire.RankSet // self and every subtree below
+	children map[int]*child
+	log      *log.Logger
+
+	up      *wire.Link
+	upReady chan struct{}
+	events  *batcher
+	output  *batcher
+
+	mu       sync.Mutex
+	calls    map[uint64]*call
+	quitting bool // the session is ending: lost children are expected
+}
+
+// child is the slot of one child in the tree, connected or not.
+type child struct {
+	index int
+	ranks wire.RankSet // the ranks of its subtree
+	link  *wire.Link   // nil until it connects, and after it is lost
+	lost  string       // why it was lost
+}
+
+// New checks cfg and prepares a node; Run brings it up.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Tree.Verify(); err != nil {
+		return nil, err
+	}
+	if !cfg.Tree.Valid(cfg.Index) {
+		return nil, fmt.Errorf("index %d is not in a tree of %d servers", cfg.Index, cfg.Tree.Size)
+	}
+	if cfg.DialUp == nil {
+		return nil, errors.New("sdm: Config.DialUp is required")
+	}
+	master := cfg.Index == cfg.Tree.Master()
+	if master != (cfg.Backend == nil) {
+		return nil, errors.New("sdm: the master has no backend and every server has one")
+	}
+	kids := cfg.Tree.Children(cfg.Index)
+	if len(kids) > 0 && cfg.Listener == nil {
+		return nil, fmt.Errorf("sdm: index %d has children %v but no listener", cfg.Index, kids)
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 60 * time.Second
+	}
+	if cfg.EventWindow <= 0 {
+		cfg.EventWindow = DefaultEventWindow
+	}
+	n := &Node{
+		cfg:      cfg,
+		children: make(map[int]*child, len(kids)),
+		log:      cfg.Log,
+		upReady:  make(chan struct{}),
+		calls:    make(map[uint64]*call),
+	}
+	if n.log == nil {
+		n.log = log.New(io.Discard, "", 0)
+	}
+	var reach wire.Builder
+	if !master {
+		n.self = wire.Single(cfg.Index)
+		reach.Add(cfg.Index)
+	}
+	for _, k := range kids {
+		var b wire.Builder
+		cfg.Tree.Walk(k, b.Add)
+		c := &child{index: k, ranks: b.Set(), lost: "its server has not connected"}
+		reach.AddSet(c.ranks)
+		n.children[k] = c
+	}
+	n.reach = reach.Set()
+	// A leaf has no one to merge with, so it sends at once.
+	window := cfg.EventWindow
+	if len(kids) == 0 {
+		window = 0
+	}
+	n.events = newBatcher(window, func(m *wire.Message) { n.sendUp(m, (*wire.Link).Send) })
+	n.output = newBatcher(window, func(m *wire.Message) { n.sendUp(m, (*wire.Link).SendOutput) })
+	return n, nil
+}
+
+// Run connects the node and serves until its parent link closes or ctx
+// ends. It returns nil when the session ended with a quit command.
+func (n *Node) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		n.shutdown()
+		wg.Wait()
+	}()
+	if n.cfg.Listener != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.acceptChildren(ctx, &wg)
+		}()
+		context.AfterFunc(ctx, func() { n.cfg.Listener.Close() })
+	}
+	up, err := n.connectUp(ctx)
+	if err != nil {
+		return err
+	}
+	n.up = up
+	close(n.upReady)
+	context.AfterFunc(ctx, func() { up.Close() })
+	if n.cfg.Backend != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.pumpBackend()
+		}()
+		n.events.add(wire.EventConnected, wire.Group{Ranks: n.self})
+	}
+	for {
+		m, err := up.Recv()
+		if err != nil {
+			n.mu.Lock()
+			quitting := n.quitting
+			n.mu.Unlock()
+			if quitting || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("lost the link to %s (%s): %w", n.parentName(), up.RemoteAddr(), err)
+		}
+		if m.Kind != wire.KindCommand {
+			n.log.Printf("ignoring %s %q from parent", m.Kind, m.Op)
+			continue
+		}
+		n.command(ctx, m)
+	}
+}
+
+// parentName says who the parent is, for messages.
+func (n *Node) parentName() string {
+	switch p := n.cfg.Tree.Parent(n.cfg.Index); p {
+	case -1:
+		return "the front end"
+	case n.cfg.Tree.Master():
+		return "the master"
+	default:
+		return fmt.Sprintf("parent server %d", p)
+	}
+}
+
+// shutdown closes the backend and every child link.
+func (n *Node) shutdown() {
+	n.mu.Lock()
+	n.quitting = true // children going away now is no news
+	for _, c := range n.children {
+		if c.link != nil {
+			c.link.Close()
+		}
+	}
+	for _, c := range n.calls {
+		c.timer.Stop()
+	}
+	n.mu.Unlock()
+	if n.cfg.Backend != nil {
+		n.cfg.Backend.Close()
+	}
+}
+
+// sendUp sends m on the parent link once it exists.
+func (n *Node) sendUp(m *wire.Message, send func(*wire.Link, *wire.Message) error) {
+	<-n.upReady
+	if err := send(n.up, m); err != nil {
+		n.log.Printf("send %s %s to parent: %v", m.Kind, m.Op, err)
+	}
+}
+
+// pumpBackend forwards the backend's events up, tagged with our rank.
+func (n *Node) pumpBackend() {
+	for ev := range n.cfg.Backend.Events() {
+		g := wire.Group{Ranks: n.self, Body: ev.Body}
+		if ev.Op == wire.EventOutput {
+			n.output.add(ev.Op, g)
+		} else {
+			n.events.add(ev.Op, g)
+		}
+	}
+}

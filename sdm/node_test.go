@@ -1,0 +1,307 @@
+package sdm_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/sim"
+	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// tree is a whole tree of nodes in this process, each with its own
+// listener and a sim backend, connected over loopback TCP to a client.
+type tree struct {
+	t       *testing.T
+	session *client.Session
+	cancels map[int]context.CancelFunc
+	done    map[int]chan error
+}
+
+func testKey(b byte) wire.Key {
+	var k wire.Key
+	for i := range k {
+		k[i] = b
+	}
+	return k
+}
+
+// startTree brings up n servers plus the master and waits until all joined.
+func startTree(t *testing.T, n, fanout int, program string, args ...string) *tree {
+	t.Helper()
+	cfg := wire.LinkConfig{Key: testKey(1)}
+	ln, err := client.Listen("127.0.0.1:0", cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tr := routing.Tree{Size: n, Fanout: fanout}
+	listeners := make(map[int]net.Listener)
+	for id := 0; id <= n; id++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners[id] = l
+	}
+	tt := &tree{t: t, cancels: map[int]context.CancelFunc{}, done: map[int]chan error{}}
+	for id := 0; id <= n; id++ {
+		up := ln.Addr().String()
+		if p := tr.Parent(id); p >= 0 {
+			up = listeners[p].Addr().String()
+		}
+		nc := sdm.Config{Index: id, Tree: tr, Listener: listeners[id], DialUp: sdm.DialTCP(up), Link: cfg}
+		if id != tr.Master() {
+			nc.Backend = sim.New(backendConfig(id, n))
+		}
+		node, err := sdm.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		tt.cancels[id], tt.done[id] = cancel, done
+		go func() { done <- node.Run(ctx) }()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := ln.Accept(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt.session = s
+	t.Cleanup(tt.stop)
+	if err := s.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := wire.MustEncode(wire.Start{Program: program, Args: args})
+	groups := tt.command(wire.All(n), wire.OpStart, start, 5*time.Second)
+	if len(groups) == 0 || groups[0].Status != wire.StatusOK {
+		t.Fatalf("start: %s", describe(groups))
+	}
+	return tt
+}
+
+func (tt *tree) stop() {
+	tt.session.Close()
+	for _, cancel := range tt.cancels {
+		cancel()
+	}
+	for id, done := range tt.done {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			tt.t.Errorf("node %d did not stop within 5s", id)
+		}
+	}
+}
+
+func (tt *tree) command(ranks wire.RankSet, op string, body []byte, timeout time.Duration) []wire.Group {
+	tt.t.Helper()
+	groups, err := tt.session.Command(context.Background(), ranks, op, body, timeout)
+	if err != nil {
+		tt.t.Fatalf("%s: %v", op, err)
+	}
+	return groups
+}
+
+// describe prints groups compactly for failure messages and comparisons.
+func describe(groups []wire.Group) string {
+	var b strings.Builder
+	for _, g := range groups {
+		b.WriteString("[" + g.Ranks.String() + "] " + g.Status.String())
+		if g.Status != wire.StatusOK {
+			b.WriteString(": " + string(g.Body))
+		} else {
+			var st wire.Stack
+			if wire.Decode(g.Body, &st) == nil && len(st.Frames) > 0 {
+				b.WriteString(" " + st.Frames[0].Func)
+			}
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+func TestWhereMergesIntoGroups(t *testing.T) {
+	for _, fanout := range []int{0, 3} {
+		tt := startTree(t, 16, fanout, "hang", "5")
+		got := describe(tt.command(wire.All(16), wire.OpWhere, nil, 5*time.Second))
+		want := "[0-4,6-15] ok MPI_Recv; [5] ok compute; "
+		if got != want {
+			t.Errorf("fanout %d: where = %q, want %q", fanout, got, want)
+		}
+		got = describe(tt.command(wire.Range(4, 6), wire.OpWhere, nil, 5*time.Second))
+		if want := "[4,6] ok MPI_Recv; [5] ok compute; "; got != want {
+			t.Errorf("fanout %d: [4-6] where = %q, want %q", fanout, got, want)
+		}
+	}
+}
+
+func TestNoSuchRank(t *testing.T) {
+	tt := startTree(t, 4, 0, "ring")
+	got := describe(tt.command(wire.Range(2, 9), wire.OpStatus, nil, 5*time.Second))
+	if !strings.Contains(got, "[4-9] no such rank") || !strings.Contains(got, "[2-3] ok") {
+		t.Fatalf("status of 2-9 in a job of 4: %q", got)
+	}
+}
+
+func TestSlowCommandHoldsUpNoOne(t *testing.T) {
+	tt := startTree(t, 8, 0, "hang")
+	slow := make(chan []wire.Group, 1)
+	go func() {
+		g, _ := tt.session.Command(context.Background(), wire.Single(3), sim.OpSleep, wire.MustEncode(2*time.Second), 10*time.Second)
+		slow <- g
+	}()
+	// Commands issued while the slow one runs, including to the same rank,
+	// are answered while it is still in flight.
+	for i := 0; i < 5; i++ {
+		groups := tt.command(wire.All(8), wire.OpStatus, nil, 5*time.Second)
+		if ok := okRanks(groups); !ok.Equal(wire.All(8)) {
+			t.Fatalf("status during a slow command: %s", describe(groups))
+		}
+		select {
+		case g := <-slow:
+			t.Fatalf("the slow command finished first (%s): test proves nothing", describe(g))
+		default:
+		}
+	}
+	if g := <-slow; len(g) != 1 || g[0].Status != wire.StatusOK {
+		t.Fatalf("slow command: %s", describe(g))
+	}
+}
+
+func TestDeadlineNamesMissingRanks(t *testing.T) {
+	tt := startTree(t, 8, 0, "ring")
+	groups := tt.command(wire.All(8), sim.OpSleep, wire.MustEncode(time.Duration(0)), 5*time.Second)
+	if len(groups) != 1 {
+		t.Fatalf("zero sleep: %s", describe(groups))
+	}
+	groups = tt.command(wire.Range(5, 7), sim.OpSleep, wire.MustEncode(time.Duration(0)), 5*time.Second)
+	if len(groups) != 1 {
+		t.Fatalf("zero sleep on 5-7: %s", describe(groups))
+	}
+	start := time.Now()
+	groups = tt.command(wire.All(8), sim.OpSleep, wire.MustEncode(1500*time.Millisecond), 500*time.Millisecond)
+	var timedOut wire.RankSet
+	for _, g := range groups {
+		if g.Status == wire.StatusTimeout {
+			timedOut = timedOut.Union(g.Ranks)
+		}
+	}
+	if !timedOut.Equal(wire.All(8)) {
+		t.Fatalf("all ranks sleep longer than the deadline, got %s", describe(groups))
+	}
+	if d := time.Since(start); d > 1400*time.Millisecond {
+		t.Fatalf("a 500ms deadline took %v", d)
+	}
+}
+
+func TestEventsMergeAcrossRanks(t *testing.T) {
+	tt := startTree(t, 16, 0, "ring")
+	tt.command(wire.All(16), wire.OpRun, nil, 5*time.Second)
+	var stopped wire.RankSet
+	stops := 0
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for !stopped.Equal(wire.All(16)) {
+		ev, err := tt.session.NextEvent(ctx)
+		if err != nil {
+			t.Fatalf("only %v stopped: %v", stopped, err)
+		}
+		if ev.Op == wire.EventStopped {
+			stopped = stopped.Union(ev.Group.Ranks)
+			stops++
+		}
+	}
+	// Every rank stops at one of two places (rank 0 in MPI_Send); merging
+	// along the way means far fewer events than ranks arrive.
+	if stops >= 16 {
+		t.Fatalf("%d stop events for 16 ranks: nothing merged", stops)
+	}
+}
+
+func TestLostSubtree(t *testing.T) {
+	tt := startTree(t, 16, 0, "ring")
+	// Server 0 has children 2, 4, 8 (and their subtrees) in the binomial
+	// tree of 16: killing it loses the even ranks.
+	var want wire.Builder
+	routing.Tree{Size: 16}.Walk(0, want.Add)
+	start := time.Now()
+	tt.cancels[0]()
+	var lost wire.RankSet
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for !lost.Equal(want.Set()) {
+		ev, err := tt.session.NextEvent(ctx)
+		if err != nil {
+			t.Fatalf("lost %v within 2s, want %v: %v", lost, want.Set(), err)
+		}
+		if ev.Op == wire.EventLost {
+			lost = lost.Union(ev.Group.Ranks)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("loss noticed after %v", d)
+	}
+	groups := tt.command(wire.All(16), wire.OpStatus, nil, 5*time.Second)
+	var ok, gone wire.RankSet
+	for _, g := range groups {
+		switch g.Status {
+		case wire.StatusOK:
+			ok = ok.Union(g.Ranks)
+		case wire.StatusLost:
+			gone = gone.Union(g.Ranks)
+		}
+	}
+	if !gone.Equal(want.Set()) || !ok.Equal(wire.All(16).Minus(want.Set())) {
+		t.Fatalf("after losing server 0: %s", describe(groups))
+	}
+}
+
+func TestWrongKeyMasterIsRefused(t *testing.T) {
+	ln, err := client.Listen("127.0.0.1:0", wire.LinkConfig{Key: testKey(1)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tr := routing.Tree{Size: 1}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	node, err := sdm.New(sdm.Config{Index: 1, Tree: tr, Listener: l, DialUp: sdm.DialTCP(ln.Addr().String()),
+		Link: wire.LinkConfig{Key: testKey(2)}, ConnectTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := ln.Accept(ctx, 1)
+		accepted <- err
+	}()
+	if err := node.Run(context.Background()); !errors.Is(err, wire.ErrAuth) {
+		t.Fatalf("master with the wrong key: %v, want ErrAuth", err)
+	}
+	if err := <-accepted; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("client accepted a master with the wrong key: %v", err)
+	}
+}
+
+func backendConfig(rank, size int) backend.Config { return backend.Config{Rank: rank, Size: size} }
+
+func okRanks(groups []wire.Group) wire.RankSet {
+	var ok wire.RankSet
+	for _, g := range groups {
+		if g.Status == wire.StatusOK {
+			ok = ok.Union(g.Ranks)
+		}
+	}
+	return ok
+}

@@ -1,0 +1,95 @@
+package sdm
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// ServerOptions describes a rank server, the way `sdm --routing_file F
+// [--server=ID]` starts one.
+type ServerOptions struct {
+	Index       int    // this server's rank
+	RoutingFile string // the shared routing file; waited for
+	Fanout      int    // tree shape, the same for every server (routing.Tree)
+	// Listener, when set, is an inherited listening socket to use instead
+	// of binding the port of our entry in the routing file.
+	Listener net.Listener
+	// NewBackend creates the backend once the job size is known.
+	NewBackend func(backend.Config) (backend.Backend, error)
+	// Timeout bounds the wait for the routing file and for the parent.
+	Timeout     time.Duration
+	Link        wire.LinkConfig
+	EventWindow time.Duration
+	Log         *log.Logger
+}
+
+// Serve runs a rank server: it waits for the routing file, listens for its
+// children, connects to its parent and serves until the session ends.
+func Serve(ctx context.Context, o ServerOptions) error {
+	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	table, err := routing.Wait(waitCtx, o.RoutingFile)
+	cancel()
+	if err != nil {
+		return err
+	}
+	tree := routing.Tree{Size: table.Size(), Fanout: o.Fanout}
+	if err := tree.Verify(); err != nil {
+		return err
+	}
+	if o.Index >= table.Size() {
+		return fmt.Errorf("rank %d: routing file %s has only ranks 0-%d", o.Index, o.RoutingFile, table.Size()-1)
+	}
+	ln := o.Listener
+	if ln == nil && len(tree.Children(o.Index)) > 0 {
+		entry, _ := table.Lookup(o.Index)
+		if ln, err = ListenPort(entry.Port); err != nil {
+			return fmt.Errorf("rank %d (routing file %s): %w", o.Index, o.RoutingFile, err)
+		}
+	}
+	parent := tree.Parent(o.Index)
+	dial := func(ctx context.Context) (net.Conn, error) {
+		entry, _ := table.Lookup(parent)
+		if parent == tree.Master() {
+			// Read afresh on every attempt: a master file left over from an
+			// earlier run is replaced when this run's master starts.
+			if entry, err = routing.ReadMaster(o.RoutingFile, tree.Size); err != nil {
+				return nil, err
+			}
+		}
+		return DialTCP(entry.Addr())(ctx)
+	}
+	be, err := o.NewBackend(backend.Config{Rank: o.Index, Size: tree.Size})
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return fmt.Errorf("rank %d: %w", o.Index, err)
+	}
+	node, err := New(Config{
+		Index: o.Index, Tree: tree, Listener: ln, DialUp: dial, ConnectTimeout: o.Timeout,
+		Link: o.Link, Backend: be, EventWindow: o.EventWindow, Log: o.Log,
+	})
+	if err != nil {
+		be.Close()
+		return err
+	}
+	return node.Run(ctx)
+}
+
+// ListenPort listens on port on every interface, and says at once when the
+// port is taken instead of retrying.
+func ListenPort(port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on port %d: %w", port, err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,92 @@
+package wire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// DefaultMaxFrame bounds one message on the wire. Replies are merged on the
+// way up, so even a million ranks' stacks stay well below it; the bound is
+// what keeps a confused or hostile peer from making us allocate gigabytes.
+const DefaultMaxFrame = 16 << 20
+
+// ErrFrameTooLarge is returned when a frame exceeds the codec's limit.
+var ErrFrameTooLarge = errors.New("frame too large")
+
+// Codec reads and writes length-prefixed msgpack messages on a stream.
+// Read must be called from one goroutine; Write is safe for concurrent use.
+type Codec struct {
+	r   *bufio.Reader
+	max int
+
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// NewCodec returns a codec on rw whose frames may be at most maxFrame bytes
+// (DefaultMaxFrame when maxFrame <= 0).
+func NewCodec(rw io.ReadWriter, maxFrame int) *Codec {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
+	return &Codec{r: bufio.NewReader(rw), w: rw, max: maxFrame}
+}
+
+// Write sends m as one frame. The length and the body go out in a single
+// write so that no Nagle or delayed-ACK stall sits between them.
+func (c *Codec) Write(m *Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf := append(c.buf[:0], 0, 0, 0, 0)
+	body, err := msgpack.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s %s: %w", m.Kind, m.Op, err)
+	}
+	if len(body) > c.max {
+		return fmt.Errorf("%w: %s %s is %d bytes, limit %d", ErrFrameTooLarge, m.Kind, m.Op, len(body), c.max)
+	}
+	buf = append(buf, body...)
+	binary.BigEndian.PutUint32(buf, uint32(len(body)))
+	_, err = c.w.Write(buf)
+	if cap(buf) <= 64<<10 {
+		c.buf = buf
+	}
+	return err
+}
+
+// Read returns the next message. Malformed or oversized frames are errors
+// that wrap ErrMessage or ErrFrameTooLarge; the stream is unusable after one.
+func (c *Codec) Read() (*Message, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if int64(n) > int64(c.max) {
+		return nil, fmt.Errorf("%w: %d bytes announced, limit %d", ErrFrameTooLarge, n, c.max)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		return nil, fmt.Errorf("%w: frame cut short: %v", ErrMessage, err)
+	}
+	return DecodeMessage(body)
+}
+
+// DecodeMessage decodes and validates one frame body.
+func DecodeMessage(body []byte) (*Message, error) {
+	m := new(Message)
+	if err := msgpack.Unmarshal(body, m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMessage, err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

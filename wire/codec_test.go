@@ -1,0 +1,114 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	c := NewCodec(&buf, 0)
+	in := []*Message{
+		{Kind: KindHello, Body: MustEncode(Hello{Index: 3, Size: 8})},
+		{Kind: KindCommand, ID: 7, Op: "where", Ranks: Range(0, 3).Union(Single(7)), Timeout: 2 * time.Second, Body: []byte{0xc0}},
+		{Kind: KindReply, ID: 7, Groups: []Group{
+			{Ranks: Range(0, 2), Body: []byte("a")},
+			{Ranks: Single(7), Status: StatusTimeout, Body: []byte("no answer")},
+		}},
+	}
+	for _, m := range in {
+		if err := c.Write(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range in {
+		got, err := c.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Kind != want.Kind || got.ID != want.ID || got.Op != want.Op || !got.Ranks.Equal(want.Ranks) ||
+			got.Timeout != want.Timeout || !bytes.Equal(got.Body, want.Body) || len(got.Groups) != len(want.Groups) {
+			t.Fatalf("round trip: got %+v, want %+v", got, want)
+		}
+		for i := range got.Groups {
+			g, w := got.Groups[i], want.Groups[i]
+			if !g.Ranks.Equal(w.Ranks) || g.Status != w.Status || !bytes.Equal(g.Body, w.Body) {
+				t.Fatalf("group %d: got %+v, want %+v", i, g, w)
+			}
+		}
+	}
+	var h Hello
+	if err := Decode(in[0].Body, &h); err != nil || h.Index != 3 || h.Size != 8 {
+		t.Fatalf("hello body: %+v %v", h, err)
+	}
+}
+
+func TestCodecRefusesOversizedFrames(t *testing.T) {
+	var buf bytes.Buffer
+	c := NewCodec(&buf, 64)
+	err := c.Write(&Message{Kind: KindCommand, Op: "x", Timeout: 1, Body: make([]byte, 100)})
+	if !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("write of big frame: %v", err)
+	}
+	binary.Write(&buf, binary.BigEndian, uint32(1<<30))
+	if _, err := c.Read(); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("read of announced 1 GiB frame: %v", err)
+	}
+}
+
+func TestDecodeRefusesBadMessages(t *testing.T) {
+	for name, m := range map[string]*Message{
+		"unknown kind":       {Kind: 99},
+		"command without op": {Kind: KindCommand, Timeout: time.Second},
+		"command no timeout": {Kind: KindCommand, Op: "where"},
+		"empty group":        {Kind: KindReply, Groups: []Group{{Body: []byte("x")}}},
+	} {
+		b, err := Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeMessage(b); !errors.Is(err, ErrMessage) {
+			t.Errorf("%s: got %v, want ErrMessage", name, err)
+		}
+	}
+	// A rank set whose ranges overlap is not canonical and must be refused.
+	raw := []byte{0x98, 0x04, 0x00, 0x00, 0xa0, 0x90, 0x92, 0x00, 0x05} // truncated on purpose
+	if _, err := DecodeMessage(raw); err == nil {
+		t.Error("truncated message decoded")
+	}
+	nonCanonical, _ := Encode([]any{uint8(KindCommand), 1, "where", []uint32{5, 9, 3, 4}, int64(time.Second), nil, nil})
+	if _, err := DecodeMessage(nonCanonical); !errors.Is(err, ErrMessage) {
+		t.Errorf("non-canonical rank set: %v", err)
+	}
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	for _, m := range []*Message{
+		{Kind: KindCommand, ID: 1, Op: "where", Ranks: All(8), Timeout: time.Second},
+		{Kind: KindReply, ID: 1, Groups: []Group{{Ranks: Range(0, 6), Body: []byte("x")}, {Ranks: Single(7), Status: StatusLost}}},
+		{Kind: KindHello, Body: MustEncode(Hello{Index: 1, Size: 8})},
+	} {
+		b, _ := Encode(m)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeMessage(data)
+		if err != nil {
+			return
+		}
+		again, err := Encode(m)
+		if err != nil {
+			t.Fatalf("decoded message does not encode: %v", err)
+		}
+		m2, err := DecodeMessage(again)
+		if err != nil {
+			t.Fatalf("re-encoded message does not decode: %v", err)
+		}
+		if m2.Kind != m.Kind || !m2.Ranks.Equal(m.Ranks) || len(m2.Groups) != len(m.Groups) {
+			t.Fatalf("round trip changed the message: %+v vs %+v", m, m2)
+		}
+	})
+}

@@ -1,0 +1,138 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// LinkConfig tunes a Link. The zero value of every field means its default.
+type LinkConfig struct {
+	// Key is the session key both ends must prove they hold.
+	Key Key
+	// HandshakeTimeout bounds authentication and the opening of the streams.
+	HandshakeTimeout time.Duration
+	// MaxFrame bounds one message (DefaultMaxFrame).
+	MaxFrame int
+	// KeepAlive is how often an idle link is pinged, so that a peer whose
+	// host vanished without closing the connection is noticed. A peer that
+	// exits or is killed is noticed at once through the closed connection.
+	KeepAlive time.Duration
+	// Log receives the multiplexer's own complaints (discarded when nil).
+	Log io.Writer
+}
+
+// DefaultKeepAlive is the ping interval of idle links.
+const DefaultKeepAlive = 5 * time.Second
+
+func (c LinkConfig) yamux() *yamux.Config {
+	y := yamux.DefaultConfig()
+	y.KeepAliveInterval = c.KeepAlive
+	if y.KeepAliveInterval <= 0 {
+		y.KeepAliveInterval = DefaultKeepAlive
+	}
+	y.LogOutput = c.Log
+	if y.LogOutput == nil {
+		y.LogOutput = io.Discard
+	}
+	y.StreamOpenTimeout = c.HandshakeTimeout
+	if y.StreamOpenTimeout <= 0 {
+		y.StreamOpenTimeout = DefaultHandshakeTimeout
+	}
+	return y
+}
+
+// Link is an authenticated connection between two SDMs (or an SDM and the
+// front end). It carries two streams so that a flood of program output can
+// never delay a command or its reply: Control for commands, replies and
+// events, Output for the program's output.
+type Link struct {
+	conn    net.Conn
+	session *yamux.Session
+	control *Codec
+	output  *Codec
+}
+
+// NewLink authenticates conn and opens the link's streams. dialer tells
+// which end this is (the end that made the connection). On error conn is
+// closed.
+func NewLink(conn net.Conn, dialer bool, cfg LinkConfig) (l *Link, err error) {
+	defer func() {
+		if err != nil {
+			conn.Close()
+		}
+	}()
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetNoDelay(true)
+	}
+	if err := Handshake(conn, cfg.Key, dialer, cfg.HandshakeTimeout); err != nil {
+		return nil, err
+	}
+	var session *yamux.Session
+	if dialer {
+		session, err = yamux.Client(conn, cfg.yamux())
+	} else {
+		session, err = yamux.Server(conn, cfg.yamux())
+	}
+	if err != nil {
+		return nil, err
+	}
+	streams, err := openStreams(session, dialer, cfg.yamux().StreamOpenTimeout)
+	if err != nil {
+		session.Close()
+		return nil, err
+	}
+	return &Link{
+		conn:    conn,
+		session: session,
+		control: NewCodec(streams[0], cfg.MaxFrame),
+		output:  NewCodec(streams[1], cfg.MaxFrame),
+	}, nil
+}
+
+// openStreams opens (dialer) or accepts (listener) the control and output
+// streams, in that order; yamux delivers them in the order they were opened.
+func openStreams(s *yamux.Session, dialer bool, timeout time.Duration) ([2]net.Conn, error) {
+	var streams [2]net.Conn
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for i := range streams {
+		var st net.Conn
+		var err error
+		if dialer {
+			st, err = s.OpenStream()
+		} else {
+			st, err = s.AcceptStreamWithContext(ctx)
+		}
+		if err != nil {
+			return streams, fmt.Errorf("open stream %d: %w", i, err)
+		}
+		streams[i] = st
+	}
+	return streams, nil
+}
+
+// Send writes a message on the control stream. Safe for concurrent use.
+func (l *Link) Send(m *Message) error { return l.control.Write(m) }
+
+// Recv reads the next message of the control stream.
+func (l *Link) Recv() (*Message, error) { return l.control.Read() }
+
+// SendOutput writes a message on the output stream. Safe for concurrent use.
+func (l *Link) SendOutput(m *Message) error { return l.output.Write(m) }
+
+// RecvOutput reads the next message of the output stream.
+func (l *Link) RecvOutput() (*Message, error) { return l.output.Read() }
+
+// Close tears the link down; pending reads and writes return errors.
+func (l *Link) Close() error { return l.session.Close() }
+
+// Done is closed when the link is gone, for whatever reason.
+func (l *Link) Done() <-chan struct{} { return l.session.CloseChan() }
+
+// RemoteAddr is the peer's address, for messages about it.
+func (l *Link) RemoteAddr() net.Addr { return l.conn.RemoteAddr() }

@@ -1,0 +1,192 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Kind says what a Message is for.
+type Kind uint8
+
+// Message kinds. A link starts with one Hello from the dialer; after that
+// commands travel down the tree and replies and events travel up.
+const (
+	KindHello   Kind = 1 // dialer introduces itself: Body is a Hello
+	KindCommand Kind = 2 // Ranks, Op, Timeout and Body are set
+	KindReply   Kind = 3 // answers command ID in Groups
+	KindEvent   Kind = 4 // unsolicited news in Groups, Op names it
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindHello:
+		return "hello"
+	case KindCommand:
+		return "command"
+	case KindReply:
+		return "reply"
+	case KindEvent:
+		return "event"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Status is the outcome a Group reports for its ranks.
+type Status uint8
+
+// Statuses. Everything but StatusOK carries a human-readable reason as its
+// Body, so that identical failures merge like identical answers.
+const (
+	StatusOK      Status = 0 // Body is the op's answer
+	StatusError   Status = 1 // the rank's debugger refused or failed
+	StatusTimeout Status = 2 // no answer before the command's deadline
+	StatusLost    Status = 3 // the link to the rank's server is gone
+	StatusNoRank  Status = 4 // the rank does not exist in this job
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusError:
+		return "error"
+	case StatusTimeout:
+		return "timeout"
+	case StatusLost:
+		return "lost"
+	case StatusNoRank:
+		return "no such rank"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// Group is one distinct answer and the ranks that gave it.
+type Group struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Ranks    RankSet
+	Status   Status
+	Body     []byte
+}
+
+// Message is the envelope of everything that crosses a link.
+type Message struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Kind     Kind
+	ID       uint64        // command ID, echoed by its reply
+	Op       string        // command or event name
+	Ranks    RankSet       // command: the ranks it is addressed to
+	Timeout  time.Duration // command: how long the sender waits for all answers
+	Body     []byte        // command and hello: op-specific msgpack
+	Groups   []Group       // reply and event: the answers, one per distinct body
+}
+
+// Hello is the body of the first message on a link: who is dialing.
+type Hello struct {
+	Index int // the dialer's index in the routing table; the master sends N
+	Size  int // N, the number of ranks of the job
+}
+
+// ErrMessage is wrapped by every error about a malformed message.
+var ErrMessage = errors.New("malformed message")
+
+// Validate checks the fields a receiver relies on, so that a decoded
+// message from a confused peer cannot push the node into a bad state.
+func (m *Message) Validate() error {
+	switch m.Kind {
+	case KindHello:
+	case KindCommand:
+		if m.Op == "" {
+			return fmt.Errorf("%w: command %d has no op", ErrMessage, m.ID)
+		}
+		if m.Timeout <= 0 {
+			return fmt.Errorf("%w: command %d (%s) has no timeout", ErrMessage, m.ID, m.Op)
+		}
+	case KindReply, KindEvent:
+		for _, g := range m.Groups {
+			if g.Ranks.Empty() {
+				return fmt.Errorf("%w: %s %d has a group without ranks", ErrMessage, m.Kind, m.ID)
+			}
+		}
+	default:
+		return fmt.Errorf("%w: unknown kind %d", ErrMessage, m.Kind)
+	}
+	return nil
+}
+
+// Encode returns the msgpack form of v, for message bodies.
+func Encode(v any) ([]byte, error) { return msgpack.Marshal(v) }
+
+// MustEncode is Encode for values whose types cannot fail to encode (plain
+// structs of strings and numbers); it panics otherwise, which is a bug.
+func MustEncode(v any) []byte {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("wire: encode %T: %v", v, err))
+	}
+	return b
+}
+
+// Decode reads a msgpack body into v.
+func Decode(b []byte, v any) error {
+	if err := msgpack.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: body: %v", ErrMessage, err)
+	}
+	return nil
+}
+
+// EncodeMsgpack writes s as a flat array lo0, hi0, lo1, hi1, ...
+func (s RankSet) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if err := enc.EncodeArrayLen(2 * len(s.spans)); err != nil {
+		return err
+	}
+	for _, sp := range s.spans {
+		if err := enc.EncodeUint32(sp.lo); err != nil {
+			return err
+		}
+		if err := enc.EncodeUint32(sp.hi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeMsgpack reads what EncodeMsgpack wrote and accepts only the
+// canonical form (sorted, disjoint, non-adjacent ranges), so that equal sets
+// always have equal bytes and merging by body stays exact.
+func (s *RankSet) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n <= 0 {
+		*s = RankSet{}
+		return nil
+	}
+	if n%2 != 0 {
+		return fmt.Errorf("%w: rank set has odd length %d", ErrMessage, n)
+	}
+	// n comes from the peer: grow as elements arrive instead of trusting it.
+	spans := make([]span, 0, min(n/2, 1024))
+	for i := 0; i < n/2; i++ {
+		lo, err := dec.DecodeUint32()
+		if err != nil {
+			return err
+		}
+		hi, err := dec.DecodeUint32()
+		if err != nil {
+			return err
+		}
+		if lo > hi || hi > MaxRank {
+			return fmt.Errorf("%w: rank range %d-%d", ErrMessage, lo, hi)
+		}
+		if k := len(spans); k > 0 && uint64(lo) <= uint64(spans[k-1].hi)+1 {
+			return fmt.Errorf("%w: rank ranges not in canonical order", ErrMessage)
+		}
+		spans = append(spans, span{lo, hi})
+	}
+	*s = RankSet{spans: spans}
+	return nil
+}
