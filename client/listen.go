@@ -53,7 +53,7 @@ func (l *Listener) Accept(ctx context.Context, size int) (*Session, error) {
 			}
 			return nil, err
 		}
-		s, err := open(conn, false, l.cfg, size)
+		s, err := Open(conn, l.cfg, size)
 		if err != nil {
 			l.log.Printf("session port: dropped connection from %s: %v", conn.RemoteAddr(), err)
 			continue
@@ -69,15 +69,16 @@ func Dial(ctx context.Context, addr string, cfg wire.LinkConfig, size int) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	// Handshake roles follow the tree, not the TCP connection: the master
-	// is always the lower end.
-	return open(conn, false, cfg, size)
+	return Open(conn, cfg, size)
 }
 
-// open authenticates conn and checks that the peer is the master of a job
-// of size ranks (any size when size is 0).
-func open(conn net.Conn, dialer bool, cfg wire.LinkConfig, size int) (*Session, error) {
-	link, err := wire.NewLink(conn, dialer, cfg)
+// Open starts a session on a connection to the master, however it was
+// made: accepted, dialed, or the master's standard input and output
+// (--proxy=stdio). It authenticates the master and checks that it leads a
+// job of size ranks (any size when size is 0). Handshake roles follow the
+// tree, not the connection: the front end is always the upper end.
+func Open(conn net.Conn, cfg wire.LinkConfig, size int) (*Session, error) {
+	link, err := wire.NewLink(conn, false, cfg)
 	if err != nil {
 		return nil, err
 	}

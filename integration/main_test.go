@@ -20,6 +20,10 @@ import (
 var sdmBin string
 
 func TestMain(m *testing.M) {
+	// SDM_TEST_BINARY runs the tests against a given build, for profiling.
+	if sdmBin = os.Getenv("SDM_TEST_BINARY"); sdmBin != "" {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "sdm-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -27,6 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	sdmBin = filepath.Join(dir, "sdm")
 	build := exec.Command("go", "build", "-o", sdmBin, "github.com/sdm-hpc/sdm/cmd/sdm")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building sdm:", err)

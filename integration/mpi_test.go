@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,15 +57,29 @@ func newSession(t *testing.T, n int) *session {
 	return s
 }
 
-// freePort returns a port that was free a moment ago.
+var (
+	portsMu   sync.Mutex
+	portsUsed = map[int]bool{}
+)
+
+// freePort returns a port that was free a moment ago and that no other
+// test was given: the kernel hands a just-closed port out again.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsUsed[port] {
+			portsUsed[port] = true
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // proc is a command running in the background.
@@ -78,7 +93,10 @@ type proc struct {
 func start(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	if cmd.Stdout == nil {
+		cmd.Stdout = &out
+	}
+	cmd.Stderr = &out
 	// Launchers leave children behind when killed: a group of their own
 	// lets the cleanup kill them all, and WaitDelay stops the wait for
 	// output from orphans that still hold the pipe.

@@ -50,51 +50,67 @@ type Options struct {
 
 // Run serves as the master until the session ends.
 func Run(ctx context.Context, o Options) error {
-	ln := o.Listener
-	var table *routing.Table
-	var err error
-	if len(o.Generate) > 0 {
-		if ln == nil {
-			if ln, err = publish(o.RoutingFile, len(o.Generate)); err != nil {
-				return err
-			}
-		}
-		if table, err = generate(o.RoutingFile, o.Generate); err != nil {
-			ln.Close()
-			return err
-		}
-	} else {
-		waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
-		table, err = routing.Wait(waitCtx, o.RoutingFile)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if ln == nil {
-			if ln, err = publish(o.RoutingFile, table.Size()); err != nil {
-				return err
-			}
-		}
-	}
-	dial, err := o.upstream()
+	// The session port comes first: bound later, it could find its port
+	// taken by the children's listener, which the kernel picks freely.
+	dial, closeUp, err := o.upstream()
 	if err != nil {
-		ln.Close()
+		return err
+	}
+	ln, table, err := o.children(ctx)
+	if err != nil {
+		closeUp()
 		return err
 	}
 	node, err := sdm.New(sdm.Config{
 		Index: table.Size(), Tree: routing.Tree{Size: table.Size(), Fanout: o.Fanout},
-		Listener: ln, DialUp: dial, ConnectTimeout: o.Timeout,
-		Link: o.Link, EventWindow: o.EventWindow, Log: o.Log,
+		Listener: ln, DialUp: dial, AcceptsStrangers: o.Client == "" && o.Stdio == nil,
+		ConnectTimeout: o.Timeout, Link: o.Link, EventWindow: o.EventWindow, Log: o.Log,
 	})
 	if err != nil {
 		ln.Close()
+		closeUp()
 		return err
 	}
+	defer closeUp()
 	return node.Run(ctx)
 }
 
-// upstream returns how the master reaches the front end.
-func (o Options) upstream() (func(context.Context) (net.Conn, error), error) {
+// children returns the routing table and the listener for the master's
+// children, writing the routing file (--generate_routes) and the master
+// file as needed.
+func (o Options) children(ctx context.Context) (net.Listener, *routing.Table, error) {
+	var table *routing.Table
+	var err error
+	size := len(o.Generate)
+	if size == 0 {
+		waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+		table, err = routing.Wait(waitCtx, o.RoutingFile)
+		cancel()
+		if err != nil {
+			return nil, nil, err
+		}
+		size = table.Size()
+	}
+	ln := o.Listener
+	if ln == nil {
+		// Published before a generated routing file is written, so that
+		// servers which see the routing file also find the master file.
+		if ln, err = publish(o.RoutingFile, size); err != nil {
+			return nil, nil, err
+		}
+	}
+	if table == nil {
+		if table, err = generate(o.RoutingFile, o.Generate); err != nil {
+			ln.Close()
+			return nil, nil, err
+		}
+	}
+	return ln, table, nil
+}
+
+// upstream returns how the master reaches the front end, and what to close
+// when it is done.
+func (o Options) upstream() (dial func(context.Context) (net.Conn, error), closeUp func(), err error) {
 	switch {
 	case o.Stdio != nil:
 		used := false
@@ -104,21 +120,20 @@ func (o Options) upstream() (func(context.Context) (net.Conn, error), error) {
 			}
 			used = true
 			return o.Stdio, nil
-		}, nil
+		}, func() {}, nil
 	case o.Client != "":
-		return sdm.DialTCP(o.Client), nil
+		return sdm.DialTCP(o.Client), func() {}, nil
 	}
 	ln, err := sdm.ListenPort(o.ListenPort)
 	if err != nil {
-		return nil, fmt.Errorf("master: session port: %w", err)
+		return nil, nil, fmt.Errorf("master: session port: %w", err)
 	}
-	// Each attempt takes the next front end that connects; one that fails
-	// authentication is dropped and the master waits for another.
+	// Each attempt takes the next front end that connects.
 	return func(ctx context.Context) (net.Conn, error) {
 		stop := context.AfterFunc(ctx, func() { ln.Close() })
 		defer stop()
 		return ln.Accept()
-	}, nil
+	}, func() { ln.Close() }, nil
 }
 
 // publish listens on a free port for the children and writes the master

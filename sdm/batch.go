@@ -16,18 +16,25 @@ const maxBatch = 1024
 // the same op and body as long as no later group holds any of its ranks,
 // so every rank's events keep their order while identical news from many
 // ranks travels as one group.
+//
+// A batch that already speaks for every rank below this node goes at once:
+// nothing else could merge into it, so waiting would only add latency (a
+// breakpoint hit by all ranks, or a subtree that has fully connected,
+// crosses each level without waiting for the window).
 type batcher struct {
 	window time.Duration // 0: send every event at once
+	reach  wire.RankSet  // every rank this node speaks for
 	send   func(*wire.Message)
 
-	mu     sync.Mutex
-	op     string
-	groups []wire.Group
-	timer  *time.Timer
+	mu      sync.Mutex
+	op      string
+	groups  []wire.Group
+	covered wire.RankSet // the ranks of groups
+	timer   *time.Timer
 }
 
-func newBatcher(window time.Duration, send func(*wire.Message)) *batcher {
-	return &batcher{window: window, send: send}
+func newBatcher(window time.Duration, reach wire.RankSet, send func(*wire.Message)) *batcher {
+	return &batcher{window: window, reach: reach, send: send}
 }
 
 // add queues an event; it may send, and then blocks until the send is done.
@@ -39,8 +46,9 @@ func (b *batcher) add(op string, g wire.Group) {
 	}
 	b.op = op
 	b.merge(g)
+	b.covered = b.covered.Union(g.Ranks)
 	switch {
-	case b.window == 0 || len(b.groups) >= maxBatch:
+	case b.window == 0 || len(b.groups) >= maxBatch || b.reach.Minus(b.covered).Empty():
 		b.flushLocked()
 	case b.timer == nil:
 		b.timer = time.AfterFunc(b.window, b.flush)
@@ -78,6 +86,6 @@ func (b *batcher) flushLocked() {
 		return
 	}
 	m := &wire.Message{Kind: wire.KindEvent, Op: b.op, Groups: b.groups}
-	b.groups = nil
+	b.groups, b.covered = nil, wire.RankSet{}
 	b.send(m)
 }

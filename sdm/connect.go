@@ -31,7 +31,11 @@ func (n *Node) connectUp(ctx context.Context) (*wire.Link, error) {
 		if err == nil {
 			return link, nil
 		}
-		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrNotSDM) {
+		refused := errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrNotSDM)
+		switch {
+		case refused && n.cfg.AcceptsStrangers:
+			n.log.Printf("dropped a front end: %v", err)
+		case refused:
 			return nil, fmt.Errorf("%s refused us: %w", n.parentName(), err)
 		}
 		last = err

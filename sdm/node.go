@@ -35,6 +35,10 @@ type Config struct {
 	// DialUp connects to the parent (for the master: to the front end).
 	// It is retried until ConnectTimeout passes.
 	DialUp func(ctx context.Context) (net.Conn, error)
+	// AcceptsStrangers says that DialUp takes whoever connects (a master
+	// waiting for its front end): one that fails the handshake is dropped
+	// and the next awaited, where otherwise a refused handshake is final.
+	AcceptsStrangers bool
 	// ConnectTimeout bounds the wait for the parent (default 60 s).
 	ConnectTimeout time.Duration
 	Link           wire.LinkConfig
@@ -129,8 +133,8 @@ func New(cfg Config) (*Node, error) {
 	if len(kids) == 0 {
 		window = 0
 	}
-	n.events = newBatcher(window, func(m *wire.Message) { n.sendUp(m, (*wire.Link).Send) })
-	n.output = newBatcher(window, func(m *wire.Message) { n.sendUp(m, (*wire.Link).SendOutput) })
+	n.events = newBatcher(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).Send) })
+	n.output = newBatcher(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).SendOutput) })
 	return n, nil
 }
 

@@ -19,7 +19,7 @@ import (
 // tree is a whole tree of nodes in this process, each with its own
 // listener and a sim backend, connected over loopback TCP to a client.
 type tree struct {
-	t       *testing.T
+	t       testing.TB
 	session *client.Session
 	cancels map[int]context.CancelFunc
 	done    map[int]chan error
@@ -34,7 +34,7 @@ func testKey(b byte) wire.Key {
 }
 
 // startTree brings up n servers plus the master and waits until all joined.
-func startTree(t *testing.T, n, fanout int, program string, args ...string) *tree {
+func startTree(t testing.TB, n, fanout int, program string, args ...string) *tree {
 	t.Helper()
 	cfg := wire.LinkConfig{Key: testKey(1)}
 	ln, err := client.Listen("127.0.0.1:0", cfg, nil)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,12 +23,15 @@ var ErrFrameTooLarge = errors.New("frame too large")
 // Codec reads and writes length-prefixed msgpack messages on a stream.
 // Read must be called from one goroutine; Write is safe for concurrent use.
 type Codec struct {
-	r   *bufio.Reader
-	max int
+	r    *bufio.Reader
+	max  int
+	dec  *msgpack.Decoder
+	body bytes.Reader
 
 	mu  sync.Mutex
 	w   io.Writer
-	buf []byte
+	buf bytes.Buffer
+	enc *msgpack.Encoder
 }
 
 // NewCodec returns a codec on rw whose frames may be at most maxFrame bytes
@@ -36,7 +40,9 @@ func NewCodec(rw io.ReadWriter, maxFrame int) *Codec {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
-	return &Codec{r: bufio.NewReader(rw), w: rw, max: maxFrame}
+	c := &Codec{r: bufio.NewReader(rw), w: rw, max: maxFrame, dec: msgpack.NewDecoder(nil)}
+	c.enc = msgpack.NewEncoder(&c.buf)
+	return c
 }
 
 // Write sends m as one frame. The length and the body go out in a single
@@ -44,19 +50,21 @@ func NewCodec(rw io.ReadWriter, maxFrame int) *Codec {
 func (c *Codec) Write(m *Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	buf := append(c.buf[:0], 0, 0, 0, 0)
-	body, err := msgpack.Marshal(m)
-	if err != nil {
+	// Room for the length first, filled in once the body is encoded.
+	c.buf.Reset()
+	c.buf.Write([]byte{0, 0, 0, 0})
+	if err := m.EncodeMsgpack(c.enc); err != nil {
 		return fmt.Errorf("encode %s %s: %w", m.Kind, m.Op, err)
 	}
-	if len(body) > c.max {
-		return fmt.Errorf("%w: %s %s is %d bytes, limit %d", ErrFrameTooLarge, m.Kind, m.Op, len(body), c.max)
+	frame := c.buf.Bytes()
+	size := len(frame) - 4
+	if size > c.max {
+		return fmt.Errorf("%w: %s %s is %d bytes, limit %d", ErrFrameTooLarge, m.Kind, m.Op, size, c.max)
 	}
-	buf = append(buf, body...)
-	binary.BigEndian.PutUint32(buf, uint32(len(body)))
-	_, err = c.w.Write(buf)
-	if cap(buf) <= 64<<10 {
-		c.buf = buf
+	binary.BigEndian.PutUint32(frame, uint32(size))
+	_, err := c.w.Write(frame)
+	if c.buf.Cap() > 64<<10 {
+		c.buf = bytes.Buffer{} // do not keep a huge buffer for one big reply
 	}
 	return err
 }
@@ -76,14 +84,23 @@ func (c *Codec) Read() (*Message, error) {
 	if _, err := io.ReadFull(c.r, body); err != nil {
 		return nil, fmt.Errorf("%w: frame cut short: %v", ErrMessage, err)
 	}
-	return DecodeMessage(body)
+	return decodeMessage(c.dec, &c.body, body)
 }
 
 // DecodeMessage decodes and validates one frame body.
 func DecodeMessage(body []byte) (*Message, error) {
+	return decodeMessage(msgpack.NewDecoder(nil), new(bytes.Reader), body)
+}
+
+func decodeMessage(dec *msgpack.Decoder, r *bytes.Reader, body []byte) (*Message, error) {
+	r.Reset(body)
+	dec.Reset(r)
 	m := new(Message)
-	if err := msgpack.Unmarshal(body, m); err != nil {
+	if err := m.DecodeMsgpack(dec); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMessage, err)
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the message", ErrMessage, r.Len())
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err

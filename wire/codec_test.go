@@ -112,3 +112,18 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkCodecReply(b *testing.B) {
+	var buf bytes.Buffer
+	c := NewCodec(&buf, 0)
+	stack := MustEncode(Stack{Frames: []Frame{{Func: "MPI_Recv", File: "recv.c", Line: 64}, {Func: "main", File: "hang.c", Line: 35}}})
+	m := &Message{Kind: KindReply, ID: 42, Op: "where", Groups: []Group{{Ranks: Range(0, 1022), Body: stack}, {Ranks: Single(1023), Body: stack}}}
+	for b.Loop() {
+		if err := c.Write(m); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Read(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

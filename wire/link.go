@@ -73,10 +73,11 @@ func NewLink(conn net.Conn, dialer bool, cfg LinkConfig) (l *Link, err error) {
 		return nil, err
 	}
 	var session *yamux.Session
+	mux := &coalescedConn{Conn: conn}
 	if dialer {
-		session, err = yamux.Client(conn, cfg.yamux())
+		session, err = yamux.Client(mux, cfg.yamux())
 	} else {
-		session, err = yamux.Server(conn, cfg.yamux())
+		session, err = yamux.Server(mux, cfg.yamux())
 	}
 	if err != nil {
 		return nil, err

@@ -79,9 +79,13 @@ func runServer(args []string) error {
 	if err != nil {
 		return err
 	}
-	// The debugged program inherits our environment: the key and the
-	// socket are ours alone.
+	// The debugged program inherits our environment: the key, the socket
+	// and the scheduler setting of the launcher are ours alone.
 	os.Unsetenv(wire.KeyEnv)
+	if os.Getenv(local.GOMAXPROCSEnv) != "" {
+		os.Unsetenv("GOMAXPROCS")
+		os.Unsetenv(local.GOMAXPROCSEnv)
+	}
 	inherited, err := inheritedListener()
 	if err != nil {
 		return err

@@ -25,6 +25,10 @@ import (
 // descriptor is its listening socket.
 const ListenFDEnv = "SDM_LISTEN_FD"
 
+// GOMAXPROCSEnv marks a GOMAXPROCS that the launcher set for the server
+// rather than the user for the program.
+const GOMAXPROCSEnv = "SDM_GOMAXPROCS"
+
 // Program environment every rank sees.
 const (
 	RankEnv = "SDM_RANK"
@@ -43,9 +47,18 @@ type proc struct {
 	cmd  *exec.Cmd
 }
 
+// LogName is the file in the session directory that collects the standard
+// error of every server and of the master; each line names its writer.
+// One file rather than one per rank, because creating a thousand files
+// costs more than starting the thousand servers.
+const LogName = "servers.log"
+
+// starters is how many processes are started at once: fork and exec wait
+// on the kernel, and two in flight keep both cores of a small node busy.
+const starters = 2
+
 // Start writes the routing file and the master file into spec.Dir and
-// starts the master and spec.Size servers. Their standard error goes to
-// rank-N.log and master.log in spec.Dir.
+// starts the master and spec.Size servers, their standard error in LogName.
 func Start(spec rm.Spec) (*Job, error) {
 	if spec.Size < 1 {
 		return nil, fmt.Errorf("local: need at least one rank, got %d", spec.Size)
@@ -84,46 +97,67 @@ func Start(spec rm.Spec) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: session address %q: %w", spec.Client, err)
 	}
+	logFile, err := os.OpenFile(filepath.Join(spec.Dir, LogName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	defer logFile.Close()
+
 	common := []string{"--routing_file=" + spec.RoutingFile(), "--fanout=" + strconv.Itoa(spec.Fanout), "--key-file=" + spec.KeyFile}
-	job := &Job{dir: spec.Dir}
-	start := func(name, logName string, ln *net.TCPListener, env []string, args ...string) error {
-		p, err := startProc(spec, name, filepath.Join(spec.Dir, logName), ln, env, args)
-		if err != nil {
-			job.Cancel()
+	size := strconv.Itoa(spec.Size)
+	// procs[i] is rank i; the master is procs[Size].
+	job := &Job{procs: make([]*proc, spec.Size+1), dir: spec.Dir}
+	launch := func(i int) error {
+		if i == spec.Size {
+			args := append(common, "--master", "--host="+host, "--port="+port)
+			p, err := startProc(spec, "master", logFile, listeners[i], nil, args)
+			job.procs[i] = p
 			return err
 		}
-		job.procs = append(job.procs, p)
-		return nil
-	}
-	if err := start("master", "master.log", listeners[spec.Size], nil,
-		append(common, "--master", "--host="+host, "--port="+port)...); err != nil {
-		return nil, err
-	}
-	size := strconv.Itoa(spec.Size)
-	for i := 0; i < spec.Size; i++ {
 		r := strconv.Itoa(i)
 		env := []string{RankEnv + "=" + r, SizeEnv + "=" + size}
 		args := append(append(append([]string{}, common...), "--server="+r), spec.ServerArgs...)
-		if err := start("rank "+r, "rank-"+r+".log", listeners[i], env, args...); err != nil {
-			return nil, err
-		}
+		p, err := startProc(spec, "rank "+r, logFile, listeners[i], env, args)
+		job.procs[i] = p
+		return err
+	}
+	errs := make([]error, starters)
+	var wg sync.WaitGroup
+	for w := range starters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The master first: it is the one everybody waits for.
+			for i := spec.Size - w; i >= 0 && errs[w] == nil; i -= starters {
+				errs[w] = launch(i)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		job.Cancel()
+		job.Wait()
+		return nil, err
 	}
 	return job, nil
 }
 
-func startProc(spec rm.Spec, name, logPath string, ln *net.TCPListener, env, args []string) (*proc, error) {
+func startProc(spec rm.Spec, name string, logFile *os.File, ln *net.TCPListener, env, args []string) (*proc, error) {
 	f, err := ln.File()
 	if err != nil {
 		return nil, fmt.Errorf("local: %s: %w", name, err)
 	}
 	defer f.Close()
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("local: %s: %w", name, err)
-	}
-	defer logFile.Close()
 	cmd := exec.Command(spec.SDM, args...)
 	cmd.Env = append(append(append(os.Environ(), spec.Env...), env...), ListenFDEnv+"=3")
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		// A server mostly waits for its links and its debugger, and a
+		// thousand of them share this machine: one processor each keeps the
+		// Go scheduler from spinning on idle ones, which cuts the CPU of a
+		// bring-up by a third. The server takes the setting back out of its
+		// environment so that the debugged program never sees it.
+		cmd.Env = append(cmd.Env, "GOMAXPROCS=1", GOMAXPROCSEnv+"=1")
+	}
 	cmd.ExtraFiles = []*os.File{f}
 	cmd.Stderr = logFile
 	// A process group of its own keeps a ^C at the terminal away from the
@@ -132,36 +166,32 @@ func startProc(spec rm.Spec, name, logPath string, ln *net.TCPListener, env, arg
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("local: start %s: %w", name, err)
 	}
-	return &proc{name: name, log: logPath, cmd: cmd}, nil
+	return &proc{name: name, log: logFile.Name(), cmd: cmd}, nil
 }
 
 // Process returns the process of rank (or, for rank == Size, the master),
 // or nil when there is none.
 func (j *Job) Process(rank int) *os.Process {
-	if rank < 0 || rank >= len(j.procs) {
+	if rank < 0 || rank >= len(j.procs) || j.procs[rank] == nil {
 		return nil
 	}
-	// procs holds the master first, then the ranks in order.
-	if rank == len(j.procs)-1 {
-		return j.procs[0].cmd.Process
-	}
-	return j.procs[rank+1].cmd.Process
+	return j.procs[rank].cmd.Process
 }
 
 // Wait implements rm.Job: it waits for every process and reports each that
 // failed, with the log that tells why.
 func (j *Job) Wait() error {
-	var mu sync.Mutex
-	var errs []error
+	errs := make([]error, len(j.procs))
 	var wg sync.WaitGroup
-	for _, p := range j.procs {
+	for i, p := range j.procs {
+		if p == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := p.cmd.Wait(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %v (see %s)", p.name, err, p.log))
-				mu.Unlock()
+				errs[i] = fmt.Errorf("%s: %v (see %s)", p.name, err, p.log)
 			}
 		}()
 	}
@@ -173,13 +203,17 @@ func (j *Job) Wait() error {
 // still there after a grace period.
 func (j *Job) Cancel() {
 	for _, p := range j.procs {
-		p.cmd.Process.Signal(syscall.SIGTERM)
+		if p != nil {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+		}
 	}
 	// Kill after a grace period is safe even for processes that exited:
 	// os.Process refers to them by pidfd, never by a recycled pid.
 	time.AfterFunc(3*time.Second, func() {
 		for _, p := range j.procs {
-			p.cmd.Process.Kill()
+			if p != nil {
+				p.cmd.Process.Kill()
+			}
 		}
 	})
 }

@@ -1,0 +1,150 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+var benchSizes = []int{8, 64, 256, 1024}
+
+// BenchmarkBringUp measures a whole local job: from the launch until the
+// first broadcast is answered by every rank. The local launcher hands every
+// server its listening socket, so start order plays no part.
+func BenchmarkBringUp(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				start := time.Now()
+				s := benchLaunch(b, n)
+				groups, err := s.Command(context.Background(), wire.All(n), wire.OpStatus, nil, 30*time.Second)
+				if err != nil || !okRanks(groups).Equal(wire.All(n)) {
+					b.Fatalf("first broadcast: %s %v", describe(groups), err)
+				}
+				b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/up")
+				b.StopTimer()
+				if err := s.End(30 * time.Second); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkBroadcast measures the steady round trip of a command to every
+// rank and its merged reply, reported as the median and 90th percentile.
+func BenchmarkBroadcast(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			s := benchLaunch(b, n)
+			defer s.End(30 * time.Second)
+			var rtts []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				groups, err := s.Command(context.Background(), wire.All(n), wire.OpWhere, nil, 30*time.Second)
+				rtts = append(rtts, time.Since(start))
+				if err != nil || !okRanks(groups).Equal(wire.All(n)) {
+					b.Fatalf("broadcast: %s %v", describe(groups), err)
+				}
+			}
+			slices.Sort(rtts)
+			b.ReportMetric(float64(rtts[len(rtts)/2].Microseconds())/1000, "ms-median")
+			b.ReportMetric(float64(rtts[len(rtts)*9/10].Microseconds())/1000, "ms-p90")
+		})
+	}
+}
+
+// BenchmarkIdle measures what a tree costs while nobody types: the CPU of
+// every process over a quiet period, and the memory of a rank server.
+func BenchmarkIdle(b *testing.B) {
+	for _, n := range []int{256, 1024} {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			s := benchLaunch(b, n)
+			defer s.End(30 * time.Second)
+			job := s.Job.(*local.Job)
+			pids := make([]int, 0, n+1)
+			for r := 0; r <= n; r++ {
+				pids = append(pids, job.Process(r).Pid)
+			}
+			const quiet = 5 * time.Second
+			for b.Loop() {
+				before := cpuTicks(b, pids)
+				time.Sleep(quiet) // the quiet period being measured, not a synchronisation
+				after := cpuTicks(b, pids)
+				b.ReportMetric(float64(after-before)/100/quiet.Seconds(), "cores")
+			}
+			var rss, pss int
+			for _, pid := range pids[:n] {
+				rss += statusKB(b, pid, "VmRSS:")
+				pss += rollupKB(b, pid, "Pss:")
+			}
+			b.ReportMetric(float64(rss)/float64(n)/1024, "MB-RSS/server")
+			b.ReportMetric(float64(pss)/float64(n)/1024, "MB-PSS/server")
+		})
+	}
+}
+
+func benchLaunch(b *testing.B, n int) *launcher.Session {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 100 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := wire.MustEncode(wire.Start{Program: "groups", Args: []string{"4"}})
+	if _, err := s.Command(ctx, wire.All(n), wire.OpStart, start, 60*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// cpuTicks sums user and system time of pids in clock ticks (1/100 s).
+func cpuTicks(b testing.TB, pids []int) int {
+	total := 0
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Fields after the command name, which is in parentheses.
+		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+		utime, _ := strconv.Atoi(fields[11])
+		stime, _ := strconv.Atoi(fields[12])
+		total += utime + stime
+	}
+	return total
+}
+
+func statusKB(b *testing.B, pid int, key string) int {
+	return fieldKB(b, fmt.Sprintf("/proc/%d/status", pid), key)
+}
+
+func rollupKB(b *testing.B, pid int, key string) int {
+	return fieldKB(b, fmt.Sprintf("/proc/%d/smaps_rollup", pid), key)
+}
+
+func fieldKB(b *testing.B, path, key string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			kb, _ := strconv.Atoi(strings.Fields(rest)[0])
+			return kb
+		}
+	}
+	b.Fatalf("%s: no %s", path, key)
+	return 0
+}

@@ -1,0 +1,173 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run runs the sdm binary and returns its standard output, standard error
+// and exit code.
+func run(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(sdmBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func TestRoutesTreeCommand(t *testing.T) {
+	out, _, code := run(t, "", "routes", "tree", "-n", "8")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, line := range []string{"8 - 0,1,3,7", "0 8 2,4", "1 8 5", "2 0 6", "7 8 -"} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("routes tree -n 8 lacks %q:\n%s", line, out)
+		}
+	}
+	out, _, _ = run(t, "", "routes", "tree", "-n", "6", "--fanout", "2")
+	if !strings.HasPrefix(out, "6 - 0,3\n") {
+		t.Errorf("k-ary tree of 6:\n%s", out)
+	}
+	if _, stderr, code := run(t, "", "routes", "tree", "-n", "0"); code == 0 || !strings.Contains(stderr, "tree of 0 servers") {
+		t.Errorf("-n 0: exit %d, %q", code, stderr)
+	}
+}
+
+func TestRoutesCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	os.WriteFile(good, []byte("2\r\n0 h1 50001\r\n1 h2 50002\r\n"), 0o644)
+	if out, _, code := run(t, "", "routes", "check", good); code != 0 || out != "ok 2 entries\n" {
+		t.Errorf("good file: exit %d, %q", code, out)
+	}
+	for name, text := range map[string]string{
+		"short":   "3\n0 h 1\n1 h 2\n",
+		"port":    "2\n0 h 1\n1 h 70000\n",
+		"garbage": "1\n0 h 1 extra\n",
+		"dup":     "2\n0 h 1\n0 h 2\n",
+	} {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(text), 0o644)
+		_, stderr, code := run(t, "", "routes", "check", path)
+		if code == 0 || !strings.Contains(stderr, path+":") {
+			t.Errorf("%s: exit %d, stderr %q; want a failure naming %s:LINE", name, code, stderr, path)
+		}
+	}
+}
+
+func TestDebugBatchText(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "cmds")
+	os.WriteFile(script, []byte("# a comment\nstatus\n[0-3] where\nstacks\nquit\nwhere\n"), 0o644)
+	out, stderr, code := run(t, "", "debug", "-n", "8", "--backend", "sim", "--batch", script, "--", "hang")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := []string{
+		"[0-6] stopped in MPI_Recv at recv.c:64 (started)\n",
+		"[7] stopped in compute at hang.c:15 (started)\n",
+		"[0-3] MPI_Recv at recv.c:64 < main at hang.c:35\n",
+		"[0-6] main at hang.c:35 (7 ranks)\n  [0-6] MPI_Recv at recv.c:64 (7 ranks)\n",
+		"[7] main at hang.c:31 (1 rank)\n  [7] compute at hang.c:15 (1 rank)\n",
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	// Nothing after quit runs: the last where would print a second line
+	// for ranks 0-6.
+	if strings.Count(out, "< main at hang.c:35") != 1 {
+		t.Errorf("commands after quit ran:\n%s", out)
+	}
+}
+
+func TestDebugJSON(t *testing.T) {
+	out, stderr, code := run(t, "", "debug", "-n", "4", "--backend", "sim", "--json", "-e", "where", "-e", "[9] where", "--", "ring")
+	if code == 0 || !strings.Contains(stderr, "ranks 9 are not in this job") {
+		t.Fatalf("a rank outside the job: exit %d, %q", code, stderr)
+	}
+	var lines []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("not one JSON object per line: %q: %v", line, err)
+		}
+		lines = append(lines, obj)
+	}
+	if len(lines) != 2 || lines[0]["ranks"] != "0" || lines[1]["ranks"] != "1-3" || lines[1]["reply"] != "where" {
+		t.Fatalf("where as JSON: %v", lines)
+	}
+}
+
+func TestDebugRefusesBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"debug", "-n", "2", "--backend", "sim"}, "no program given"},
+		{[]string{"debug", "-n", "0", "--backend", "sim", "--", "ring"}, "need at least one rank"},
+		{[]string{"debug", "-n", "2", "--backend", "lldb", "--", "ring"}, "want gdb or sim"},
+		{[]string{"debug", "-n", "2", "--backend", "sim", "--", "nosuch"}, "no simulated program"},
+		{[]string{"debug", "-n", "2", "--backend", "sim", "-e", "frobnicate", "--", "ring"}, `unknown command "frobnicate"`},
+		{[]string{"debug", "-n", "2", "--backend", "sim", "-e", "[0-", "--", "ring"}, "no closing ]"},
+	} {
+		_, stderr, code := run(t, "", tc.args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestServerRefusesBadSetup(t *testing.T) {
+	dir := t.TempDir()
+	loose := filepath.Join(dir, "key")
+	os.WriteFile(loose, []byte(strings.Repeat("ab", 32)+"\n"), 0o644)
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--server=0"}, "no session key"},
+		{nil, []string{"--server=0", "--key-file=" + loose}, "insecure permissions"},
+		{[]string{"SDM_SESSION_KEY=abc"}, []string{"--server=0"}, "64 hex digits"},
+		{[]string{"SDM_SESSION_KEY=" + strings.Repeat("ab", 32)}, nil, "no rank index"},
+		{[]string{"SDM_SESSION_KEY=" + strings.Repeat("ab", 32), "PMI_RANK=x"}, nil, "PMI_RANK"},
+		{[]string{"SDM_SESSION_KEY=" + strings.Repeat("ab", 32)}, []string{"--server=0", "--debugger=lldb"}, "--debugger=lldb"},
+		{[]string{"SDM_SESSION_KEY=" + strings.Repeat("ab", 32)}, []string{"--server=0", "surplus"}, "unexpected argument"},
+	} {
+		cmd := exec.Command(sdmBin, tc.args...)
+		cmd.Env = append(cleanEnv(), tc.env...)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v %v: %v, %q; want %q", tc.env, tc.args, err, out, tc.want)
+		}
+	}
+}
+
+// cleanEnv is the environment without any rank variable or key.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MP_CHILD", "SDM_SESSION_KEY":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}

@@ -1,0 +1,173 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// A peer without the session key gets nothing out of the tree's ports and
+// cannot put anything in: the handshake fails before any message.
+func TestTreePortsRefuseStrangers(t *testing.T) {
+	const n = 8
+	s := launch(t, n, 0, "ring")
+	table, err := routing.ReadFile(s.Dir + "/routes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, err := routing.ReadMaster(s.Dir+"/routes", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := wire.LinkConfig{Key: wire.Key{1, 2, 3}, HandshakeTimeout: 2 * time.Second}
+	for _, e := range []routing.Entry{table.Entries[0], table.Entries[2], master} {
+		conn, err := net.Dial("tcp", e.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wire.NewLink(conn, true, wrong); !errors.Is(err, wire.ErrAuth) {
+			t.Errorf("%s with the wrong key: %v, want ErrAuth", e.Addr(), err)
+		}
+		// Raw bytes, as a port scanner or a forged message would send:
+		// the answer is the hello and nothing else, then the port closes.
+		conn, err = net.Dial("tcp", e.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame := append([]byte{0, 0, 0, 20}, []byte("forged command frame")...)
+		conn.Write(frame)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, _ := io.ReadAll(conn)
+		conn.Close()
+		if len(got) > 38 {
+			t.Errorf("%s sent %d bytes to a stranger", e.Addr(), len(got))
+		}
+	}
+	// The tree is unharmed.
+	groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil)
+	if !okRanks(groups).Equal(wire.All(n)) {
+		t.Fatalf("after the strangers: %s", describe(groups))
+	}
+}
+
+// A master that listens for its front end (no --host) serves only the one
+// that holds the key; a stranger is dropped and the master keeps waiting.
+func TestListeningMasterServesOnlyTheKeyHolder(t *testing.T) {
+	const n = 4
+	s := newSession(t, n)
+	port := freePort(t)
+	master := start(t, exec.Command(sdmBin, "--master", "--port="+strconv.Itoa(port),
+		"--routing_file="+s.routes, "--key-file="+s.keyFile))
+	args := append([]string{}, s.serverArgs()[1:]...)
+	var servers []*proc
+	for i := 0; i < n; i++ {
+		servers = append(servers, start(t, exec.Command(sdmBin, append(args, "--server="+strconv.Itoa(i))...)))
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stranger error
+	for {
+		// The master may not listen yet: retry until it does.
+		_, stranger = client.Dial(ctx, addr, wire.LinkConfig{Key: wire.Key{9}}, n)
+		var op *net.OpError
+		if !errors.As(stranger, &op) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !errors.Is(stranger, wire.ErrAuth) {
+		t.Fatalf("stranger: %v, want ErrAuth", stranger)
+	}
+	cs, err := client.Dial(ctx, addr, s.link, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	command(t, cs.Command, wire.All(n), wire.OpStart, wire.MustEncode(wire.Start{Program: "ring"}))
+	if groups := command(t, cs.Command, wire.All(n), wire.OpStatus, nil); !okRanks(groups).Equal(wire.All(n)) {
+		t.Fatalf("status: %s", describe(groups))
+	}
+	if _, err := cs.Quit(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(servers, master) {
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a server is still running 10s after quit")
+		}
+	}
+}
+
+// The master's link to the front end can be its standard input and output
+// (--proxy=stdio), and --generate_routes has the master write the routing
+// file for servers started with --server=ID, here before the master.
+func TestStdioMasterGeneratesRoutes(t *testing.T) {
+	const n = 3
+	s := newSession(t, n)
+	os.Remove(s.routes) // the master writes it
+	args := append([]string{}, s.serverArgs()[1:]...)
+	for i := 0; i < n; i++ {
+		start(t, exec.Command(sdmBin, append(args, "--server="+strconv.Itoa(i))...))
+	}
+	toMaster, masterIn, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	masterOut, fromMaster, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sdmBin, "--master", "--proxy=stdio", "--generate_routes=127.0.0.1,127.0.0.1,127.0.0.1",
+		"--routing_file="+s.routes, "--key-file="+s.keyFile)
+	cmd.Stdin, cmd.Stdout = toMaster, fromMaster
+	start(t, cmd)
+	toMaster.Close()
+	fromMaster.Close()
+	cs, err := client.Open(&pipeConn{r: masterOut, w: masterIn}, s.link, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cs.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	table, err := routing.ReadFile(s.routes)
+	if err != nil || table.Size() != n {
+		t.Fatalf("generated routing file: %v %v", table, err)
+	}
+	command(t, cs.Command, wire.All(n), wire.OpStart, wire.MustEncode(wire.Start{Program: "ring"}))
+	if groups := command(t, cs.Command, wire.All(n), wire.OpWhere, nil); !okRanks(groups).Equal(wire.All(n)) {
+		t.Fatalf("where: %s", describe(groups))
+	}
+}
+
+// pipeConn is a net.Conn over two pipes.
+type pipeConn struct{ r, w *os.File }
+
+func (p *pipeConn) Read(b []byte) (int, error)  { return p.r.Read(b) }
+func (p *pipeConn) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *pipeConn) Close() error                { p.w.Close(); return p.r.Close() }
+func (p *pipeConn) LocalAddr() net.Addr         { return &net.UnixAddr{Name: "pipe"} }
+func (p *pipeConn) RemoteAddr() net.Addr        { return &net.UnixAddr{Name: "pipe"} }
+func (p *pipeConn) SetDeadline(t time.Time) error {
+	p.r.SetReadDeadline(t)
+	return p.w.SetWriteDeadline(t)
+}
+func (p *pipeConn) SetReadDeadline(t time.Time) error  { return p.r.SetReadDeadline(t) }
+func (p *pipeConn) SetWriteDeadline(t time.Time) error { return p.w.SetWriteDeadline(t) }
