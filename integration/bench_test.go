@@ -17,6 +17,12 @@ import (
 
 var benchSizes = []int{8, 64, 256, 1024}
 
+// benchShapes are the trees the broadcast is measured on: PTP's binomial
+// tree (fanout 0) at every size, and wide k-ary trees at the large ones.
+var benchShapes = []struct{ ranks, fanout int }{
+	{8, 0}, {64, 0}, {256, 0}, {256, 16}, {1024, 0}, {1024, 32},
+}
+
 // BenchmarkBringUp measures a whole local job: from the launch until the
 // first broadcast is answered by every rank. The local launcher hands every
 // server its listening socket, so start order plays no part.
@@ -41,12 +47,65 @@ func BenchmarkBringUp(b *testing.B) {
 	}
 }
 
+// BenchmarkBringUpOrder starts the servers as a launcher without host
+// information would (each binds the port of its routing-file entry) and the
+// master before them or after them: children keep trying their parent
+// until it listens, so neither order waits for long.
+func BenchmarkBringUpOrder(b *testing.B) {
+	for _, n := range []int{256, 1024} {
+		for _, masterFirst := range []bool{true, false} {
+			order := "servers-first"
+			if masterFirst {
+				order = "master-first"
+			}
+			b.Run(fmt.Sprintf("%s/ranks=%d", order, n), func(b *testing.B) {
+				for b.Loop() {
+					s := newSession(b, n)
+					start := time.Now()
+					var procs []*proc
+					if masterFirst {
+						procs = append(procs, s.master())
+					}
+					args := s.serverArgs()
+					for i := 0; i < n; i++ {
+						procs = append(procs, s.startServer(args, i))
+					}
+					if !masterFirst {
+						procs = append(procs, s.master())
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					cs, err := s.ln.Accept(ctx, n)
+					if err == nil {
+						err = cs.WaitConnected(ctx)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					groups, err := cs.Command(ctx, wire.All(n), wire.OpStatus, nil, 30*time.Second)
+					if err != nil || len(groups) == 0 {
+						b.Fatalf("first broadcast: %s %v", describe(groups), err)
+					}
+					b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/up")
+					b.StopTimer()
+					cs.Quit(ctx, 30*time.Second)
+					for _, p := range procs {
+						<-p.done
+					}
+					cancel()
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkBroadcast measures the steady round trip of a command to every
 // rank and its merged reply, reported as the median and 90th percentile.
 func BenchmarkBroadcast(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
-			s := benchLaunch(b, n)
+	for _, c := range benchShapes {
+		n := c.ranks
+		b.Run(fmt.Sprintf("ranks=%d/fanout=%d", n, c.fanout), func(b *testing.B) {
+			s := benchLaunchFanout(b, n, c.fanout)
 			defer s.End(30 * time.Second)
 			var rtts []time.Duration
 			for b.Loop() {
@@ -95,10 +154,14 @@ func BenchmarkIdle(b *testing.B) {
 }
 
 func benchLaunch(b *testing.B, n int) *launcher.Session {
+	return benchLaunchFanout(b, n, 0)
+}
+
+func benchLaunchFanout(b *testing.B, n, fanout int) *launcher.Session {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 100 * time.Second})
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Fanout: fanout, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 100 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

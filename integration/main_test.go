@@ -100,7 +100,7 @@ func launch(t *testing.T, n, fanout int, program ...string) *job {
 
 type commandFunc func(context.Context, wire.RankSet, string, []byte, time.Duration) ([]wire.Group, error)
 
-func command(t *testing.T, send commandFunc, ranks wire.RankSet, op string, body []byte) []wire.Group {
+func command(t testing.TB, send commandFunc, ranks wire.RankSet, op string, body []byte) []wire.Group {
 	t.Helper()
 	groups, err := send(context.Background(), ranks, op, body, 20*time.Second)
 	if err != nil {

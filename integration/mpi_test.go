@@ -3,10 +3,13 @@ package integration
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,7 +23,7 @@ import (
 // session is the front end's side of a tree whose servers someone else
 // starts: the key, the routing file and the session port.
 type session struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	keyFile string
 	routes  string
@@ -28,7 +31,7 @@ type session struct {
 	ln      *client.Listener
 }
 
-func newSession(t *testing.T, n int) *session {
+func newSession(t testing.TB, n int) *session {
 	t.Helper()
 	dir := t.TempDir()
 	key, err := wire.NewKey()
@@ -63,40 +66,85 @@ var (
 )
 
 // freePort returns a port that was free a moment ago and that no other
-// test was given: the kernel hands a just-closed port out again.
-func freePort(t *testing.T) int {
+// test was given. It comes from below the kernel's ephemeral range
+// (32768 and up by default), where no outgoing connection can take it
+// before its server binds it.
+func freePort(t testing.TB) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 10000 {
+		port := 20000 + rand.IntN(12000)
+		if portsUsed[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		if !portsUsed[port] {
-			portsUsed[port] = true
-			return port
-		}
+		portsUsed[port] = true
+		return port
 	}
+	t.Fatal("no free port in 20000-31999")
+	return 0
 }
 
 // proc is a command running in the background.
 type proc struct {
-	done chan struct{} // closed when it has exited
-	err  error         // its exit error, once done is closed
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when it has exited
+	err   error         // its exit error, once done is closed
+	out   lockedBuffer  // its output so far
+	wrote chan struct{} // signalled when output arrives
+}
+
+// anyOutput is signalled whenever any background command writes output.
+var anyOutput = make(chan struct{}, 1)
+
+// joined counts the servers a master logged as joined (with --debug).
+func (p *proc) joined() int { return strings.Count(p.out.String(), " joined from ") }
+
+// lockedBuffer collects output written by another goroutine.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	notify func()
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if b.notify != nil {
+		b.notify()
+	}
+	return n, err
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // start runs a command in the background; its output is shown if the test
 // fails, and it is killed, with everything it started, when the test ends.
-func start(t *testing.T, cmd *exec.Cmd) *proc {
+func start(t testing.TB, cmd *exec.Cmd) *proc {
 	t.Helper()
-	var out bytes.Buffer
-	if cmd.Stdout == nil {
-		cmd.Stdout = &out
+	p := &proc{cmd: cmd, done: make(chan struct{}), wrote: make(chan struct{}, 1)}
+	p.out.notify = func() {
+		for _, ch := range []chan struct{}{p.wrote, anyOutput} {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
 	}
-	cmd.Stderr = &out
+	if cmd.Stdout == nil {
+		cmd.Stdout = &p.out
+	}
+	cmd.Stderr = &p.out
 	// Launchers leave children behind when killed: a group of their own
 	// lets the cleanup kill them all, and WaitDelay stops the wait for
 	// output from orphans that still hold the pipe.
@@ -105,7 +153,6 @@ func start(t *testing.T, cmd *exec.Cmd) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -114,7 +161,7 @@ func start(t *testing.T, cmd *exec.Cmd) *proc {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 		if t.Failed() {
-			t.Logf("%s:\n%s", cmd.Args[0], out.String())
+			t.Logf("%s:\n%s", cmd.Args[0], p.out.String())
 		}
 	})
 	return p
@@ -189,4 +236,11 @@ func TestMPICHStartsServers(t *testing.T) {
 	servers := start(t, exec.Command(mpiexec, args...))
 	master := s.master()
 	s.debugHang(n, servers, master)
+}
+
+// startServer starts rank i's server by hand, as a launcher would.
+func (s *session) startServer(args []string, i int) *proc {
+	cmd := exec.Command(args[0], append(args[1:], "--server="+strconv.Itoa(i))...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	return start(s.t, cmd)
 }

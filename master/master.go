@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sdm-hpc/sdm/routing"
@@ -46,6 +47,7 @@ type Options struct {
 	Link        wire.LinkConfig
 	EventWindow time.Duration
 	Log         *log.Logger
+	Trace       *log.Logger // what the node does, for --debug
 }
 
 // Run serves as the master until the session ends.
@@ -64,7 +66,7 @@ func Run(ctx context.Context, o Options) error {
 	node, err := sdm.New(sdm.Config{
 		Index: table.Size(), Tree: routing.Tree{Size: table.Size(), Fanout: o.Fanout},
 		Listener: ln, DialUp: dial, AcceptsStrangers: o.Client == "" && o.Stdio == nil,
-		ConnectTimeout: o.Timeout, Link: o.Link, EventWindow: o.EventWindow, Log: o.Log,
+		ConnectTimeout: o.Timeout, Link: o.Link, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})
 	if err != nil {
 		ln.Close()
@@ -159,18 +161,22 @@ func publish(routingFile string, size int) (net.Listener, error) {
 }
 
 // generate writes a routing file with one server per host, on distinct
-// random ports in PTP's range 50000-59999. A port that turns out to be taken
-// makes its server fail at once with a message naming it.
+// random ports. PTP drew them from 50000-59999, which on Linux lies inside
+// the ephemeral range that outgoing connections take their ports from, so
+// a server could find its port taken by any connection of its node; the
+// ports here come from below that range instead. A port that still turns
+// out to be taken makes its server fail at once with a message naming it.
 func generate(path string, hosts []string) (*routing.Table, error) {
+	lo, hi := portRange()
 	entries := make([]routing.Entry, len(hosts))
 	used := make(map[string]bool)
 	perHost := make(map[string]int)
 	for i, h := range hosts {
-		if perHost[h]++; perHost[h] > 10000 {
-			return nil, fmt.Errorf("--generate_routes: more than 10000 servers on host %s do not fit in ports 50000-59999", h)
+		if perHost[h]++; perHost[h] > (hi-lo)/2 {
+			return nil, fmt.Errorf("--generate_routes: too many servers on host %s for ports %d-%d", h, lo, hi)
 		}
 		for {
-			port := 50000 + rand.IntN(10000)
+			port := lo + rand.IntN(hi-lo+1)
 			key := h + ":" + strconv.Itoa(port)
 			if !used[key] {
 				used[key] = true
@@ -187,4 +193,23 @@ func generate(path string, hosts []string) (*routing.Table, error) {
 		return nil, err
 	}
 	return table, nil
+}
+
+// portRange is where generated ports come from: the 12000 ports below the
+// kernel's ephemeral range (read from /proc), or 20000-31999.
+func portRange() (lo, hi int) {
+	lo, hi = 20000, 31999
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return lo, hi
+	}
+	if first, err := strconv.Atoi(f[0]); err == nil && first > 2048 {
+		hi = first - 1
+		lo = max(1024, hi-11999)
+	}
+	return lo, hi
 }

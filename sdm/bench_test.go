@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend/sim"
+	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -23,5 +25,31 @@ func BenchmarkBroadcastInProcess(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkMergeMillion merges the answers of a million simulated ranks to
+// where, spread over eight distinct stacks, into groups: the reduction a
+// tree performs, all in one place.
+func BenchmarkMergeMillion(b *testing.B) {
+	const n = 1 << 20
+	const groups = 8
+	bodies := make([][]byte, n)
+	for r := range bodies {
+		frames, err := sim.Scenario("groups", []string{"8", "6"}, r, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies[r] = wire.MustEncode(wire.Stack{Frames: frames})
+	}
+	for b.Loop() {
+		var m sdm.Merger
+		for r, body := range bodies {
+			m.AddRank(r, wire.StatusOK, body)
+		}
+		out := m.Groups()
+		if len(out) != groups || out[0].Ranks.Count() != n/groups {
+			b.Fatalf("%d groups", len(out))
+		}
 	}
 }

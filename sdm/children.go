@@ -39,7 +39,9 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 		n.log.Printf("dropped connection from %s: %v", peer, err)
 		return
 	}
-	context.AfterFunc(ctx, func() { link.Close() })
+	// Until the child is registered, stopping the node must close the link
+	// here; afterwards shutdown does, after telling the child to quit.
+	unwatch := context.AfterFunc(ctx, func() { link.Close() })
 	hello, err := ReadHello(link, n.handshakeTimeout())
 	if err != nil {
 		n.log.Printf("dropped connection from %s: %v", peer, err)
@@ -65,8 +67,14 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 		link.Close()
 		return
 	}
+	if !unwatch() || n.quitting {
+		n.mu.Unlock()
+		link.Close()
+		return
+	}
 	c.link = link
 	n.mu.Unlock()
+	n.cfg.Trace.Printf("server %d joined from %s", c.index, peer)
 	n.serveChild(c, link)
 }
 

@@ -19,6 +19,7 @@ func margin(timeout time.Duration) time.Duration {
 // command starts m: it registers a call, forwards m to the children whose
 // subtrees it reaches, in arrival order, and hands it to the backend.
 func (n *Node) command(ctx context.Context, m *wire.Message) {
+	n.cfg.Trace.Printf("command %d %s to [%v], %v", m.ID, m.Op, m.Ranks, m.Timeout)
 	cl := &call{id: m.ID, op: m.Op, cancel: func() {}, waiting: make(map[int]wire.RankSet)}
 	type forward struct {
 		index int

@@ -49,7 +49,14 @@ type Config struct {
 	EventWindow time.Duration
 	// Log receives the node's complaints about peers (discarded when nil).
 	Log *log.Logger
+	// Trace, when set, receives what the node does: children joining,
+	// commands arriving (sdm --debug).
+	Trace *log.Logger
 }
+
+// quitWait bounds how long a node that is told to stop waits for its
+// children to stop first.
+const quitWait = 2 * time.Second
 
 // DefaultEventWindow is the default Config.EventWindow.
 const DefaultEventWindow = 10 * time.Millisecond
@@ -63,7 +70,8 @@ type Node struct {
 	log      *log.Logger
 
 	up      *wire.Link
-	upReady chan struct{}
+	upReady chan struct{} // closed once up is set
+	stopped chan struct{} // closed when Run is ending
 	events  *batcher
 	output  *batcher
 
@@ -110,10 +118,14 @@ func New(cfg Config) (*Node, error) {
 		children: make(map[int]*child, len(kids)),
 		log:      cfg.Log,
 		upReady:  make(chan struct{}),
+		stopped:  make(chan struct{}),
 		calls:    make(map[uint64]*call),
 	}
 	if n.log == nil {
 		n.log = log.New(io.Discard, "", 0)
+	}
+	if n.cfg.Trace == nil {
+		n.cfg.Trace = log.New(io.Discard, "", 0)
 	}
 	var reach wire.Builder
 	if !master {
@@ -144,8 +156,12 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
+		// Stopped by our owner (a signal) rather than by a broken parent:
+		// the children are told to quit, so that they stop as cleanly.
+		graceful := ctx.Err() != nil
 		cancel()
-		n.shutdown()
+		close(n.stopped)
+		n.shutdown(graceful)
 		wg.Wait()
 	}()
 	if n.cfg.Listener != nil {
@@ -202,14 +218,35 @@ func (n *Node) parentName() string {
 	}
 }
 
-// shutdown closes the backend and every child link.
-func (n *Node) shutdown() {
+// shutdown closes the backend and every child link, telling the children
+// to quit first when the node stops gracefully.
+func (n *Node) shutdown(graceful bool) {
 	n.mu.Lock()
 	n.quitting = true // children going away now is no news
+	var links []*wire.Link
 	for _, c := range n.children {
 		if c.link != nil {
-			c.link.Close()
+			links = append(links, c.link)
+			if graceful {
+				c.link.Send(&wire.Message{Kind: wire.KindCommand, Op: wire.OpQuit, Ranks: c.ranks, Timeout: quitWait})
+			}
 		}
+	}
+	n.mu.Unlock()
+	// A child that quits closes its link once its own subtree has; closing
+	// ours first could cut off the quit it has not read yet.
+	if graceful {
+		deadline := time.After(quitWait)
+		for _, l := range links {
+			select {
+			case <-l.Done():
+			case <-deadline:
+			}
+		}
+	}
+	n.mu.Lock()
+	for _, l := range links {
+		l.Close()
 	}
 	for _, c := range n.calls {
 		c.timer.Stop()
@@ -220,9 +257,14 @@ func (n *Node) shutdown() {
 	}
 }
 
-// sendUp sends m on the parent link once it exists.
+// sendUp sends m on the parent link once it exists; a node that stops
+// before it ever reached its parent drops m.
 func (n *Node) sendUp(m *wire.Message, send func(*wire.Link, *wire.Message) error) {
-	<-n.upReady
+	select {
+	case <-n.upReady:
+	case <-n.stopped:
+		return
+	}
 	if err := send(n.up, m); err != nil {
 		n.log.Printf("send %s %s to parent: %v", m.Kind, m.Op, err)
 	}

@@ -3,6 +3,7 @@ package sdm_test
 import (
 	"context"
 	"errors"
+	"log"
 	"net"
 	"strings"
 	"testing"
@@ -304,4 +305,81 @@ func okRanks(groups []wire.Group) wire.RankSet {
 		}
 	}
 	return ok
+}
+
+// A node that never reaches its parent still stops at once when told to,
+// even with children connected and their events waiting to go up.
+func TestStopWithoutParent(t *testing.T) {
+	tr := routing.Tree{Size: 2}
+	listeners := map[int]net.Listener{}
+	for id := 0; id <= 2; id++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners[id] = l
+	}
+	cfg := wire.LinkConfig{Key: testKey(1)}
+	nowhere := func(ctx context.Context) (net.Conn, error) { return nil, errors.New("no front end") }
+	joins := make(chan string, 2)
+	trace := log.New(lineFunc(func(line string) {
+		if strings.Contains(line, "joined") {
+			joins <- line
+		}
+	}), "", 0)
+	master, err := sdm.New(sdm.Config{Index: 2, Tree: tr, Listener: listeners[2], DialUp: nowhere, Link: cfg, Trace: trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- master.Run(ctx) }()
+	joined := make(chan struct{})
+	var children []context.CancelFunc
+	for id := 0; id < 2; id++ {
+		node, err := sdm.New(sdm.Config{Index: id, Tree: tr, Listener: listeners[id],
+			DialUp: sdm.DialTCP(listeners[2].Addr().String()), Link: cfg, Backend: sim.New(backendConfig(id, 2))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, ccancel := context.WithCancel(context.Background())
+		children = append(children, ccancel)
+		go func() {
+			node.Run(cctx)
+			joined <- struct{}{}
+		}()
+	}
+	// The children join and send their connected events, which wait at the
+	// master for a parent that never comes.
+	for range 2 {
+		select {
+		case <-joins:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the children did not join within 5s")
+		}
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the master did not stop within 5s of being cancelled")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("stopping took %v", d)
+	}
+	for _, c := range children {
+		c()
+	}
+	for range children {
+		<-joined
+	}
+}
+
+// lineFunc is a log destination that hands each line to a function.
+type lineFunc func(string)
+
+func (f lineFunc) Write(p []byte) (int, error) {
+	f(string(p))
+	return len(p), nil
 }

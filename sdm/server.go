@@ -29,6 +29,7 @@ type ServerOptions struct {
 	Link        wire.LinkConfig
 	EventWindow time.Duration
 	Log         *log.Logger
+	Trace       *log.Logger // what the node does, for --debug
 }
 
 // Serve runs a rank server: it waits for the routing file, listens for its
@@ -75,7 +76,7 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	}
 	node, err := New(Config{
 		Index: o.Index, Tree: tree, Listener: ln, DialUp: dial, ConnectTimeout: o.Timeout,
-		Link: o.Link, Backend: be, EventWindow: o.EventWindow, Log: o.Log,
+		Link: o.Link, Backend: be, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})
 	if err != nil {
 		be.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -53,8 +54,10 @@ func (c LinkConfig) yamux() *yamux.Config {
 type Link struct {
 	conn    net.Conn
 	session *yamux.Session
+	streams [2]net.Conn
 	control *Codec
 	output  *Codec
+	closed  atomic.Bool
 }
 
 // NewLink authenticates conn and opens the link's streams. dialer tells
@@ -90,6 +93,7 @@ func NewLink(conn net.Conn, dialer bool, cfg LinkConfig) (l *Link, err error) {
 	return &Link{
 		conn:    conn,
 		session: session,
+		streams: streams,
 		control: NewCodec(streams[0], cfg.MaxFrame),
 		output:  NewCodec(streams[1], cfg.MaxFrame),
 	}, nil
@@ -121,16 +125,34 @@ func openStreams(s *yamux.Session, dialer bool, timeout time.Duration) ([2]net.C
 func (l *Link) Send(m *Message) error { return l.control.Write(m) }
 
 // Recv reads the next message of the control stream.
-func (l *Link) Recv() (*Message, error) { return l.control.Read() }
+func (l *Link) Recv() (*Message, error) { return l.recv(l.control) }
 
 // SendOutput writes a message on the output stream. Safe for concurrent use.
 func (l *Link) SendOutput(m *Message) error { return l.output.Write(m) }
 
 // RecvOutput reads the next message of the output stream.
-func (l *Link) RecvOutput() (*Message, error) { return l.output.Read() }
+func (l *Link) RecvOutput() (*Message, error) { return l.recv(l.output) }
 
-// Close tears the link down; pending reads and writes return errors.
-func (l *Link) Close() error { return l.session.Close() }
+func (l *Link) recv(c *Codec) (*Message, error) {
+	m, err := c.Read()
+	if err != nil && l.closed.Load() {
+		err = net.ErrClosed
+	}
+	return m, err
+}
+
+// Close tears the link down; pending reads return net.ErrClosed.
+func (l *Link) Close() error {
+	// yamux wakes a reader blocked in a stream the moment the session
+	// starts shutting down, but marks the stream closed only after its
+	// receive loop has stopped: in between, the reader spins. Expiring the
+	// readers' deadlines first sends them away before that window opens.
+	l.closed.Store(true)
+	for _, st := range l.streams {
+		st.SetReadDeadline(time.Unix(1, 0))
+	}
+	return l.session.Close()
+}
 
 // Done is closed when the link is gone, for whatever reason.
 func (l *Link) Done() <-chan struct{} { return l.session.CloseChan() }

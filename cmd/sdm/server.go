@@ -105,8 +105,10 @@ func runServer(args []string) error {
 	}
 	logger := log.New(os.Stderr, "sdm["+who+"] ", log.LstdFlags|log.Lmicroseconds)
 	link := wire.LinkConfig{Key: key}
+	var trace *log.Logger
 	if *debug > 0 {
 		link.Log = os.Stderr
+		trace = logger
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
@@ -114,7 +116,7 @@ func runServer(args []string) error {
 	if *isMaster {
 		o := master.Options{
 			RoutingFile: *routingFile, Fanout: *fanout, Listener: inherited,
-			Timeout: *timeout, Link: link, EventWindow: *window, Log: logger,
+			Timeout: *timeout, Link: link, EventWindow: *window, Log: logger, Trace: trace,
 		}
 		if *generate != "" {
 			o.Generate = strings.Split(*generate, ",")
@@ -142,7 +144,7 @@ func runServer(args []string) error {
 			c.Path = *debuggerPath
 			return newBackend(c)
 		},
-		Timeout: *timeout, Link: link, EventWindow: *window, Log: logger,
+		Timeout: *timeout, Link: link, EventWindow: *window, Log: logger, Trace: trace,
 	})
 	return quietOnCancel(ctx, prefixed(who, err))
 }
