@@ -3,13 +3,46 @@
 
 GO      ?= go
 BIN     := bin/sdm
+# Where the example programs go; the tests build them into a directory of
+# their own with `make examples OUT=DIR`.
+OUT     ?= bin
+CFLAGS  ?= -g -O0 -Wall
+# Open MPI's compiler: the examples run under its mpirun.
+MPICC   ?= $(shell command -v mpicc.openmpi || echo mpicc)
+EXAMPLES := $(OUT)/plain $(OUT)/ring $(OUT)/hang $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so
 # A static binary starts faster, which counts when a node starts hundreds.
 export CGO_ENABLED := 0
 
-.PHONY: build test bench demo lint fuzz clean
+.PHONY: build examples test bench demo lint fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sdm
+
+examples: $(EXAMPLES)
+
+$(OUT)/plain: examples/plain/plain.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -o $@ $<
+
+$(OUT)/dlopen: examples/dlopen/dlopen.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -o $@ $< -ldl
+
+$(OUT)/libplugin.so: examples/dlopen/plugin.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -shared -fPIC -o $@ $<
+
+$(OUT)/ring: examples/ring/ring.c
+	@mkdir -p $(OUT)
+	$(MPICC) $(CFLAGS) -o $@ $<
+
+$(OUT)/hang: examples/hang/hang.c
+	@mkdir -p $(OUT)
+	$(MPICC) $(CFLAGS) -o $@ $<
+
+$(OUT)/crash: examples/crash/crash.c
+	@mkdir -p $(OUT)
+	$(MPICC) $(CFLAGS) -o $@ $<
 
 lint:
 	$(GO) vet ./...
@@ -35,10 +68,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 20s ./wire/
 	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime 20s ./wire/
 
-demo: build
-	$(BIN) debug -n 8 --backend sim \
-		-e status -e where -e stacks -e '[0-3] where' -e continue -e halt -e status \
-		-- hang
+demo: build examples
+	$(BIN) debug -n 8 \
+		-e 'break compute' -e 'break special' -e run -e wait -e stacks \
+		-e 'print rank % 2' -e next -e next -e 'print value' -e '[7] print value' \
+		-e continue -e wait \
+		-- $(OUT)/plain
 
 clean:
 	rm -rf bin

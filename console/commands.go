@@ -2,44 +2,121 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// command is one console command.
+// command is one console command. run gets the rank set the command goes
+// to and the rest of the line after the command's name.
 type command struct {
 	name    string
 	aliases []string
 	usage   string
 	help    string
-	run     func(ctx context.Context, c *Console, ranks wire.RankSet, args []string) error
+	run     func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error
 }
 
 var commands []*command
 
 func init() {
 	commands = []*command{
-		{name: "status", usage: "[SET] status", help: "what each rank's process is doing",
-			run: simple(wire.OpStatus)},
-		{name: "where", aliases: []string{"bt"}, usage: "[SET] where", help: "the call stack of each rank, merged",
-			run: simple(wire.OpWhere)},
-		{name: "stacks", usage: "[SET] stacks", help: "all call stacks as one tree: where the ranks' paths part",
-			run: runStacks},
-		{name: "continue", aliases: []string{"c"}, usage: "[SET] continue", help: "let the processes run",
+		// Running.
+		{name: "run", aliases: []string{"r"}, usage: "run", help: "start the loaded program on every rank of the set",
 			run: control(wire.OpRun)},
-		{name: "halt", usage: "[SET] halt", help: "stop running processes",
+		{name: "continue", aliases: []string{"c", "cont"}, usage: "continue", help: "let stopped processes run",
+			run: control(wire.OpCont)},
+		{name: "next", aliases: []string{"n"}, usage: "next [N]", help: "run to the next line, over calls (N times)",
+			run: counted(wire.OpNext)},
+		{name: "step", aliases: []string{"s"}, usage: "step [N]", help: "run to the next line, into calls (N times)",
+			run: counted(wire.OpStep)},
+		{name: "finish", usage: "finish", help: "run until the current function returns",
+			run: func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+				if args != "" {
+					return usageError("finish takes no arguments")
+				}
+				return c.sendAndWait(ctx, ranks, wire.OpFinish, nil)
+			}},
+		{name: "halt", aliases: []string{"interrupt"}, usage: "halt", help: "stop running processes",
 			run: control(wire.OpHalt)},
-		{name: "kill", usage: "[SET] kill", help: "kill the processes",
+		{name: "kill", usage: "kill", help: "kill the processes",
 			run: control(wire.OpKill)},
+		{name: "wait", usage: "wait [SECONDS]", help: "wait until no process of the set is running",
+			run: runWait},
+		{name: "status", usage: "status", help: "what each process is doing",
+			run: simple(wire.OpStatus, noArgs)},
+
+		// Breakpoints.
+		{name: "break", aliases: []string{"b"}, usage: "break LOCATION [if COND]",
+			help: "stop at a function, FILE:LINE or *ADDRESS; pending until its library loads",
+			run:  breakCmd(false)},
+		{name: "tbreak", usage: "tbreak LOCATION [if COND]", help: "a breakpoint that is deleted when hit",
+			run: breakCmd(true)},
+		{name: "watch", usage: "watch EXPR", help: "stop when EXPR is written",
+			run: watchCmd("write")},
+		{name: "rwatch", usage: "rwatch EXPR", help: "stop when EXPR is read",
+			run: watchCmd("read")},
+		{name: "awatch", usage: "awatch EXPR", help: "stop when EXPR is read or written",
+			run: watchCmd("access")},
+		{name: "delete", aliases: []string{"d"}, usage: "delete N...", help: "delete breakpoints",
+			run: idsCmd(wire.OpDelete)},
+		{name: "enable", usage: "enable N...", help: "enable breakpoints",
+			run: idsCmd(wire.OpEnable)},
+		{name: "disable", usage: "disable N...", help: "disable breakpoints",
+			run: idsCmd(wire.OpDisable)},
+		{name: "condition", usage: "condition N [EXPR]", help: "stop at breakpoint N only when EXPR holds (none: always)",
+			run: conditionCmd},
+		{name: "ignore", usage: "ignore N COUNT", help: "let breakpoint N pass COUNT times",
+			run: ignoreCmd},
+		{name: "breakpoints", aliases: []string{"info-breakpoints"}, usage: "breakpoints", help: "list breakpoints and watchpoints",
+			run: simple(wire.OpBreakList, noArgs)},
+
+		// Looking around.
+		{name: "where", aliases: []string{"bt", "backtrace"}, usage: "where", help: "the call stack of each rank, merged",
+			run: simple(wire.OpWhere, noArgs)},
+		{name: "stacks", usage: "stacks [--dot FILE] [--svg FILE]",
+			help: "all call stacks as one tree: where the ranks' paths part (and a Graphviz drawing of it)",
+			run:  runStacks},
+		{name: "frame", aliases: []string{"f"}, usage: "frame N", help: "select stack frame N (0 is the innermost)",
+			run: numberCmd(wire.OpFrame, "frame level")},
+		{name: "depth", usage: "depth", help: "how many frames the stack has",
+			run: simple(wire.OpDepth, noArgs)},
+		{name: "print", aliases: []string{"p"}, usage: "print EXPR", help: "the value of EXPR; ranks group by value",
+			run: exprCmd(wire.OpPrint)},
+		{name: "ptype", usage: "ptype EXPR", help: "the type of EXPR",
+			run: exprCmd(wire.OpPtype)},
+		{name: "locals", usage: "locals", help: "the local variables of the selected frame",
+			run: simple(wire.OpLocals, noArgs)},
+		{name: "args", usage: "args", help: "the arguments of the selected frame",
+			run: simple(wire.OpArgs, noArgs)},
+		{name: "globals", usage: "globals", help: "the global variables of the program's own sources",
+			run: simple(wire.OpGlobals, noArgs)},
+		{name: "threads", usage: "threads", help: "the threads of each process",
+			run: simple(wire.OpThreads, noArgs)},
+		{name: "thread", usage: "thread N", help: "select thread N",
+			run: numberCmd(wire.OpThread, "thread id")},
+		{name: "x", usage: "x ADDRESS [COUNT]", help: "COUNT bytes of memory (16 by default) at ADDRESS, an expression",
+			run: memReadCmd},
+		{name: "poke", usage: "poke ADDRESS HEXBYTES", help: "write bytes (hex digits, such as 2a000000) at ADDRESS",
+			run: memWriteCmd},
+		{name: "signals", usage: "signals", help: "how gdb handles each signal",
+			run: simple(wire.OpSignals, noArgs)},
+		{name: "handle", usage: "handle SIGNAL ACTIONS", help: "change how a signal is handled (stop, nostop, print, noprint, pass, nopass)",
+			run: textCmd(wire.OpHandle, "handle needs a signal and actions, such as handle SIGUSR1 nostop noprint")},
+		{name: "gdb", usage: "gdb COMMAND", help: "run a gdb command (CLI, or MI when it starts with -) as it is",
+			run: textCmd(wire.OpRaw, "gdb needs a command, such as gdb info registers rip")},
+
+		// The console itself.
 		{name: "focus", usage: "focus SET", help: "make SET the ranks that commands without [SET] go to",
 			run: runFocus},
 		{name: "help", usage: "help [COMMAND]", help: "list the commands, or explain one",
 			run: runHelp},
 		{name: "quit", aliases: []string{"q", "exit"}, usage: "quit", help: "end the session and the job",
-			run: func(context.Context, *Console, wire.RankSet, []string) error { return ErrQuit }},
+			run: func(context.Context, *Console, wire.RankSet, string) error { return ErrQuit }},
 	}
 }
 
@@ -57,13 +134,36 @@ func lookup(name string) (*command, bool) {
 	return nil, false
 }
 
-// simple is a command that sends op without arguments.
-func simple(op string) func(context.Context, *Console, wire.RankSet, []string) error {
-	return func(ctx context.Context, c *Console, ranks wire.RankSet, args []string) error {
-		if len(args) > 0 {
-			return fmt.Errorf("%s takes no arguments", op)
+// ErrUsage is wrapped by errors about how a command was typed.
+var ErrUsage = errors.New("usage")
+
+// usageErr is a mistake in a command line; it matches ErrUsage.
+type usageErr struct{ msg string }
+
+func (e *usageErr) Error() string        { return e.msg }
+func (e *usageErr) Is(target error) bool { return target == ErrUsage }
+
+func usageError(format string, args ...any) error {
+	return &usageErr{fmt.Sprintf(format, args...)}
+}
+
+// noArgs checks that a command got no arguments.
+func noArgs(name, args string) ([]byte, error) {
+	if args != "" {
+		return nil, usageError("%s takes no arguments", name)
+	}
+	return nil, nil
+}
+
+// simple sends op with the body that parse makes of the arguments, and
+// prints every answer.
+func simple(op string, parse func(name, args string) ([]byte, error)) func(context.Context, *Console, wire.RankSet, string) error {
+	return func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+		body, err := parse(op, args)
+		if err != nil {
+			return err
 		}
-		_, err := c.send(ctx, ranks, op, nil)
+		_, err = c.send(ctx, ranks, op, body)
 		return err
 	}
 }
@@ -71,26 +171,147 @@ func simple(op string) func(context.Context, *Console, wire.RankSet, []string) e
 // control is a command that changes what the processes do. Its answers are
 // printed only where they failed: the change itself is reported by the
 // events it causes (running, stopped, exited), once.
-func control(op string) func(context.Context, *Console, wire.RankSet, []string) error {
-	return func(ctx context.Context, c *Console, ranks wire.RankSet, args []string) error {
-		if len(args) > 0 {
-			return fmt.Errorf("%s takes no arguments", op)
+func control(op string) func(context.Context, *Console, wire.RankSet, string) error {
+	return func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+		if args != "" {
+			return usageError("%s takes no arguments", op)
 		}
-		groups, err := c.s.Command(ctx, ranks, op, nil, c.opts.Timeout)
-		for _, g := range groups {
-			if g.Status != wire.StatusOK {
-				c.printReply(op, g)
-			}
-		}
-		return err
+		return c.sendQuiet(ctx, ranks, op, nil)
 	}
 }
 
-func runFocus(_ context.Context, c *Console, _ wire.RankSet, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("focus needs a rank set, such as focus 0-3,7 or focus all")
+// counted is step or next: like gdb's, they return once the ranks have
+// stopped again, so that the next command sees where they went.
+func counted(op string) func(context.Context, *Console, wire.RankSet, string) error {
+	return func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+		n := 1
+		if args != "" {
+			var err error
+			if n, err = strconv.Atoi(args); err != nil || n < 1 {
+				return usageError("%s [N]: %q is not a positive count", op, args)
+			}
+		}
+		return c.sendAndWait(ctx, ranks, op, wire.MustEncode(wire.Count{N: n}))
 	}
-	ranks, err := c.parseSet(strings.Join(args, ""))
+}
+
+func numberCmd(op, what string) func(context.Context, *Console, wire.RankSet, string) error {
+	return simple(op, func(name, args string) ([]byte, error) {
+		n, err := strconv.Atoi(args)
+		if err != nil || n < 0 {
+			return nil, usageError("%s needs a %s, such as %s 1", name, what, name)
+		}
+		return wire.Encode(wire.Count{N: n})
+	})
+}
+
+func exprCmd(op string) func(context.Context, *Console, wire.RankSet, string) error {
+	return simple(op, func(name, args string) ([]byte, error) {
+		if args == "" {
+			return nil, usageError("%s needs an expression", name)
+		}
+		return wire.Encode(wire.Expr{Expr: args})
+	})
+}
+
+func textCmd(op, missing string) func(context.Context, *Console, wire.RankSet, string) error {
+	return simple(op, func(name, args string) ([]byte, error) {
+		if args == "" {
+			return nil, usageError("%s", missing)
+		}
+		return wire.Encode(wire.Text{Text: args})
+	})
+}
+
+func breakCmd(temporary bool) func(context.Context, *Console, wire.RankSet, string) error {
+	return simple(wire.OpBreak, func(name, args string) ([]byte, error) {
+		loc, cond, _ := strings.Cut(args, " if ")
+		loc, cond = strings.TrimSpace(loc), strings.TrimSpace(cond)
+		if loc == "" || strings.HasPrefix(args, "if ") {
+			return nil, usageError("break needs a location: a function, FILE:LINE or *ADDRESS")
+		}
+		return wire.Encode(wire.Break{Location: loc, Condition: cond, Temporary: temporary})
+	})
+}
+
+func watchCmd(mode string) func(context.Context, *Console, wire.RankSet, string) error {
+	return simple(wire.OpWatch, func(name, args string) ([]byte, error) {
+		if args == "" {
+			return nil, usageError("watch needs an expression")
+		}
+		return wire.Encode(wire.Watch{Expr: args, Mode: mode})
+	})
+}
+
+func idsCmd(op string) func(context.Context, *Console, wire.RankSet, string) error {
+	return func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+		var ids []int
+		for _, f := range strings.Fields(args) {
+			id, err := strconv.Atoi(f)
+			if err != nil || id < 1 {
+				return usageError("%s: %q is not a breakpoint number", op, f)
+			}
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 {
+			return usageError("%s needs breakpoint numbers", op)
+		}
+		return c.sendQuiet(ctx, ranks, op, wire.MustEncode(wire.IDs{IDs: ids}))
+	}
+}
+
+func conditionCmd(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	idText, expr, _ := strings.Cut(args, " ")
+	id, err := strconv.Atoi(idText)
+	if err != nil || id < 1 {
+		return usageError("condition needs a breakpoint number, then an expression")
+	}
+	return c.sendQuiet(ctx, ranks, wire.OpCondition, wire.MustEncode(wire.Condition{ID: id, Expr: strings.TrimSpace(expr)}))
+}
+
+func ignoreCmd(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	f := strings.Fields(args)
+	var id, count int
+	var err1, err2 error
+	if len(f) == 2 {
+		id, err1 = strconv.Atoi(f[0])
+		count, err2 = strconv.Atoi(f[1])
+	}
+	if len(f) != 2 || err1 != nil || err2 != nil || id < 1 || count < 0 {
+		return usageError("ignore needs a breakpoint number and a count")
+	}
+	return c.sendQuiet(ctx, ranks, wire.OpIgnore, wire.MustEncode(wire.Ignore{ID: id, Count: count}))
+}
+
+func memReadCmd(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	f := strings.Fields(args)
+	if len(f) == 0 || len(f) > 2 {
+		return usageError("x needs an address and, optionally, a byte count")
+	}
+	count := 16
+	if len(f) == 2 {
+		var err error
+		if count, err = strconv.Atoi(f[1]); err != nil || count < 1 || count > 65536 {
+			return usageError("x: count %q is not 1-65536", f[1])
+		}
+	}
+	_, err := c.send(ctx, ranks, wire.OpMemRead, wire.MustEncode(wire.Memory{Addr: f[0], Count: count}))
+	return err
+}
+
+func memWriteCmd(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	f := strings.Fields(args)
+	if len(f) != 2 {
+		return usageError("poke needs an address and hex bytes, such as poke &x 2a000000")
+	}
+	return c.sendQuiet(ctx, ranks, wire.OpMemSet, wire.MustEncode(wire.Memory{Addr: f[0], Hex: f[1]}))
+}
+
+func runFocus(_ context.Context, c *Console, _ wire.RankSet, args string) error {
+	if args == "" {
+		return usageError("focus needs a rank set, such as focus 0-3,7 or focus all")
+	}
+	ranks, err := c.parseSet(args)
 	if err != nil {
 		return err
 	}
@@ -99,20 +320,26 @@ func runFocus(_ context.Context, c *Console, _ wire.RankSet, args []string) erro
 	return nil
 }
 
-func runHelp(_ context.Context, c *Console, _ wire.RankSet, args []string) error {
-	if len(args) > 0 {
-		cmd, ok := lookup(args[0])
+func runHelp(_ context.Context, c *Console, _ wire.RankSet, args string) error {
+	if args != "" {
+		cmd, ok := lookup(args)
 		if !ok {
-			return fmt.Errorf("unknown command %q", args[0])
+			return usageError("no command %q", args)
 		}
-		c.println(cmd.usage + "\n    " + cmd.help)
+		text := "[SET] " + cmd.usage + "\n    " + cmd.help
+		if len(cmd.aliases) > 0 {
+			text += "\n    also: " + strings.Join(cmd.aliases, ", ")
+		}
+		c.println(text)
 		return nil
 	}
 	var lines []string
 	for _, cmd := range commands {
-		lines = append(lines, fmt.Sprintf("  %-18s %s", cmd.usage, cmd.help))
+		lines = append(lines, fmt.Sprintf("  %-26s %s", cmd.usage, cmd.help))
 	}
 	sort.Strings(lines)
-	c.println("Commands (SET is a rank set such as 0-3,7 or all; without it the focus set is used):\n" + strings.Join(lines, "\n"))
+	c.println("Every command may start with a rank set, such as [0-3,7] or [all]; without one it goes\n" +
+		"to the focus set (focus SET). Answers print once per distinct value, ranks first.\n" +
+		strings.Join(lines, "\n"))
 	return nil
 }

@@ -26,16 +26,25 @@ var ErrQuit = errors.New("quit")
 type Options struct {
 	JSON    bool          // print JSON objects instead of text
 	Timeout time.Duration // how long a command waits for its ranks (default 30 s)
+	Window  time.Duration // how long events are gathered to merge them (default 100 ms)
 }
+
+// DefaultWindow is the default Options.Window: PTP's aggregation window.
+const DefaultWindow = 100 * time.Millisecond
 
 // Console runs commands against one session and prints what comes back.
 type Console struct {
 	s    *client.Session
 	opts Options
 
-	mu    sync.Mutex // one printed line at a time
-	out   io.Writer
-	focus wire.RankSet
+	mu          sync.Mutex // one printed line at a time
+	out         io.Writer
+	changed     chan struct{} // closed at news that may end a wait
+	syncReq     context.Context
+	requestSync context.CancelFunc // asks the printer to print what it has
+	syncDone    chan struct{}      // closed when it has
+	holds       int                // waits in progress: events are held for them
+	focus       wire.RankSet
 }
 
 // New returns a console on s printing to out, focused on all ranks.
@@ -43,38 +52,210 @@ func New(s *client.Session, out io.Writer, opts Options) *Console {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
-	return &Console{s: s, opts: opts, out: out, focus: wire.All(s.Size())}
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	c := &Console{s: s, opts: opts, out: out, focus: wire.All(s.Size()), changed: make(chan struct{}), syncDone: make(chan struct{})}
+	c.syncReq, c.requestSync = context.WithCancel(context.Background())
+	return c
 }
 
 // PrintEvents prints the session's events until the session has ended and
-// all were printed, or ctx is done.
+// all were printed, or ctx is done. Events are gathered for a short window
+// (Options.Window) after the first and merged, so that ranks which stop at
+// the same place a few milliseconds apart, or print the same line, show as
+// one line.
 func (c *Console) PrintEvents(ctx context.Context) {
+	var batch []client.Event
+	var flushAt time.Time
 	for {
-		ev, err := c.s.NextEvent(ctx)
+		wait, cancel := context.WithCancel(ctx)
+		if len(batch) > 0 && !c.holding() {
+			wait, cancel = context.WithDeadline(ctx, flushAt)
+		}
+		// A sync request cuts the window short.
+		stop := context.AfterFunc(c.syncCtx(), cancel)
+		ev, err := c.s.NextEvent(wait)
+		stop()
+		cancel()
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.Canceled) {
+				batch = c.drain(batch)
+			}
+			c.printEvents(batch)
+			batch = nil
+			c.synced()
+			if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+				continue
+			}
 			return
 		}
+		c.announce(ev.Op)
+		if ev.Op == wire.EventConnected {
+			continue
+		}
+		if len(batch) == 0 {
+			flushAt = time.Now().Add(c.opts.Window)
+		}
+		batch = wire.AppendMerged(batch, ev, eventRanks, sameEvent, outputBeforeEnd)
+	}
+}
+
+// hold keeps events from being printed until the matching release, so
+// that a wait shows each distinct stop once, however far apart in time
+// the ranks reached it.
+func (c *Console) hold() {
+	c.mu.Lock()
+	c.holds++
+	c.mu.Unlock()
+}
+
+func (c *Console) release() {
+	c.mu.Lock()
+	c.holds--
+	c.mu.Unlock()
+}
+
+func (c *Console) holding() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.holds > 0
+}
+
+// outputFirst moves each piece of output ahead of the stops and exits of
+// its ranks that arrived just before it. Output and events travel on
+// separate streams so that a chatty program never delays a command, which
+// lets a line the program printed before stopping overtake the stop; a
+// stopped or exited process prints nothing, so the line belongs before it.
+func outputFirst(batch []client.Event) []client.Event {
+	for i := range batch {
+		if batch[i].Op != wire.EventOutput {
+			continue
+		}
+		to := -1
+		for j := i - 1; j >= 0; j-- {
+			if !batch[j].Group.Ranks.Intersects(batch[i].Group.Ranks) {
+				continue // other ranks' news: its order against ours is unknown anyway
+			}
+			if op := batch[j].Op; op != wire.EventStopped && op != wire.EventExited {
+				break
+			}
+			to = j
+		}
+		if to >= 0 {
+			out := batch[i]
+			copy(batch[to+1:i+1], batch[to:i])
+			batch[to] = out
+		}
+	}
+	return batch
+}
+
+// drain adds to batch every event already received.
+func (c *Console) drain(batch []client.Event) []client.Event {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for {
+		ev, err := c.s.NextEvent(done)
+		if err != nil {
+			return batch
+		}
 		if ev.Op != wire.EventConnected {
+			batch = wire.AppendMerged(batch, ev, eventRanks, sameEvent, outputBeforeEnd)
+		}
+	}
+}
+
+// syncCtx returns a context cancelled when someone asks to sync.
+func (c *Console) syncCtx() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.syncReq
+}
+
+// synced tells those waiting in Sync that everything received before they
+// asked has been printed.
+func (c *Console) synced() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.syncReq.Err() != nil {
+		c.syncReq, c.requestSync = context.WithCancel(context.Background())
+		close(c.syncDone)
+		c.syncDone = make(chan struct{})
+	}
+}
+
+// Sync prints every event received so far, without waiting for the end of
+// the merge window, and returns once it is printed (or the session ended).
+// The answer to a command comes after the events that preceded it, so
+// after an answer Sync shows everything that led to it.
+func (c *Console) Sync(ctx context.Context) {
+	c.mu.Lock()
+	c.requestSync()
+	done := c.syncDone
+	c.mu.Unlock()
+	select {
+	case <-done:
+	case <-c.s.Done():
+	case <-ctx.Done():
+	}
+}
+
+// outputBeforeEnd lets a stop or an exit merge past output of its ranks:
+// outputFirst puts such output before it when printing.
+func outputBeforeEnd(prev, item *client.Event) bool {
+	return prev.Op == wire.EventOutput && (item.Op == wire.EventStopped || item.Op == wire.EventExited)
+}
+
+func eventRanks(e *client.Event) *wire.RankSet { return &e.Group.Ranks }
+
+func sameEvent(a, b *client.Event) bool {
+	return a.Op == b.Op && a.Group.Status == b.Group.Status && string(a.Group.Body) == string(b.Group.Body)
+}
+
+func (c *Console) printEvents(batch []client.Event) {
+	for _, ev := range outputFirst(batch) {
+		// In text, running is implied by the command just typed; the stop
+		// that ends it is what people look for.
+		if ev.Op != wire.EventRunning || c.opts.JSON {
 			c.printEvent(ev)
 		}
 	}
 }
 
 // RunScript executes the commands read from r, one per line; blank lines
-// and lines starting with # are skipped. It stops at the first command
-// that fails, naming name:line, and returns ErrQuit after a quit.
-func (c *Console) RunScript(ctx context.Context, r io.Reader, name string) error {
+// and lines starting with # are skipped. A command typed wrong (ErrUsage)
+// is reported to complain, naming name:line, and the script goes on; any
+// other failure ends it. It returns ErrQuit after a quit, and
+// ErrScriptErrors at the end of a script in which something was wrong.
+func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, complain func(error)) error {
 	sc := bufio.NewScanner(r)
+	failed := false
 	for line := 1; sc.Scan(); line++ {
-		if err := c.Exec(ctx, sc.Text()); err != nil {
-			if errors.Is(err, ErrQuit) {
-				return err
-			}
+		err := c.Exec(ctx, sc.Text())
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrQuit):
+			return err
+		case errors.Is(err, ErrUsage):
+			failed = true
+			complain(fmt.Errorf("%s:%d: %w", name, line, err))
+		default:
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if failed {
+		return ErrScriptErrors
+	}
+	return nil
 }
+
+// ErrScriptErrors says that a script ran to its end but some of its
+// commands were typed wrong.
+var ErrScriptErrors = errors.New("some commands were not understood")
 
 // Exec runs one command line.
 func (c *Console) Exec(ctx context.Context, line string) error {
@@ -86,15 +267,16 @@ func (c *Console) Exec(ctx context.Context, line string) error {
 	if err != nil {
 		return err
 	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return fmt.Errorf("%q: a rank set needs a command after it", line)
+	rest = strings.TrimSpace(rest)
+	name, args, _ := strings.Cut(rest, " ")
+	if name == "" {
+		return usageError("%q: a rank set needs a command after it", line)
 	}
-	cmd, ok := lookup(fields[0])
+	cmd, ok := lookup(name)
 	if !ok {
-		return fmt.Errorf("unknown command %q (try help)", fields[0])
+		return usageError("unknown command %q (try help)", name)
 	}
-	return cmd.run(ctx, c, ranks, fields[1:])
+	return cmd.run(ctx, c, ranks, strings.TrimSpace(args))
 }
 
 // prefix splits an optional leading [SET] off line; without one the focus
@@ -105,7 +287,7 @@ func (c *Console) prefix(line string) (wire.RankSet, string, error) {
 	}
 	end := strings.IndexByte(line, ']')
 	if end < 0 {
-		return wire.RankSet{}, "", fmt.Errorf("%q: rank set has no closing ]", line)
+		return wire.RankSet{}, "", usageError("%q: rank set has no closing ]", line)
 	}
 	ranks, err := c.parseSet(line[1:end])
 	return ranks, line[end+1:], err
@@ -118,12 +300,23 @@ func (c *Console) parseSet(text string) (wire.RankSet, error) {
 	}
 	ranks, err := wire.ParseRankSet(text)
 	if err != nil {
-		return ranks, err
+		return ranks, usageError("%v", err)
 	}
 	if outside := ranks.Minus(wire.All(c.s.Size())); !outside.Empty() {
-		return ranks, fmt.Errorf("ranks %v are not in this job (ranks 0-%d)", outside, c.s.Size()-1)
+		return ranks, usageError("ranks %v are not in this job (ranks 0-%d)", outside, c.s.Size()-1)
 	}
 	return ranks, nil
+}
+
+// sendQuiet runs op on ranks and prints only the answers that failed.
+func (c *Console) sendQuiet(ctx context.Context, ranks wire.RankSet, op string, body []byte) error {
+	groups, err := c.s.Command(ctx, ranks, op, body, c.opts.Timeout)
+	for _, g := range groups {
+		if g.Status != wire.StatusOK {
+			c.printReply(op, "", g)
+		}
+	}
+	return err
 }
 
 // send runs op on ranks and prints every answer.
@@ -132,8 +325,14 @@ func (c *Console) send(ctx context.Context, ranks wire.RankSet, op string, body 
 	if err != nil {
 		return nil, err
 	}
+	expr := ""
+	if op == wire.OpPrint {
+		var e wire.Expr
+		wire.Decode(body, &e)
+		expr = e.Expr
+	}
 	for _, g := range groups {
-		c.printReply(op, g)
+		c.printReply(op, expr, g)
 	}
 	return groups, nil
 }

@@ -41,25 +41,31 @@ func (c *Console) note(what string, ranks wire.RankSet) {
 	c.println(fmt.Sprintf("%s [%v]", what, ranks))
 }
 
-// printReply prints one group of answers to op.
-func (c *Console) printReply(op string, g wire.Group) {
-	value, text := decodeBody(op, g)
+// printReply prints one group of answers to op; expr is what print
+// evaluated, to show beside the value.
+func (c *Console) printReply(op, expr string, g wire.Group) {
+	value, lines := describe(op, g)
+	if op == wire.OpPrint && g.Status == wire.StatusOK {
+		lines[0] = expr + " = " + lines[0]
+	}
 	if c.opts.JSON {
 		obj := map[string]any{"ranks": g.Ranks.String(), "count": g.Ranks.Count(), "reply": op, "status": g.Status.String()}
 		if g.Status == wire.StatusOK {
-			obj["value"] = value
+			if value != nil {
+				obj["value"] = value
+			}
 		} else {
 			obj["error"] = string(g.Body)
 		}
 		c.emit(obj)
 		return
 	}
-	c.println(fmt.Sprintf("[%v] %s", g.Ranks, text))
+	c.println(block(g.Ranks, lines))
 }
 
 // printEvent prints one piece of news from the tree.
 func (c *Console) printEvent(ev client.Event) {
-	value, text := decodeBody(ev.Op, ev.Group)
+	value, lines := describe(ev.Op, ev.Group)
 	if c.opts.JSON {
 		obj := map[string]any{"ranks": ev.Group.Ranks.String(), "count": ev.Group.Ranks.Count(), "event": ev.Op}
 		if value != nil {
@@ -68,53 +74,129 @@ func (c *Console) printEvent(ev client.Event) {
 		c.emit(obj)
 		return
 	}
-	c.println(fmt.Sprintf("[%v] %s", ev.Group.Ranks, text))
+	c.println(block(ev.Group.Ranks, lines))
 }
 
-// decodeBody turns a group's body into a value for JSON and a line of text.
-func decodeBody(op string, g wire.Group) (any, string) {
-	if g.Status != wire.StatusOK {
-		return nil, g.Status.String() + ": " + string(g.Body)
+// block puts the rank set before the first line and lines the others up
+// under it.
+func block(ranks wire.RankSet, lines []string) string {
+	prefix := "[" + ranks.String() + "] "
+	indent := strings.Repeat(" ", len(prefix))
+	for i := range lines {
+		if i == 0 {
+			lines[i] = prefix + lines[i]
+		} else {
+			lines[i] = indent + lines[i]
+		}
 	}
+	return strings.Join(lines, "\n")
+}
+
+// describe turns a group's body into a value for JSON and lines of text.
+func describe(op string, g wire.Group) (any, []string) {
+	if g.Status != wire.StatusOK {
+		return nil, []string{g.Status.String() + ": " + string(g.Body)}
+	}
+	v, lines, err := decode(op, g.Body)
+	if err != nil {
+		return nil, []string{"undecodable answer: " + err.Error()}
+	}
+	if len(lines) == 0 {
+		lines = []string{"ok"}
+	}
+	return v, lines
+}
+
+func decode(op string, body []byte) (any, []string, error) {
 	switch op {
-	case wire.EventLost:
-		return string(g.Body), "lost: " + string(g.Body)
+	case wire.EventLost, wire.EventError:
+		return string(body), []string{op + ": " + string(body)}, nil
 	case wire.EventRunning:
-		return nil, "running"
+		return nil, []string{"running"}, nil
 	case wire.OpWhere:
 		var st wire.Stack
-		if err := wire.Decode(g.Body, &st); err != nil {
-			return nil, err.Error()
-		}
-		return frames(st.Frames), stackText(st.Frames)
-	case wire.OpStatus, wire.OpStart, wire.OpRun, wire.OpHalt, wire.OpKill, wire.EventStopped, wire.EventExited:
+		err := wire.Decode(body, &st)
+		return frames(st.Frames), []string{stackText(st.Frames)}, err
+	case wire.OpStatus, wire.OpStart, wire.OpRun, wire.OpCont, wire.OpStep, wire.OpNext, wire.OpFinish,
+		wire.OpHalt, wire.OpKill, wire.EventStopped, wire.EventExited:
 		var st wire.State
-		if err := wire.Decode(g.Body, &st); err != nil {
-			return nil, err.Error()
-		}
-		return state(st), stateText(st)
+		err := wire.Decode(body, &st)
+		return state(st), []string{stateText(st)}, err
 	case wire.EventOutput:
 		var o wire.Output
-		if err := wire.Decode(g.Body, &o); err != nil {
-			return nil, err.Error()
+		err := wire.Decode(body, &o)
+		return map[string]string{"stream": o.Stream, "text": o.Text}, []string{strings.TrimSuffix(o.Text, "\n")}, err
+	case wire.OpBreak, wire.OpWatch:
+		var bp wire.Breakpoint
+		err := wire.Decode(body, &bp)
+		return bp, []string{breakpointText(bp)}, err
+	case wire.OpBreakList:
+		var list []wire.Breakpoint
+		err := wire.Decode(body, &list)
+		lines := make([]string, len(list))
+		for i, bp := range list {
+			lines[i] = breakpointText(bp)
 		}
-		return map[string]string{"stream": o.Stream, "text": o.Text}, strings.TrimSuffix(o.Text, "\n")
+		if len(list) == 0 {
+			lines = []string{"no breakpoints"}
+		}
+		return list, lines, err
+	case wire.OpFrame:
+		var f wire.Frame
+		err := wire.Decode(body, &f)
+		return frames([]wire.Frame{f})[0], []string{frameText(f)}, err
+	case wire.OpDepth:
+		var n wire.Count
+		err := wire.Decode(body, &n)
+		return n.N, []string{fmt.Sprintf("%d frames", n.N)}, err
+	case wire.OpLocals, wire.OpArgs, wire.OpGlobals:
+		var vars []wire.Var
+		err := wire.Decode(body, &vars)
+		lines := make([]string, len(vars))
+		for i, v := range vars {
+			lines[i] = fmt.Sprintf("%s = %s (%s)", v.Name, v.Value, v.Type)
+		}
+		if len(vars) == 0 {
+			lines = []string{"none"}
+		}
+		return vars, lines, err
+	case wire.OpThreads:
+		var threads []wire.Thread
+		err := wire.Decode(body, &threads)
+		lines := make([]string, len(threads))
+		for i, th := range threads {
+			lines[i] = threadText(th)
+		}
+		return threads, lines, err
+	case wire.OpThread:
+		var th wire.Thread
+		err := wire.Decode(body, &th)
+		return th, []string{threadText(th)}, err
+	case wire.OpMemRead:
+		var m wire.Memory
+		err := wire.Decode(body, &m)
+		return m, []string{m.Addr + ": " + m.Hex}, err
+	case wire.OpPrint, wire.OpPtype, wire.OpSignals, wire.OpHandle, wire.OpRaw:
+		var t wire.Text
+		err := wire.Decode(body, &t)
+		return t.Text, strings.Split(t.Text, "\n"), err
 	}
-	if len(g.Body) == 0 {
-		return nil, "ok"
+	if len(body) == 0 {
+		return nil, nil, nil
 	}
 	var v any
-	if err := wire.Decode(g.Body, &v); err != nil {
-		return nil, err.Error()
-	}
-	return v, fmt.Sprint(v)
+	err := wire.Decode(body, &v)
+	return v, []string{fmt.Sprint(v)}, err
 }
 
 func frameText(f wire.Frame) string {
-	if f.File == "" {
-		return f.Func
+	switch {
+	case f.File != "":
+		return fmt.Sprintf("%s at %s:%d", f.Func, f.File, f.Line)
+	case f.From != "":
+		return f.Func + " from " + f.From
 	}
-	return fmt.Sprintf("%s at %s:%d", f.Func, f.File, f.Line)
+	return f.Func
 }
 
 func stackText(frames []wire.Frame) string {
@@ -132,23 +214,73 @@ func stateText(st wire.State) string {
 	switch st.State {
 	case wire.StateStopped:
 		text := "stopped in " + frameText(st.Frame)
-		if st.Reason != "" {
+		switch {
+		case st.Signal != "":
+			text += " (" + st.Signal + ")"
+		case st.Breakpoint > 0:
+			text += fmt.Sprintf(" (breakpoint %d)", st.Breakpoint)
+		case st.Reason != "":
 			text += " (" + st.Reason + ")"
 		}
 		return text
 	case wire.StateExited:
-		if st.Reason != "" {
-			return fmt.Sprintf("exited with code %d (%s)", st.Code, st.Reason)
+		switch {
+		case st.Signal != "":
+			return "killed by " + st.Signal
+		case st.Reason != "" && st.Reason != "exited":
+			return fmt.Sprintf("exited (%s)", st.Reason)
 		}
 		return fmt.Sprintf("exited with code %d", st.Code)
+	case wire.StateNotStarted:
+		if st.Reason != "" {
+			return "not started (" + st.Reason + ")"
+		}
 	}
 	return st.State
+}
+
+func breakpointText(bp wire.Breakpoint) string {
+	kind := bp.Type
+	if bp.Temporary {
+		kind = "temporary " + kind
+	}
+	text := fmt.Sprintf("%s %d", kind, bp.Number)
+	switch {
+	case bp.Pending:
+		text += " pending on " + bp.Location
+	case bp.Func != "":
+		text += fmt.Sprintf(" at %s in %s", bp.Location, bp.Func)
+	default:
+		text += " on " + bp.Location
+	}
+	if bp.Condition != "" {
+		text += " if " + bp.Condition
+	}
+	if bp.Ignore > 0 {
+		text += fmt.Sprintf(", ignore next %d hits", bp.Ignore)
+	}
+	if !bp.Enabled {
+		text += ", disabled"
+	}
+	return text
+}
+
+func threadText(th wire.Thread) string {
+	mark := " "
+	if th.Current {
+		mark = "*"
+	}
+	return fmt.Sprintf("%s %d %s %s in %s", mark, th.ID, th.Name, th.State, frameText(th.Frame))
 }
 
 func frames(fs []wire.Frame) []map[string]any {
 	out := make([]map[string]any, len(fs))
 	for i, f := range fs {
-		out[i] = map[string]any{"func": f.Func, "file": f.File, "line": f.Line}
+		obj := map[string]any{"func": f.Func, "file": f.File, "line": f.Line}
+		if f.From != "" {
+			obj["from"] = f.From
+		}
+		out[i] = obj
 	}
 	return out
 }
@@ -160,6 +292,12 @@ func state(st wire.State) map[string]any {
 	}
 	if st.State == wire.StateStopped {
 		obj["frame"] = frames([]wire.Frame{st.Frame})[0]
+	}
+	if st.Signal != "" {
+		obj["signal"] = st.Signal
+	}
+	if st.Breakpoint > 0 {
+		obj["breakpoint"] = st.Breakpoint
 	}
 	if st.State == wire.StateExited {
 		obj["code"] = st.Code

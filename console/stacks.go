@@ -3,7 +3,10 @@ package console
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sdm-hpc/sdm/wire"
@@ -57,20 +60,23 @@ func (n *StackNode) sort() {
 	}
 }
 
-func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("stacks takes no arguments")
+func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	var dotFile, svgFile string
+	f := strings.Fields(args)
+	for i := 0; i < len(f); i++ {
+		if (f[i] != "--dot" && f[i] != "--svg") || i+1 == len(f) {
+			return usageError("stacks [--dot FILE] [--svg FILE]")
+		}
+		if f[i] == "--dot" {
+			dotFile = f[i+1]
+		} else {
+			svgFile = f[i+1]
+		}
+		i++
 	}
 	groups, err := c.s.Command(ctx, ranks, wire.OpWhere, nil, c.opts.Timeout)
 	if err != nil {
 		return err
-	}
-	// Ranks that could not give a stack are listed after the tree.
-	var failed []wire.Group
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			failed = append(failed, g)
-		}
 	}
 	roots, err := BuildStackTree(groups)
 	if err != nil {
@@ -80,15 +86,68 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args []strin
 		for _, r := range roots {
 			c.emit(map[string]any{"ranks": r.Ranks.String(), "count": r.Ranks.Count(), "reply": "stacks", "tree": jsonTree(r)})
 		}
-	} else {
+	} else if len(roots) > 0 {
 		var b strings.Builder
 		for _, r := range roots {
 			textTree(&b, r, 0)
 		}
 		c.println(strings.TrimSuffix(b.String(), "\n"))
 	}
-	for _, g := range failed {
-		c.printReply(wire.OpWhere, g)
+	// Ranks that could not give a stack are listed after the tree.
+	for _, g := range groups {
+		if g.Status != wire.StatusOK {
+			c.printReply(wire.OpWhere, "", g)
+		}
+	}
+	if dotFile != "" {
+		if err := os.WriteFile(dotFile, []byte(DOT(roots)), 0o644); err != nil {
+			return err
+		}
+	}
+	if svgFile != "" {
+		return writeSVG(ctx, svgFile, DOT(roots))
+	}
+	return nil
+}
+
+// DOT draws the stack tree in Graphviz's language: one box per node with
+// its function, file:line, rank set and count, the ranks' paths as edges.
+func DOT(roots []*StackNode) string {
+	var b strings.Builder
+	b.WriteString("digraph stacks {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n")
+	next := 0
+	var walk func(n *StackNode) int
+	walk = func(n *StackNode) int {
+		id := next
+		next++
+		where := n.Frame.From
+		if n.Frame.File != "" {
+			where = fmt.Sprintf("%s:%d", n.Frame.File, n.Frame.Line)
+		}
+		label := fmt.Sprintf("%s\\n%s\\n[%v] %d", n.Frame.Func, where, n.Ranks, n.Ranks.Count())
+		fmt.Fprintf(&b, "  n%d [label=%s];\n", id, strconv.Quote(label))
+		for _, c := range n.Children {
+			fmt.Fprintf(&b, "  n%d -> n%d;\n", id, walk(c))
+		}
+		return id
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// writeSVG has Graphviz's dot draw the tree.
+func writeSVG(ctx context.Context, path, dot string) error {
+	bin, err := exec.LookPath("dot")
+	if err != nil {
+		return fmt.Errorf("stacks --svg needs Graphviz's dot (apt-get install graphviz); --dot FILE writes the source instead")
+	}
+	cmd := exec.CommandContext(ctx, bin, "-Tsvg", "-o", path)
+	cmd.Stdin = strings.NewReader(dot)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("dot: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -42,23 +42,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireTool returns the path of a tool the test needs. Missing tools skip
-// the test on a developer's machine but fail it in CI, where they must be
-// installed.
-func requireTool(t *testing.T, names ...string) string {
-	t.Helper()
-	for _, name := range names {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s not found, and CI=true: .ci/run must install it", strings.Join(names, " or "))
-	}
-	t.Skipf("%s not found", strings.Join(names, " or "))
-	return ""
-}
-
 // job is a launched session that the test may end itself.
 type job struct {
 	*launcher.Session

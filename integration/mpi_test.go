@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -217,7 +218,7 @@ func (s *session) debugHang(n int, procs ...*proc) {
 // Open MPI's mpirun starts the servers; each takes its index from
 // OMPI_COMM_WORLD_RANK. The master starts first here.
 func TestOpenMPIStartsServers(t *testing.T) {
-	mpirun := requireTool(t, "mpirun.openmpi", "mpirun")
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	const n = 8
 	s := newSession(t, n)
 	master := s.master()
@@ -229,7 +230,7 @@ func TestOpenMPIStartsServers(t *testing.T) {
 // MPICH's mpiexec (Hydra) starts the servers; each takes its index from
 // PMI_RANK. The servers start first here and wait for the master.
 func TestMPICHStartsServers(t *testing.T) {
-	mpiexec := requireTool(t, "mpiexec.mpich", "mpiexec.hydra")
+	mpiexec := testenv.RequireTool(t, "mpiexec.mpich", "mpiexec.hydra")
 	const n = 8
 	s := newSession(t, n)
 	args := append([]string{"-n", strconv.Itoa(n)}, s.serverArgs()...)

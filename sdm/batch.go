@@ -45,7 +45,7 @@ func (b *batcher) add(op string, g wire.Group) {
 		b.flushLocked()
 	}
 	b.op = op
-	b.merge(g)
+	b.groups = wire.AppendMerged(b.groups, g, groupRanks, sameAnswer, nil)
 	b.covered = b.covered.Union(g.Ranks)
 	switch {
 	case b.window == 0 || len(b.groups) >= maxBatch || b.reach.Minus(b.covered).Empty():
@@ -55,18 +55,10 @@ func (b *batcher) add(op string, g wire.Group) {
 	}
 }
 
-func (b *batcher) merge(g wire.Group) {
-	for j := len(b.groups) - 1; j >= 0; j-- {
-		h := &b.groups[j]
-		if h.Status == g.Status && string(h.Body) == string(g.Body) {
-			h.Ranks = h.Ranks.Union(g.Ranks)
-			return
-		}
-		if h.Ranks.Intersects(g.Ranks) {
-			break // merging further back would reorder these ranks' events
-		}
-	}
-	b.groups = append(b.groups, g)
+func groupRanks(g *wire.Group) *wire.RankSet { return &g.Ranks }
+
+func sameAnswer(a, b *wire.Group) bool {
+	return a.Status == b.Status && string(a.Body) == string(b.Body)
 }
 
 func (b *batcher) flush() {

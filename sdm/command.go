@@ -110,15 +110,15 @@ func (n *Node) settle(cl *call, update func(*call)) {
 	cl.timer.Stop()
 	cl.cancel()
 	n.mu.Unlock()
-	if cl.op != wire.OpQuit {
-		n.sendUp(cl.reply(), (*wire.Link).Send)
-		return
-	}
-	// Nothing may be lost at the end: the events still held for merging
-	// go up before the answer, and the link closes after it, which lets
-	// Run return and tells the parent this node is done.
+	// Events held for merging go up before the answer, so that an answer
+	// never overtakes news from before it: the front end that has the
+	// answer to status has every stop that status reports.
 	n.events.flush()
 	n.output.flush()
 	n.sendUp(cl.reply(), (*wire.Link).Send)
-	n.up.Close()
+	if cl.op == wire.OpQuit {
+		// The link closes after the answer, which lets Run return and
+		// tells the parent this node is done.
+		n.up.Close()
+	}
 }

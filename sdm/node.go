@@ -145,8 +145,13 @@ func New(cfg Config) (*Node, error) {
 	if len(kids) == 0 {
 		window = 0
 	}
-	n.events = newBatcher(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).Send) })
+	// Output a process wrote before it stopped goes up before the stop:
+	// the output batch is flushed before every batch of events.
 	n.output = newBatcher(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).SendOutput) })
+	n.events = newBatcher(window, n.reach, func(m *wire.Message) {
+		n.output.flush()
+		n.sendUp(m, (*wire.Link).Send)
+	})
 	return n, nil
 }
 

@@ -1,16 +1,46 @@
 package wire
 
-// Ops understood by the rank servers' backends, and the types of their
-// bodies (B) and answers (A). Answers of different ranks merge when their
-// msgpack bytes are equal, so these types hold only what people compare:
-// no timestamps, no pids, nothing rank-specific unless it is the point.
+// Ops understood by the rank servers' backends, with the type of their
+// body (B) and of their answer (A). Answers of different ranks merge when
+// their msgpack bytes are equal, so the answer types hold only what people
+// compare: no addresses that differ from rank to rank, no thread ids, no
+// hit counts, nothing rank-specific unless it is the point.
 const (
-	OpStart  = "start"  // B: Start; A: State
+	OpStart  = "start"  // B: Start; A: State. Loads the program; does not run it.
 	OpStatus = "status" // A: State
-	OpWhere  = "where"  // A: Stack, innermost frame first
-	OpRun    = "continue"
-	OpHalt   = "halt"
-	OpKill   = "kill"
+	OpRun    = "run"    // A: State. Starts the loaded program.
+	OpCont   = "continue"
+	OpStep   = "step"   // B: Count; A: State
+	OpNext   = "next"   // B: Count; A: State
+	OpFinish = "finish" // A: State
+	OpHalt   = "halt"   // A: State. Interrupts a running process.
+	OpKill   = "kill"   // A: State
+
+	OpBreak     = "break"     // B: Break; A: Breakpoint
+	OpDelete    = "delete"    // B: IDs; A: nothing
+	OpEnable    = "enable"    // B: IDs
+	OpDisable   = "disable"   // B: IDs
+	OpCondition = "condition" // B: Condition
+	OpIgnore    = "ignore"    // B: Ignore
+	OpWatch     = "watch"     // B: Watch; A: Breakpoint
+	OpBreakList = "breakpoints"
+
+	OpWhere   = "where"   // A: Stack, innermost frame first
+	OpFrame   = "frame"   // B: Count (the level); A: Frame
+	OpDepth   = "depth"   // A: Count
+	OpLocals  = "locals"  // A: []Var
+	OpArgs    = "args"    // A: []Var
+	OpGlobals = "globals" // A: []Var
+	OpPrint   = "print"   // B: Expr; A: Text (the value)
+	OpPtype   = "ptype"   // B: Expr; A: Text (the type)
+	OpThreads = "threads" // A: []Thread
+	OpThread  = "thread"  // B: Count (the thread id); A: Thread
+	OpMemRead = "x"       // B: Memory; A: Memory
+	OpMemSet  = "poke"    // B: Memory (Hex set); A: nothing
+	OpSignals = "signals" // A: Text
+	OpHandle  = "handle"  // B: Text ("SIGUSR1 nostop noprint"); A: Text
+	OpRaw     = "gdb"     // B: Text (a CLI command, or an MI command starting with -); A: Text
+
 	// OpQuit ends the session: every node answers it, sends what events
 	// it still holds, and exits. It is handled by the tree, not the backend.
 	OpQuit = "quit"
@@ -24,6 +54,7 @@ const (
 	EventStopped   = "stopped"   // B: State
 	EventExited    = "exited"    // B: State
 	EventOutput    = "output"    // B: Output
+	EventError     = "error"     // B: text: the rank's debugger failed
 )
 
 // Start describes the program a rank runs.
@@ -34,12 +65,15 @@ type Start struct {
 	Dir     string
 }
 
-// Frame is one level of a call stack.
+// Frame is one level of a call stack. Addresses and argument values are
+// left out on purpose: they differ between ranks that stand at the same
+// line, and would keep their answers from merging.
 type Frame struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Func     string
 	File     string
 	Line     int
+	From     string // the library, for a frame without debug information
 }
 
 // Stack is a call stack, innermost frame first.
@@ -55,16 +89,102 @@ const (
 	StateExited     = "exited"
 )
 
-// State says what a rank's process is doing.
+// State says what a rank's process is doing. A stop event carries the
+// reason, the signal, the breakpoint and the frame; two ranks whose stops
+// agree on these merge, whatever their thread ids and addresses.
 type State struct {
-	State  string
-	Reason string // why it stopped or exited: "breakpoint-hit", "signal-received", …
-	Frame  Frame  // where it stopped (innermost frame)
-	Code   int    // exit code
+	State      string
+	Reason     string // "breakpoint-hit", "signal-received", "end-stepping-range", "exited", …
+	Frame      Frame  // where it stopped (innermost frame)
+	Signal     string // the signal received, or the one that ended the process
+	Breakpoint int    // the breakpoint hit
+	Code       int    // exit code
 }
 
-// Output is a piece of the program's standard output or error.
+// Output is a piece of the program's output. The program writes to a
+// terminal of its own, so standard output and standard error arrive as
+// one stream ("tty").
 type Output struct {
-	Stream string // "stdout" or "stderr"
+	Stream string
 	Text   string
+}
+
+// Count is the body of ops that take one number: a repeat count, a frame
+// level, a thread id.
+type Count struct{ N int }
+
+// IDs are breakpoint numbers.
+type IDs struct{ IDs []int }
+
+// Expr is an expression in the program's language.
+type Expr struct{ Expr string }
+
+// Text is free text: a value, a type, a command's output.
+type Text struct{ Text string }
+
+// Break asks for a breakpoint. Breakpoints are always allowed to be
+// pending, so that one in a library loaded later is planted when it loads.
+type Break struct {
+	Location  string // function, file:line, *address
+	Condition string
+	Temporary bool
+	Ignore    int
+	Thread    int
+}
+
+// Watch asks for a watchpoint on Expr; Mode is "write", "read" or "access".
+type Watch struct {
+	Expr string
+	Mode string
+}
+
+// Condition sets (or, when Expr is empty, clears) a breakpoint's condition.
+type Condition struct {
+	ID   int
+	Expr string
+}
+
+// Ignore makes a breakpoint ignore its next Count hits.
+type Ignore struct {
+	ID    int
+	Count int
+}
+
+// Breakpoint describes a breakpoint or watchpoint as it stands.
+type Breakpoint struct {
+	Number    int
+	Type      string // breakpoint, watchpoint, read watchpoint, acc watchpoint
+	Location  string // file:line, or the pending location, or the watched expression
+	Func      string
+	Enabled   bool
+	Pending   bool
+	Temporary bool
+	Condition string
+	Ignore    int
+}
+
+// Var is a variable and its value.
+type Var struct {
+	Name  string
+	Type  string
+	Value string
+}
+
+// Thread is one thread of a rank's process. The system's thread id is left
+// out so that threads doing the same thing on different ranks merge.
+type Thread struct {
+	ID      int
+	Name    string
+	State   string
+	Frame   Frame
+	Current bool
+}
+
+// Memory is a block of the process's memory: Addr is an expression giving
+// the start, Count the bytes to read; in answers and writes, Hex holds
+// the contents.
+type Memory struct {
+	Addr  string
+	Count int
+	Hex   string
 }

@@ -111,7 +111,7 @@ func (s *Sim) do(op string, body []byte) ([]byte, error) {
 			return nil, err
 		}
 		return wire.Encode(wire.Stack{Frames: s.stack})
-	case wire.OpRun:
+	case wire.OpRun, wire.OpCont:
 		return s.run()
 	case wire.OpHalt:
 		return s.halt("signal-received")

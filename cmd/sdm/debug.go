@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -92,6 +93,9 @@ func runDebug(args []string) error {
 	if errors.Is(runErr, console.ErrQuit) {
 		runErr = nil
 	}
+	if errors.Is(runErr, console.ErrScriptErrors) {
+		runErr = &exitError{1, runErr}
+	}
 	endErr := s.End(10 * time.Second)
 	// The session is closed now: what events remain are printed, then the
 	// event channel closes.
@@ -121,13 +125,21 @@ func startProgram(ctx context.Context, s *launcher.Session, timeout time.Duratio
 }
 
 // runCommands runs -e commands and the batch file, or else the terminal.
+// A command typed wrong is reported and the rest still run; the exit
+// status then says that something was wrong.
 func runCommands(ctx context.Context, con *console.Console, exprs []string, batch string) error {
-	for i, e := range exprs {
-		if err := con.Exec(ctx, e); err != nil {
-			if errors.Is(err, console.ErrQuit) {
-				return err
-			}
-			return fmt.Errorf("-e #%d %q: %w", i+1, e, err)
+	complain := func(err error) { fmt.Fprintln(os.Stderr, "sdm:", err) }
+	var script strings.Builder
+	for _, e := range exprs {
+		script.WriteString(e + "\n")
+	}
+	if len(exprs) > 0 {
+		err := con.RunScript(ctx, strings.NewReader(script.String()), "-e", complain)
+		if err != nil && !errors.Is(err, console.ErrScriptErrors) {
+			return err
+		}
+		if batch == "" {
+			return err
 		}
 	}
 	if batch != "" {
@@ -136,10 +148,7 @@ func runCommands(ctx context.Context, con *console.Console, exprs []string, batc
 			return err
 		}
 		defer f.Close()
-		return con.RunScript(ctx, f, batch)
-	}
-	if len(exprs) > 0 {
-		return nil
+		return con.RunScript(ctx, f, batch, complain)
 	}
 	return interactive(ctx, con)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/gdbmi"
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/master"
 	"github.com/sdm-hpc/sdm/rm/local"
@@ -43,7 +44,9 @@ flags:
 
 // backends maps --debugger names to constructors.
 var backends = map[string]func(backend.Config) (backend.Backend, error){
-	"sim": func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil },
+	"gdb-mi": func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
+	"gdb":    func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
+	"sim":    func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil },
 }
 
 func runServer(args []string) error {
@@ -136,7 +139,7 @@ func runServer(args []string) error {
 
 	newBackend, ok := backends[*debugger]
 	if !ok {
-		return fmt.Errorf("%s: --debugger=%s is not available (have: sim)", who, *debugger)
+		return fmt.Errorf("%s: --debugger=%s is not available (have: gdb-mi, sim)", who, *debugger)
 	}
 	err = sdm.Serve(ctx, sdm.ServerOptions{
 		Index: index, RoutingFile: *routingFile, Fanout: *fanout, Listener: inherited,

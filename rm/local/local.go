@@ -29,12 +29,6 @@ const ListenFDEnv = "SDM_LISTEN_FD"
 // rather than the user for the program.
 const GOMAXPROCSEnv = "SDM_GOMAXPROCS"
 
-// Program environment every rank sees.
-const (
-	RankEnv = "SDM_RANK"
-	SizeEnv = "SDM_SIZE"
-)
-
 // Job is a running local job.
 type Job struct {
 	procs []*proc
@@ -104,20 +98,18 @@ func Start(spec rm.Spec) (*Job, error) {
 	defer logFile.Close()
 
 	common := []string{"--routing_file=" + spec.RoutingFile(), "--fanout=" + strconv.Itoa(spec.Fanout), "--key-file=" + spec.KeyFile}
-	size := strconv.Itoa(spec.Size)
 	// procs[i] is rank i; the master is procs[Size].
 	job := &Job{procs: make([]*proc, spec.Size+1), dir: spec.Dir}
 	launch := func(i int) error {
 		if i == spec.Size {
 			args := append(common, "--master", "--host="+host, "--port="+port)
-			p, err := startProc(spec, "master", logFile, listeners[i], nil, args)
+			p, err := startProc(spec, "master", logFile, listeners[i], args)
 			job.procs[i] = p
 			return err
 		}
 		r := strconv.Itoa(i)
-		env := []string{RankEnv + "=" + r, SizeEnv + "=" + size}
 		args := append(append(append([]string{}, common...), "--server="+r), spec.ServerArgs...)
-		p, err := startProc(spec, "rank "+r, logFile, listeners[i], env, args)
+		p, err := startProc(spec, "rank "+r, logFile, listeners[i], args)
 		job.procs[i] = p
 		return err
 	}
@@ -142,14 +134,14 @@ func Start(spec rm.Spec) (*Job, error) {
 	return job, nil
 }
 
-func startProc(spec rm.Spec, name string, logFile *os.File, ln *net.TCPListener, env, args []string) (*proc, error) {
+func startProc(spec rm.Spec, name string, logFile *os.File, ln *net.TCPListener, args []string) (*proc, error) {
 	f, err := ln.File()
 	if err != nil {
 		return nil, fmt.Errorf("local: %s: %w", name, err)
 	}
 	defer f.Close()
 	cmd := exec.Command(spec.SDM, args...)
-	cmd.Env = append(append(append(os.Environ(), spec.Env...), env...), ListenFDEnv+"=3")
+	cmd.Env = append(append(os.Environ(), spec.Env...), ListenFDEnv+"=3")
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 		// A server mostly waits for its links and its debugger, and a
 		// thousand of them share this machine: one processor each keeps the

@@ -1,0 +1,227 @@
+// Package gdbmi debugs a rank's process with a real gdb, driven through
+// its machine interface (GDB/MI 3). One gdb runs per rank; the program has
+// a terminal of its own, whose output becomes output events; gdb's
+// asynchronous records become running, stopped, exited and error events.
+//
+// Commands run one after the other, in the order the node hands them over,
+// as gdb reads them; only status (answered from what the events said) and
+// halt (a signal to the program) go around the queue, so that they work
+// while gdb is busy.
+package gdbmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Backend is the gdb of one rank.
+type Backend struct {
+	cfg    backend.Config
+	events chan backend.Event
+	queue  queue
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	gdb    *GDB
+	term   *terminal
+	out    *output
+	state  wire.State
+	pid    int // the program's process, while there is one
+	closed bool
+}
+
+// ErrClosed answers commands that arrive after Close.
+var ErrClosed = errors.New("debugger closed")
+
+// New returns the backend of rank cfg.Rank. gdb itself starts with the
+// first start command, so that a missing gdb is reported as that command's
+// answer, naming the rank, instead of killing the server.
+func New(cfg backend.Config) *Backend {
+	b := &Backend{
+		cfg:    cfg,
+		events: make(chan backend.Event, 256),
+		state:  wire.State{State: wire.StateNotStarted},
+	}
+	b.queue.init()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.work()
+	}()
+	return b
+}
+
+// Events implements backend.Backend.
+func (b *Backend) Events() <-chan backend.Event { return b.events }
+
+// Do implements backend.Backend.
+func (b *Backend) Do(ctx context.Context, op string, body []byte, done func([]byte, error)) {
+	switch op {
+	case wire.OpStatus:
+		done(b.status())
+	case wire.OpHalt:
+		done(b.halt())
+	default:
+		if !b.queue.push(job{ctx: ctx, op: op, body: body, done: done}) {
+			done(nil, ErrClosed)
+		}
+	}
+}
+
+// Close ends gdb (which kills the program it started) and stops the
+// backend; Events is closed once everything has stopped.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	g, term := b.gdb, b.term
+	b.mu.Unlock()
+	b.queue.close()
+	if g != nil {
+		g.Close()
+	}
+	if term != nil {
+		term.Close()
+	}
+	b.wg.Wait()
+	close(b.events)
+	return nil
+}
+
+type job struct {
+	ctx  context.Context
+	op   string
+	body []byte
+	done func([]byte, error)
+}
+
+func (b *Backend) work() {
+	for {
+		j, ok := b.queue.pop()
+		if !ok {
+			return
+		}
+		if err := j.ctx.Err(); err != nil {
+			j.done(nil, err)
+			continue
+		}
+		j.done(b.handle(j.ctx, j.op, j.body))
+	}
+}
+
+// emit sends an event up unless the backend is closing.
+func (b *Backend) emit(op string, body []byte) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if !closed {
+		b.events <- backend.Event{Op: op, Body: body}
+	}
+}
+
+func (b *Backend) status() ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gdb != nil {
+		select {
+		case <-b.gdb.Done():
+			return nil, b.gdb.Err()
+		default:
+		}
+	}
+	return wire.Encode(b.state)
+}
+
+// halt interrupts a running program with SIGINT, as a terminal's ^C
+// would, but aimed at the main thread (whose thread id is the process id):
+// an MPI program has progress threads, and a stop in one of those would
+// show where the library waits instead of where the program is. It works
+// while gdb is busy; the stop arrives as an event.
+func (b *Backend) halt() ([]byte, error) {
+	b.mu.Lock()
+	state, pid := b.state, b.pid
+	b.mu.Unlock()
+	if state.State == wire.StateRunning && pid > 0 {
+		if err := unix.Tgkill(pid, pid, unix.SIGINT); err != nil {
+			return nil, fmt.Errorf("interrupt process %d: %w", pid, err)
+		}
+	}
+	return wire.Encode(state)
+}
+
+// setState records the process state; it returns false when nothing
+// changed.
+func (b *Backend) setState(st wire.State) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == st {
+		return false
+	}
+	b.state = st
+	return true
+}
+
+// queue is the FIFO of commands waiting for gdb: unbounded, so that Do
+// never blocks the node that calls it.
+type queue struct {
+	mu     sync.Mutex
+	jobs   []job
+	closed bool
+	wake   chan struct{}
+}
+
+func (q *queue) init() { q.wake = make(chan struct{}, 1) }
+
+func (q *queue) push(j job) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	q.jobs = append(q.jobs, j)
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	left := q.jobs
+	q.jobs = nil
+	close(q.wake)
+	q.mu.Unlock()
+	for _, j := range left {
+		j.done(nil, ErrClosed)
+	}
+}
+
+func (q *queue) pop() (job, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.jobs) > 0 {
+			j := q.jobs[0]
+			q.jobs = q.jobs[1:]
+			q.mu.Unlock()
+			return j, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return job{}, false
+		}
+		<-q.wake
+	}
+}

@@ -1,0 +1,195 @@
+package gdbmi
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// watch turns gdb's asynchronous records into events until gdb ends; if
+// gdb ends while the backend is open, that is an error event.
+func (b *Backend) watch(g *GDB) {
+	for r := range g.Async() {
+		switch {
+		case r.Type == Exec && r.Class == "running":
+			if b.setState(wire.State{State: wire.StateRunning}) {
+				b.emit(wire.EventRunning, nil)
+			}
+		case r.Type == Exec && r.Class == "stopped":
+			b.stopped(r.Results)
+		case r.Type == Notify && r.Class == "thread-group-started":
+			pid, _ := strconv.Atoi(r.Results.S("pid"))
+			b.mu.Lock()
+			b.pid = pid
+			b.mu.Unlock()
+		case r.Type == Notify && r.Class == "thread-group-exited":
+			// The end itself is reported by the *stopped record that
+			// follows (with the exit code or the signal), or, for a program
+			// gdb killed, by the kill command.
+			b.mu.Lock()
+			b.pid = 0
+			b.mu.Unlock()
+		}
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if !closed {
+		b.exited(wire.State{State: wire.StateExited, Reason: "debugger exited"})
+		b.emit(wire.EventError, []byte(g.Err().Error()))
+	}
+}
+
+// stopped handles a *stopped record: a stop, or the end of the program.
+func (b *Backend) stopped(res Value) {
+	reason := res.S("reason")
+	switch reason {
+	case "exited-normally":
+		b.exited(wire.State{State: wire.StateExited, Reason: "exited"})
+		return
+	case "exited":
+		code, _ := strconv.ParseInt(res.S("exit-code"), 8, 32) // gdb prints it in octal
+		b.exited(wire.State{State: wire.StateExited, Reason: "exited", Code: int(code)})
+		return
+	case "exited-signalled":
+		b.exited(wire.State{State: wire.StateExited, Reason: "killed by a signal", Signal: res.S("signal-name")})
+		return
+	}
+	st := wire.State{
+		State:      wire.StateStopped,
+		Reason:     reason,
+		Frame:      frame(res.Get("frame")),
+		Signal:     res.S("signal-name"),
+		Breakpoint: res.Int("bkptno"),
+	}
+	if st.Reason == "" {
+		st.Reason = "stopped"
+	}
+	b.out.drain()
+	b.setState(st)
+	b.emit(wire.EventStopped, wire.MustEncode(st))
+}
+
+func (b *Backend) exited(st wire.State) {
+	b.mu.Lock()
+	already := b.state.State == wire.StateExited
+	if !already {
+		b.state, b.pid = st, 0
+	}
+	b.mu.Unlock()
+	if !already {
+		b.out.drain()
+		b.emit(wire.EventExited, wire.MustEncode(st))
+	}
+}
+
+// frame converts an MI frame tuple.
+func frame(v Value) wire.Frame {
+	f := wire.Frame{Func: v.S("func"), File: v.S("file"), Line: v.Int("line")}
+	if f.File == "" {
+		f.From = v.S("from")
+	}
+	if f.Func == "" {
+		f.Func = "??"
+	}
+	return f
+}
+
+// output turns what the program writes to its terminal into output events,
+// a line at a time. A line still without its end is sent after a short
+// quiet spell, or at once when the program stops.
+type output struct {
+	b    *Backend
+	term *terminal
+	read chan struct{} // signalled after every read
+
+	mu      sync.Mutex
+	partial []byte
+	timer   *time.Timer
+}
+
+// partialWait is how long a line without an end waits for the rest of it.
+const partialWait = 100 * time.Millisecond
+
+func newOutput(b *Backend, term *terminal) *output {
+	o := &output{b: b, term: term, read: make(chan struct{}, 1)}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		o.pump()
+	}()
+	return o
+}
+
+func (o *output) pump() {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := o.term.master.Read(buf)
+		if n > 0 {
+			o.add(buf[:n])
+		}
+		select {
+		case o.read <- struct{}{}:
+		default:
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (o *output) add(data []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.partial = append(o.partial, data...)
+	for {
+		i := bytes.IndexByte(o.partial, '\n')
+		if i < 0 {
+			break
+		}
+		o.send(o.partial[:i+1])
+		o.partial = o.partial[i+1:]
+	}
+	if len(o.partial) > 0 && o.timer == nil {
+		o.timer = time.AfterFunc(partialWait, o.flush)
+	}
+}
+
+func (o *output) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+	if len(o.partial) > 0 {
+		o.send(o.partial)
+		o.partial = nil
+	}
+}
+
+// send emits one piece of output. o.mu is held, which keeps pieces in order.
+func (o *output) send(text []byte) {
+	o.b.emit(wire.EventOutput, wire.MustEncode(wire.Output{Stream: "tty", Text: string(text)}))
+}
+
+// drain waits (briefly) until what the program wrote before stopping has
+// been read, and sends it, so that output comes before the stop it led to.
+func (o *output) drain() {
+	if o == nil {
+		return
+	}
+	deadline := time.After(partialWait)
+	for o.term.pending() > 0 {
+		select {
+		case <-o.read:
+		case <-deadline:
+			o.flush()
+			return
+		}
+	}
+	o.flush()
+}

@@ -1,0 +1,215 @@
+package gdbmi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// GDB is one gdb running the GDB/MI interpreter. Commands go one at a
+// time (Run), so that the console output between a command and its result
+// belongs to that command; asynchronous records arrive on Async.
+type GDB struct {
+	path  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	async chan Record
+	done  chan struct{}
+
+	run sync.Mutex // one command at a time
+
+	mu      sync.Mutex
+	token   uint64
+	waiting *pending
+	err     error        // why gdb ended, once done is closed
+	stderr  bytes.Buffer // gdb's own complaints, for the error when it dies
+}
+
+type pending struct {
+	token   uint64
+	result  chan Record
+	console strings.Builder
+}
+
+// asyncBuffer is how many asynchronous records may wait for the reader
+// before gdb's output is no longer read; the backend reads them at once.
+const asyncBuffer = 1024
+
+// Start runs path (gdb) with the MI interpreter and no init files.
+func Start(path string) (*GDB, error) {
+	if path == "" {
+		path = "gdb"
+	}
+	resolved, err := exec.LookPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
+	}
+	g := &GDB{path: resolved, async: make(chan Record, asyncBuffer), done: make(chan struct{})}
+	g.cmd = exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
+	// gdb must not share our process group: a ^C meant for the front end
+	// would otherwise reach it, and it would stop the program.
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	g.cmd.Stderr = &lockedWriter{mu: &g.mu, w: &g.stderr}
+	if g.stdin, err = g.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := g.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", resolved, err)
+	}
+	go g.read(stdout)
+	return g, nil
+}
+
+// Pid is gdb's process id.
+func (g *GDB) Pid() int { return g.cmd.Process.Pid }
+
+// Async delivers exec, status and notify records in gdb's order. It is
+// closed when gdb has ended.
+func (g *GDB) Async() <-chan Record { return g.async }
+
+// Done is closed when gdb has ended; Err says how.
+func (g *GDB) Done() <-chan struct{} { return g.done }
+
+// Err says why gdb ended (nil while it runs).
+func (g *GDB) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+// Run sends an MI command and waits for its result. A ^error result is
+// returned as an error holding gdb's message; console output printed on
+// the way (CLI commands run through -interpreter-exec) comes back as text.
+func (g *GDB) Run(ctx context.Context, command string) (Record, string, error) {
+	g.run.Lock()
+	defer g.run.Unlock()
+	g.mu.Lock()
+	if g.err != nil {
+		err := g.err
+		g.mu.Unlock()
+		return Record{}, "", err
+	}
+	g.token++
+	p := &pending{token: g.token, result: make(chan Record, 1)}
+	g.waiting = p
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.waiting = nil
+		g.mu.Unlock()
+	}()
+	if _, err := fmt.Fprintf(g.stdin, "%d%s\n", p.token, command); err != nil {
+		<-g.done
+		return Record{}, "", g.Err()
+	}
+	select {
+	case r := <-p.result:
+		g.mu.Lock()
+		console := p.console.String()
+		g.mu.Unlock()
+		if r.Class == "error" {
+			return r, console, errors.New(r.Results.S("msg"))
+		}
+		return r, console, nil
+	case <-g.done:
+		return Record{}, "", g.Err()
+	case <-ctx.Done():
+		return Record{}, "", fmt.Errorf("gdb did not answer %q: %w", firstWord(command), ctx.Err())
+	}
+}
+
+// Close asks gdb to exit and kills it if it does not within a second.
+func (g *GDB) Close() error {
+	g.stdin.Close() // gdb exits at the end of its input
+	select {
+	case <-g.done:
+	case <-time.After(time.Second):
+		g.cmd.Process.Kill()
+		<-g.done
+	}
+	return nil
+}
+
+// Kill ends gdb at once.
+func (g *GDB) Kill() { g.cmd.Process.Kill() }
+
+func (g *GDB) read(stdout io.Reader) {
+	defer close(g.async)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 64<<20) // a large struct prints on one line
+	for sc.Scan() {
+		r, err := Parse(sc.Text())
+		if err != nil {
+			continue // not MI: gdb's own chatter; the program has its own terminal
+		}
+		switch r.Type {
+		case Result:
+			g.mu.Lock()
+			if p := g.waiting; p != nil && r.HasTok && r.Token == p.token {
+				p.result <- r
+			}
+			g.mu.Unlock()
+		case Console:
+			g.mu.Lock()
+			if p := g.waiting; p != nil {
+				p.console.WriteString(r.Text)
+			}
+			g.mu.Unlock()
+		case Exec, Status, Notify:
+			g.async <- r
+		}
+	}
+	err := g.cmd.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	msg := strings.TrimSpace(g.stderr.String())
+	switch {
+	case err != nil && msg != "":
+		g.err = fmt.Errorf("gdb (%s) exited: %v: %s", g.path, err, lastLine(msg))
+	case err != nil:
+		g.err = fmt.Errorf("gdb (%s) exited: %v", g.path, err)
+	default:
+		g.err = fmt.Errorf("gdb (%s) exited", g.path)
+	}
+	close(g.done)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w.Len() < 64<<10 {
+		l.w.Write(p)
+	}
+	return len(p), nil
+}
+
+func firstWord(s string) string {
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

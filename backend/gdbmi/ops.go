@@ -1,0 +1,568 @@
+package gdbmi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// handle runs one command. Every MI command sdm sends is here, so that
+// the mapping from the PTP command set to gdb can be read in one place.
+func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, error) {
+	if op == wire.OpStart {
+		var st wire.Start
+		if err := wire.Decode(body, &st); err != nil {
+			return nil, err
+		}
+		return b.start(ctx, st)
+	}
+	g, err := b.debugger()
+	if err != nil {
+		return nil, err
+	}
+	run := func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }
+	switch op {
+	case wire.OpRun:
+		return b.resume(run, "-exec-run")
+	case wire.OpCont:
+		return b.resume(run, "-exec-continue")
+	case wire.OpStep, wire.OpNext:
+		var c wire.Count
+		if err := decodeOptional(body, &c); err != nil {
+			return nil, err
+		}
+		cmd := "-exec-" + op
+		if c.N > 1 {
+			cmd += " " + strconv.Itoa(c.N)
+		}
+		return b.resume(run, cmd)
+	case wire.OpFinish:
+		return b.resume(run, "-exec-finish")
+	case wire.OpKill:
+		if _, _, err := run(`-interpreter-exec console "kill"`); err != nil {
+			return nil, err
+		}
+		b.exited(wire.State{State: wire.StateExited, Reason: "killed"})
+		return b.status()
+
+	case wire.OpBreak:
+		var br wire.Break
+		if err := wire.Decode(body, &br); err != nil {
+			return nil, err
+		}
+		return breakInsert(run, br)
+	case wire.OpWatch:
+		var w wire.Watch
+		if err := wire.Decode(body, &w); err != nil {
+			return nil, err
+		}
+		mode := map[string]string{"": "", "write": "", "read": "-r ", "access": "-a "}
+		flag, ok := mode[w.Mode]
+		if !ok {
+			return nil, fmt.Errorf("watch mode %q: want write, read or access", w.Mode)
+		}
+		r, _, err := run("-break-watch " + flag + Quote(w.Expr))
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range []string{"wpt", "hw-rwpt", "hw-awpt"} {
+			if r.Results.Has(key) {
+				v := r.Results.Get(key)
+				return wire.Encode(wire.Breakpoint{Number: v.Int("number"), Type: w.Mode + " watchpoint", Location: v.S("exp"), Enabled: true})
+			}
+		}
+		return nil, fmt.Errorf("gdb set no watchpoint on %s", w.Expr)
+	case wire.OpDelete, wire.OpEnable, wire.OpDisable:
+		var ids wire.IDs
+		if err := wire.Decode(body, &ids); err != nil {
+			return nil, err
+		}
+		if len(ids.IDs) == 0 {
+			return nil, fmt.Errorf("%s: no breakpoint numbers", op)
+		}
+		args := make([]string, len(ids.IDs))
+		for i, id := range ids.IDs {
+			args[i] = strconv.Itoa(id)
+		}
+		_, _, err := run("-break-" + op + " " + strings.Join(args, " "))
+		return nil, err
+	case wire.OpCondition:
+		var c wire.Condition
+		if err := wire.Decode(body, &c); err != nil {
+			return nil, err
+		}
+		cmd := "-break-condition " + strconv.Itoa(c.ID)
+		if c.Expr != "" {
+			cmd += " " + c.Expr
+		}
+		_, _, err := run(cmd)
+		return nil, err
+	case wire.OpIgnore:
+		var ig wire.Ignore
+		if err := wire.Decode(body, &ig); err != nil {
+			return nil, err
+		}
+		_, _, err := run(fmt.Sprintf("-break-after %d %d", ig.ID, ig.Count))
+		return nil, err
+	case wire.OpBreakList:
+		r, _, err := run("-break-list")
+		if err != nil {
+			return nil, err
+		}
+		var list []wire.Breakpoint
+		for _, v := range r.Results.Get("BreakpointTable").Get("body").Items() {
+			list = append(list, breakpoint(v))
+		}
+		return wire.Encode(list)
+
+	case wire.OpWhere:
+		r, _, err := run("-stack-list-frames")
+		if err != nil {
+			return nil, err
+		}
+		var st wire.Stack
+		for _, v := range r.Results.Get("stack").Items() {
+			st.Frames = append(st.Frames, frame(v))
+		}
+		return wire.Encode(st)
+	case wire.OpFrame:
+		var c wire.Count
+		if err := decodeOptional(body, &c); err != nil {
+			return nil, err
+		}
+		if _, _, err := run("-stack-select-frame " + strconv.Itoa(c.N)); err != nil {
+			return nil, err
+		}
+		r, _, err := run("-stack-info-frame")
+		if err != nil {
+			return nil, err
+		}
+		return wire.Encode(frame(r.Results.Get("frame")))
+	case wire.OpDepth:
+		r, _, err := run("-stack-info-depth")
+		if err != nil {
+			return nil, err
+		}
+		return wire.Encode(wire.Count{N: r.Results.Int("depth")})
+	case wire.OpLocals:
+		r, _, err := run("-stack-list-locals --simple-values")
+		if err != nil {
+			return nil, err
+		}
+		return wire.Encode(vars(r.Results.Get("locals")))
+	case wire.OpArgs:
+		r, _, err := run("-stack-list-arguments --simple-values 0 0")
+		if err != nil {
+			return nil, err
+		}
+		frames := r.Results.Get("stack-args").Items()
+		if len(frames) == 0 {
+			return wire.Encode([]wire.Var{})
+		}
+		return wire.Encode(vars(frames[0].Get("args")))
+	case wire.OpGlobals:
+		return globals(run)
+	case wire.OpPrint:
+		var e wire.Expr
+		if err := wire.Decode(body, &e); err != nil {
+			return nil, err
+		}
+		r, _, err := run("-data-evaluate-expression " + Quote(e.Expr))
+		if err != nil {
+			return nil, err
+		}
+		return wire.Encode(wire.Text{Text: r.Results.S("value")})
+	case wire.OpPtype:
+		var e wire.Expr
+		if err := wire.Decode(body, &e); err != nil {
+			return nil, err
+		}
+		return console(run, "ptype "+e.Expr)
+	case wire.OpThreads:
+		r, _, err := run("-thread-info")
+		if err != nil {
+			return nil, err
+		}
+		current := r.Results.Int("current-thread-id")
+		var threads []wire.Thread
+		for _, v := range r.Results.Get("threads").Items() {
+			threads = append(threads, thread(v, current))
+		}
+		return wire.Encode(threads)
+	case wire.OpThread:
+		var c wire.Count
+		if err := wire.Decode(body, &c); err != nil {
+			return nil, err
+		}
+		r, _, err := run("-thread-select " + strconv.Itoa(c.N))
+		if err != nil {
+			return nil, err
+		}
+		id := r.Results.Int("new-thread-id")
+		return wire.Encode(wire.Thread{ID: id, Frame: frame(r.Results.Get("frame")), Current: true})
+	case wire.OpMemRead:
+		var m wire.Memory
+		if err := wire.Decode(body, &m); err != nil {
+			return nil, err
+		}
+		if m.Count <= 0 || m.Count > 1<<16 {
+			return nil, fmt.Errorf("x: read 1 to 65536 bytes, not %d", m.Count)
+		}
+		r, _, err := run(fmt.Sprintf("-data-read-memory-bytes %s %d", Quote(m.Addr), m.Count))
+		if err != nil {
+			return nil, err
+		}
+		var hex strings.Builder
+		begin := ""
+		for i, blk := range r.Results.Get("memory").Items() {
+			if i == 0 {
+				begin = blk.S("begin")
+			}
+			hex.WriteString(blk.S("contents"))
+		}
+		return wire.Encode(wire.Memory{Addr: begin, Count: hex.Len() / 2, Hex: hex.String()})
+	case wire.OpMemSet:
+		var m wire.Memory
+		if err := wire.Decode(body, &m); err != nil {
+			return nil, err
+		}
+		if m.Hex == "" || len(m.Hex)%2 != 0 || strings.Trim(m.Hex, "0123456789abcdefABCDEF") != "" {
+			return nil, fmt.Errorf("poke: %q is not an even number of hex digits", m.Hex)
+		}
+		_, _, err := run(fmt.Sprintf("-data-write-memory-bytes %s %s", Quote(m.Addr), m.Hex))
+		return nil, err
+	case wire.OpSignals:
+		return console(run, "info signals")
+	case wire.OpHandle:
+		var t wire.Text
+		if err := wire.Decode(body, &t); err != nil {
+			return nil, err
+		}
+		return console(run, "handle "+t.Text)
+	case wire.OpRaw:
+		var t wire.Text
+		if err := wire.Decode(body, &t); err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(t.Text, "-") {
+			r, text, err := run(t.Text)
+			if err != nil {
+				return nil, err
+			}
+			return wire.Encode(wire.Text{Text: text + r.Class + formatResults(r.Results)})
+		}
+		return console(run, t.Text)
+	}
+	return nil, fmt.Errorf("%w %q", backend.ErrUnknownOp, op)
+}
+
+// debugger returns the running gdb, or why there is none.
+func (b *Backend) debugger() (*GDB, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gdb == nil {
+		return nil, fmt.Errorf("no program loaded (start one first)")
+	}
+	select {
+	case <-b.gdb.Done():
+		return nil, b.gdb.Err()
+	default:
+		return b.gdb, nil
+	}
+}
+
+// start (re)starts gdb if needed and loads the program with its arguments,
+// directory and environment, on its own terminal. It does not run it.
+func (b *Backend) start(ctx context.Context, st wire.Start) ([]byte, error) {
+	prog, err := program(st.Program, st.Dir)
+	if err != nil {
+		return nil, err
+	}
+	g, err := b.debugger()
+	if err != nil {
+		if g, err = b.launch(); err != nil {
+			return nil, err
+		}
+	}
+	b.mu.Lock()
+	tty := b.term.name
+	b.mu.Unlock()
+	// The CLI's set environment keeps a value exactly; -gdb-set would
+	// split it at spaces.
+	setenv := func(kv string) string { return "-interpreter-exec console " + Quote("set environment "+kv) }
+	cmds := []string{
+		"-file-exec-and-symbols " + Quote(prog),
+		"-inferior-tty-set " + tty,
+		setenv(fmt.Sprintf("SDM_RANK=%d", b.cfg.Rank)),
+		setenv(fmt.Sprintf("SDM_SIZE=%d", b.cfg.Size)),
+	}
+	if len(st.Args) > 0 {
+		quoted := make([]string, len(st.Args))
+		for i, a := range st.Args {
+			quoted[i] = Quote(a)
+		}
+		cmds = append(cmds, "-exec-arguments "+strings.Join(quoted, " "))
+	}
+	if st.Dir != "" {
+		cmds = append(cmds, "-environment-cd "+Quote(st.Dir))
+	}
+	for _, kv := range st.Env {
+		if !strings.Contains(kv, "=") {
+			return nil, fmt.Errorf("environment entry %q is not NAME=VALUE", kv)
+		}
+		cmds = append(cmds, setenv(kv))
+	}
+	for _, cmd := range cmds {
+		if _, _, err := g.Run(ctx, cmd); err != nil {
+			return nil, fmt.Errorf("%s: %w", prog, err)
+		}
+	}
+	b.setState(wire.State{State: wire.StateNotStarted, Reason: "loaded"})
+	return b.status()
+}
+
+// launch starts gdb with the settings every session needs and the
+// program's terminal.
+func (b *Backend) launch() (*GDB, error) {
+	g, err := Start(b.cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for _, cmd := range []string{
+		"-gdb-set mi-async on", // commands (and halt) work while the program runs
+		"-gdb-set confirm off", // kill and friends must not ask
+		"-gdb-set width 0",     // no line wrapping in console output
+		"-gdb-set height 0",    // no paging
+		"-gdb-set print pretty off",
+	} {
+		if _, _, err := g.Run(ctx, cmd); err != nil {
+			g.Kill()
+			return nil, fmt.Errorf("gdb did not accept %q: %w", cmd, err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		g.Kill()
+		return nil, ErrClosed
+	}
+	if b.term == nil {
+		term, err := openTerminal()
+		if err != nil {
+			g.Kill()
+			return nil, err
+		}
+		b.term = term
+		b.out = newOutput(b, term)
+	}
+	b.gdb = g
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.watch(g)
+	}()
+	return g, nil
+}
+
+// program finds the executable the way a shell would: a name with a slash
+// is a path (relative to dir), a bare name is looked up in $PATH.
+func program(name, dir string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("no program given")
+	}
+	path := name
+	if !strings.Contains(name, "/") {
+		found, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("program %s: not found in $PATH", name)
+		}
+		path = found
+	} else if !filepath.IsAbs(name) && dir != "" {
+		path = filepath.Join(dir, name)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("program %s: %w", name, err)
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("program %s: not an executable file", path)
+	}
+	return path, nil
+}
+
+// resume runs a command that sets the program going; the stop that ends
+// it arrives as an event.
+func (b *Backend) resume(run func(string) (Record, string, error), cmd string) ([]byte, error) {
+	if _, _, err := run(cmd); err != nil {
+		return nil, err
+	}
+	return wire.Encode(wire.State{State: wire.StateRunning})
+}
+
+func breakInsert(run func(string) (Record, string, error), br wire.Break) ([]byte, error) {
+	if strings.TrimSpace(br.Location) == "" {
+		return nil, fmt.Errorf("break: no location")
+	}
+	cmd := "-break-insert -f"
+	if br.Temporary {
+		cmd += " -t"
+	}
+	if br.Condition != "" {
+		cmd += " -c " + Quote(br.Condition)
+	}
+	if br.Ignore > 0 {
+		cmd += " -i " + strconv.Itoa(br.Ignore)
+	}
+	if br.Thread > 0 {
+		cmd += " -p " + strconv.Itoa(br.Thread)
+	}
+	r, _, err := run(cmd + " " + Quote(br.Location))
+	if err != nil {
+		return nil, err
+	}
+	return wire.Encode(breakpoint(r.Results.Get("bkpt")))
+}
+
+// breakpoint converts an MI bkpt tuple, leaving out the address and the
+// hit count, which differ between ranks.
+func breakpoint(v Value) wire.Breakpoint {
+	bp := wire.Breakpoint{
+		Number:    v.Int("number"),
+		Type:      v.S("type"),
+		Func:      v.S("func"),
+		Enabled:   v.S("enabled") == "y",
+		Temporary: v.S("disp") == "del",
+		Condition: v.S("cond"),
+		Ignore:    v.Int("ignore"),
+	}
+	switch {
+	case v.Has("pending"):
+		bp.Pending, bp.Location = true, v.S("pending")
+	case v.Has("file"):
+		bp.Location = v.S("file") + ":" + v.S("line")
+	case v.Has("what"):
+		bp.Location = v.S("what")
+	case v.Has("locations"):
+		bp.Location = fmt.Sprintf("%d locations", len(v.Get("locations").Items()))
+	default:
+		bp.Location = v.S("original-location")
+	}
+	return bp
+}
+
+func vars(list Value) []wire.Var {
+	out := []wire.Var{}
+	for _, v := range list.Items() {
+		value := v.S("value")
+		if !v.Has("value") {
+			value = "{...}" // an aggregate: print it by name to see it
+		}
+		out = append(out, wire.Var{Name: v.S("name"), Type: v.S("type"), Value: value})
+	}
+	return out
+}
+
+func thread(v Value, current int) wire.Thread {
+	id, _ := strconv.Atoi(v.S("id"))
+	return wire.Thread{ID: id, Name: v.S("name"), State: v.S("state"), Frame: frame(v.Get("frame")), Current: id == current}
+}
+
+// startTimeout bounds gdb's start-up commands.
+const startTimeout = 30 * time.Second
+
+// maxGlobals bounds the globals listed, each of which costs an evaluation.
+const maxGlobals = 64
+
+// globals lists the global and static variables of the program's own
+// sources (those gdb can find on disk, which leaves out the C library's),
+// with their values.
+func globals(run func(string) (Record, string, error)) ([]byte, error) {
+	r, _, err := run("-symbol-info-variables")
+	if err != nil {
+		return nil, err
+	}
+	out := []wire.Var{}
+	for _, file := range r.Results.Get("symbols").Get("debug").Items() {
+		if _, err := os.Stat(file.S("fullname")); err != nil {
+			continue
+		}
+		for _, sym := range file.Get("symbols").Items() {
+			if len(out) == maxGlobals {
+				return wire.Encode(out)
+			}
+			value := ""
+			if r, _, err := run("-data-evaluate-expression " + Quote(sym.S("name"))); err != nil {
+				value = "<" + err.Error() + ">"
+			} else {
+				value = r.Results.S("value")
+			}
+			out = append(out, wire.Var{Name: sym.S("name"), Type: sym.S("type"), Value: value})
+		}
+	}
+	return wire.Encode(out)
+}
+
+// console runs a CLI command and answers with what it printed.
+func console(run func(string) (Record, string, error), command string) ([]byte, error) {
+	_, text, err := run("-interpreter-exec console " + Quote(command))
+	if err != nil {
+		return nil, err
+	}
+	return wire.Encode(wire.Text{Text: strings.TrimRight(text, "\n")})
+}
+
+// formatResults prints MI results back in MI syntax, for raw MI commands.
+func formatResults(v Value) string {
+	var b strings.Builder
+	for _, f := range v.Fields {
+		b.WriteByte(',')
+		b.WriteString(f.Name)
+		b.WriteByte('=')
+		formatValue(&b, f.Value)
+	}
+	return b.String()
+}
+
+func formatValue(b *strings.Builder, v Value) {
+	switch v.Kind {
+	case String:
+		b.WriteString(Quote(v.Str))
+		return
+	case Tuple:
+		b.WriteByte('{')
+	case List:
+		b.WriteByte('[')
+	}
+	for i, f := range v.Fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if f.Name != "" {
+			b.WriteString(f.Name + "=")
+		}
+		formatValue(b, f.Value)
+	}
+	if v.Kind == Tuple {
+		b.WriteByte('}')
+	} else {
+		b.WriteByte(']')
+	}
+}
+
+// decodeOptional decodes body into v unless body is empty.
+func decodeOptional(body []byte, v any) error {
+	if len(body) == 0 {
+		return nil
+	}
+	return wire.Decode(body, v)
+}

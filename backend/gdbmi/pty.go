@@ -1,0 +1,81 @@
+package gdbmi
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// terminal is a pseudo-terminal for the debugged program, so that its
+// output never mixes with gdb's MI stream on gdb's standard output.
+type terminal struct {
+	master *os.File // we read the program's output here
+	// slave stays open on our side: without it, reading the master fails
+	// with EIO whenever no program holds the terminal (before run, after
+	// exit), and a reader would spin.
+	slave *os.File
+	name  string // /dev/pts/N, handed to gdb
+}
+
+func openTerminal() (*terminal, error) {
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open a terminal for the program: %w", err)
+	}
+	var n int
+	err = control(master, func(fd int) error {
+		if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+			return fmt.Errorf("unlock terminal: %w", err)
+		}
+		n, err = unix.IoctlGetInt(fd, unix.TIOCGPTN)
+		return err
+	})
+	if err != nil {
+		master.Close()
+		return nil, fmt.Errorf("open a terminal for the program: %w", err)
+	}
+	name := "/dev/pts/" + strconv.Itoa(n)
+	slave, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		master.Close()
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	// Output as the program wrote it (no \n to \r\n), and no echo of input.
+	if tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS); err == nil {
+		tio.Oflag &^= unix.OPOST
+		tio.Lflag &^= unix.ECHO
+		unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, tio)
+	}
+	return &terminal{master: master, slave: slave, name: name}, nil
+}
+
+// pending returns how many bytes of output wait to be read.
+func (t *terminal) pending() int {
+	var n int
+	control(t.master, func(fd int) (err error) {
+		n, err = unix.IoctlGetInt(fd, unix.TIOCINQ)
+		return err
+	})
+	return n
+}
+
+// control runs fn on f's descriptor without taking it out of the runtime's
+// poller, which os.File.Fd would do (it makes the descriptor blocking).
+func control(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+func (t *terminal) Close() error {
+	t.slave.Close()
+	return t.master.Close()
+}

@@ -1,0 +1,269 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/console"
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Sixteen ranks of plain under gdb: one merged stop for the fifteen that
+// reach compute, the last rank (which goes through special) on its own,
+// and print grouping the ranks by value.
+func TestPlainUnderGDB(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	out, stderr, code := run(t, "", "debug", "-n", "16", "--timeout", "60s",
+		"-e", "break compute", "-e", "break special", "-e", "run", "-e", "wait",
+		"-e", "print rank % 2", "-e", "[15] print rank", "-e", "[3-4] next", "-e", "[3-4] print value",
+		"-e", "stacks", "-e", "continue", "-e", "wait",
+		"--", filepath.Join(bin, "plain"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"[0-15] breakpoint 1 at examples/plain/plain.c:15 in compute\n",
+		"[0-14] stopped in compute at examples/plain/plain.c:15 (breakpoint 1)\n",
+		"[15] stopped in special at examples/plain/plain.c:22 (breakpoint 2)\n",
+		"[0,2,4,6,8,10,12,14] rank % 2 = 0\n",
+		"[1,3,5,7,9,11,13,15] rank % 2 = 1\n",
+		"[15] rank = 15\n",
+		"[3-4] stopped in compute at examples/plain/plain.c:16 (end-stepping-range)\n",
+		"[3] value = 1\n", "[4] value = 0\n",
+		"[0-14] main at examples/plain/plain.c:42 (15 ranks)\n",
+		"  [0-2,5-14] compute at examples/plain/plain.c:15 (13 ranks)\n  [3-4] compute at examples/plain/plain.c:16 (2 ranks)\n",
+		"[15] main at examples/plain/plain.c:40 (1 rank)\n  [15] special at examples/plain/plain.c:22 (1 rank)\n",
+		"[15] hello from rank 15 of 16: 1500\n",
+		"[0-15] exited with code 0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// One line per distinct stop: the fifteen ranks' hit is not split.
+	if n := strings.Count(out, "stopped in compute at examples/plain/plain.c:15"); n != 1 {
+		t.Errorf("the breakpoint hit printed as %d lines, want 1", n)
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s\nstderr:\n%s", out, stderr)
+	}
+}
+
+// gdbTree is a tree of servers started by mpirun, each debugging its rank
+// with gdb, and a session to it.
+func gdbTree(t *testing.T, n int, program string, args ...string) *client.Session {
+	t.Helper()
+	testenv.RequireTool(t, "gdb")
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	s := newSession(t, n)
+	s.master()
+	serverArgs := []string{sdmBin, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=gdb-mi"}
+	start(t, exec.Command(mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, serverArgs...)...))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := s.ln.Accept(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Quit(context.Background(), 10*time.Second) })
+	if err := cs.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, program), Args: args})
+	if groups := command(t, cs.Command, wire.All(n), wire.OpStart, body); !okRanks(groups).Equal(wire.All(n)) {
+		t.Fatalf("start %s: %s", program, describe(groups))
+	}
+	return cs
+}
+
+// events collects the session's events until done says it has seen
+// enough, or fails the test after 60 s.
+func events(t *testing.T, cs *client.Session, done func(client.Event) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		ev, err := cs.NextEvent(ctx)
+		if err != nil {
+			t.Fatalf("waiting for events: %v", err)
+		}
+		if done(ev) {
+			return
+		}
+	}
+}
+
+// stoppedAll waits until every rank of want has reported a stop.
+func stoppedAll(t *testing.T, cs *client.Session, want wire.RankSet) []wire.State {
+	t.Helper()
+	var got wire.RankSet
+	var states []wire.State
+	events(t, cs, func(ev client.Event) bool {
+		if ev.Op == wire.EventStopped {
+			got = got.Union(ev.Group.Ranks)
+			var st wire.State
+			wire.Decode(ev.Group.Body, &st)
+			states = append(states, st)
+		}
+		return want.Minus(got).Empty()
+	})
+	return states
+}
+
+// hang under mpirun: after halt, the stack tree has the seven waiting
+// ranks in one branch (through MPI_Recv) and the stuck one in another.
+func TestHangUnderMpirun(t *testing.T) {
+	const n = 8
+	cs := gdbTree(t, n, "hang")
+	all := wire.All(n)
+	command(t, cs.Command, all, wire.OpBreak, wire.MustEncode(wire.Break{Location: "MPI_Recv"}))
+	command(t, cs.Command, all, wire.OpBreak, wire.MustEncode(wire.Break{Location: "compute"}))
+	command(t, cs.Command, all, wire.OpRun, nil)
+	stoppedAll(t, cs, all)
+	command(t, cs.Command, all, wire.OpDelete, wire.MustEncode(wire.IDs{IDs: []int{1, 2}}))
+	command(t, cs.Command, all, wire.OpCont, nil)
+	if groups := command(t, cs.Command, all, wire.OpHalt, nil); !okRanks(groups).Equal(all) {
+		t.Fatalf("halt: %s", describe(groups))
+	}
+	stoppedAll(t, cs, all)
+	roots, err := console.BuildStackTree(command(t, cs.Command, all, wire.OpWhere, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Open MPI's MPI_Recv is an alias of PMPI_Recv, the name gdb shows.
+	recv, stuck := findFrame(roots, "PMPI_Recv"), findFrame(roots, "compute")
+	if recv == nil || recv.Ranks.String() != "0-6" || stuck == nil || stuck.Ranks.String() != "7" {
+		t.Fatalf("stack tree: MPI_Recv %v, compute %v\n%s", recv, stuck, console.DOT(roots))
+	}
+}
+
+func findFrame(nodes []*console.StackNode, fn string) *console.StackNode {
+	for _, n := range nodes {
+		if n.Frame.Func == fn {
+			return n
+		}
+		if f := findFrame(n.Children, fn); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// crash under mpirun: the rank that dereferences NULL stops with SIGSEGV
+// at its file and line; the others keep running.
+func TestCrashUnderMpirun(t *testing.T) {
+	const n = 4
+	cs := gdbTree(t, n, "crash")
+	all := wire.All(n)
+	command(t, cs.Command, all, wire.OpRun, nil)
+	states := stoppedAll(t, cs, wire.Single(1))
+	st := states[len(states)-1]
+	if st.Signal != "SIGSEGV" || st.Frame.Func != "fail" || st.Frame.File != "examples/crash/crash.c" || st.Frame.Line != 10 {
+		t.Fatalf("crash: %+v", st)
+	}
+	groups := command(t, cs.Command, all, wire.OpStatus, nil)
+	var running wire.RankSet
+	for _, g := range groups {
+		var s wire.State
+		if g.Status == wire.StatusOK && wire.Decode(g.Body, &s) == nil && s.State == wire.StateRunning {
+			running = running.Union(g.Ranks)
+		}
+	}
+	if running.String() != "0,2-3" {
+		t.Fatalf("status after the crash: %s", describe(groups))
+	}
+	command(t, cs.Command, all, wire.OpKill, nil)
+}
+
+// gdb killed under a rank server: that rank reports an error within 2 s and
+// the others still answer.
+func TestGDBKilledUnderServer(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	const n = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", SDM: sdmBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.End(10 * time.Second)
+	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"30"}})
+	command(t, s.Command, wire.All(n), wire.OpStart, body)
+	gdb := childOf(t, s.Job.(*local.Job).Process(2).Pid, "gdb")
+	start := time.Now()
+	syscall.Kill(gdb, syscall.SIGKILL)
+	events(t, s.Session, func(ev client.Event) bool {
+		return ev.Op == wire.EventError && ev.Group.Ranks.String() == "2" && strings.Contains(string(ev.Group.Body), "killed")
+	})
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the error came after %v", d)
+	}
+	groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil)
+	if !okRanks(groups).Equal(wire.Range(0, 1).Union(wire.Single(3))) || !strings.Contains(describe(groups), "[2] error: gdb") {
+		t.Fatalf("status: %s", describe(groups))
+	}
+}
+
+// childOf finds the child of pid whose command is name.
+func childOf(t *testing.T, pid int, name string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if strings.Contains(s, "("+name+")") && fields[1] == strconv.Itoa(pid) {
+			return child
+		}
+	}
+	t.Fatalf("process %d has no %s child", pid, name)
+	return 0
+}
+
+// Input errors at the console are reported on one line each and the
+// session goes on.
+func TestConsoleInputErrors(t *testing.T) {
+	input := "frobnicate\n[9-3] where\n[5] where\n[0-1] where\nprint\nbreak\nframe x\nx\n[0 status\nwhere\n"
+	out, stderr, code := run(t, input, "debug", "-n", "2", "--backend", "sim", "--", "ring")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		`unknown command "frobnicate"`, "range ends before it starts", "ranks 5 are not in this job",
+		"print needs an expression", "break needs a location", "frame needs a frame level",
+		"x needs an address", "no closing ]",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if n := strings.Count(strings.TrimSpace(stderr), "\n") + 1; n != 8 {
+		t.Errorf("%d lines of errors for 8 bad commands:\n%s", n, stderr)
+	}
+	// The good commands after the bad ones ran.
+	if strings.Count(out, "MPI_Send at send.c:110") != 2 {
+		t.Errorf("where ran %d times after the errors, want 2:\n%s", strings.Count(out, "MPI_Send at send.c:110"), out)
+	}
+}
