@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sdm-hpc/sdm/internal/testenv"
 )
 
 // run runs the sdm binary and returns its standard output, standard error
@@ -170,4 +172,31 @@ func cleanEnv() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// stacks draws the tree with Graphviz: DOT source and an SVG picture.
+func TestStacksDrawings(t *testing.T) {
+	testenv.RequireTool(t, "dot")
+	dir := t.TempDir()
+	dot, svg := filepath.Join(dir, "t.dot"), filepath.Join(dir, "t.svg")
+	_, stderr, code := run(t, "", "debug", "-n", "8", "--backend", "sim", "-e", "stacks --dot "+dot+" --svg "+svg, "--", "hang")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	src, err := os.ReadFile(dot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"digraph stacks", `MPI_Recv\\nrecv.c:64\\n[0-6] 7`, `compute\\nhang.c:15\\n[7] 1`, "->"} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("DOT lacks %q:\n%s", want, src)
+		}
+	}
+	pic, err := os.ReadFile(svg)
+	if err != nil || !strings.Contains(string(pic), "<svg") || !strings.Contains(string(pic), "MPI_Recv") {
+		t.Fatalf("SVG: %v %.200s", err, pic)
+	}
+	if _, stderr, code := run(t, "", "debug", "-n", "2", "--backend", "sim", "-e", "stacks --dot", "--", "hang"); code == 0 || !strings.Contains(stderr, "stacks [--dot FILE]") {
+		t.Fatalf("stacks --dot without a file: exit %d, %q", code, stderr)
+	}
 }

@@ -27,6 +27,8 @@ type Options struct {
 	Fanout   int    // tree shape (routing.Tree)
 	Debugger string // backend of the servers: gdb-mi or sim
 	SDM      string // the sdm executable for the servers (default: this one)
+	// Debug has the servers trace what they do into the session's log.
+	Debug bool
 	// ConnectTimeout bounds the wait for the master and for every rank to
 	// join (default 60 s).
 	ConnectTimeout time.Duration
@@ -82,9 +84,13 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		return fail(err)
 	}
 	defer ln.Close()
+	serverArgs := []string{"--debugger=" + o.Debugger}
+	if o.Debug {
+		serverArgs = append(serverArgs, "--debug")
+	}
 	job, err := local.Start(rm.Spec{
 		Size: o.Size, Fanout: o.Fanout, SDM: o.SDM, Dir: dir, KeyFile: keyFile,
-		Client: ln.Addr().String(), ServerArgs: []string{"--debugger=" + o.Debugger},
+		Client: ln.Addr().String(), ServerArgs: serverArgs,
 	})
 	if err != nil {
 		return fail(err)

@@ -282,6 +282,7 @@ func (n *Node) pumpBackend() {
 		if ev.Op == wire.EventOutput {
 			n.output.add(ev.Op, g)
 		} else {
+			n.cfg.Trace.Printf("event %s", ev.Op)
 			n.events.add(ev.Op, g)
 		}
 	}

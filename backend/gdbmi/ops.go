@@ -344,6 +344,9 @@ func (b *Backend) launch() (*GDB, error) {
 		"-gdb-set width 0",     // no line wrapping in console output
 		"-gdb-set height 0",    // no paging
 		"-gdb-set print pretty off",
+		// A debuginfod lookup per library per rank would stall a large job
+		// on the network, or on its absence.
+		"-gdb-set debuginfod enabled off",
 	} {
 		if _, _, err := g.Run(ctx, cmd); err != nil {
 			g.Kill()

@@ -22,20 +22,29 @@ import (
 
 const debugUsage = `usage: sdm debug [flags] -- PROGRAM [ARGS...]
 
-Starts PROGRAM as an N-rank job with a debug server beside every rank, waits
-until all have joined the tree, and runs debugger commands on any set of
-ranks. Commands come from -e (in order), then --batch FILE; without either,
-from the terminal. Each answer is printed once per distinct value, with the
-ranks that gave it first: "[0-6] stopped in MPI_Recv at recv.c:64".
+Starts PROGRAM as an N-rank job with a debug server (and a gdb) beside every
+rank, waits until all have joined the tree, loads the program, and runs
+debugger commands on any set of ranks. Commands come from -e (in order),
+then --batch FILE; without either, from the terminal. Each answer is printed
+once per distinct value, with the ranks that gave it first:
+
+  [0-6] stopped in MPI_Recv at recv.c:64 (breakpoint 1)
+  [7] stopped in compute at hang.c:15 (SIGINT)
 
 examples:
-  sdm debug -n 8 --backend sim -- hang                 # interactive
-  sdm debug -n 8 --backend sim -e where -e stacks -- hang
-  sdm debug -n 64 --backend sim --json -e '[0-3] status' -- ring
-  sdm debug -n 4 --backend sim --batch cmds.txt -- ring
+  sdm debug -n 8 -- ./plain                                   # interactive
+  sdm debug -n 8 -e 'break compute' -e run -e wait -e 'print value' -- ./plain
+  sdm debug -n 16 --json --batch cmds.txt -- ./plain 5
+  sdm debug -n 64 --backend sim -e stacks -- hang              # no gdb: simulated stacks
 
-Commands: status, where (bt), stacks, continue, halt, kill, focus SET, help,
-quit; each may start with a rank set such as [0-3,7] or [all].
+Every command may start with a rank set ([0-3,7], [all]); type help for the
+list: run, continue, next, step, finish, halt, kill, wait, status, break,
+tbreak, watch, delete, enable, disable, condition, ignore, breakpoints,
+where, stacks, frame, print, ptype, locals, args, globals, threads, thread,
+x, poke, signals, handle, gdb, focus, quit.
+
+A command typed wrong is reported on one line and the rest go on; the exit
+status is 0 when everything ran, 1 when something failed, 2 for bad flags.
 
 flags:
 %s`
@@ -44,7 +53,7 @@ func runDebug(args []string) error {
 	fs := pflag.NewFlagSet("sdm debug", pflag.ContinueOnError)
 	rmName := fs.String("rm", "local", "resource manager that starts the job: local (this machine)")
 	size := fs.IntP("np", "n", 1, "number of ranks")
-	backendName := fs.String("backend", "gdb", "debugger behind every rank: gdb, or sim (a simulated program: ring, hang, groups K)")
+	backendName := fs.String("backend", "gdb", "debugger behind every rank: gdb, or sim (no real program: simulated stacks named ring, hang or groups K)")
 	batch := fs.String("batch", "", "run the commands in FILE, then quit")
 	var exprs []string
 	fs.StringArrayVarP(&exprs, "eval", "e", nil, "run this command (repeatable), then quit")
