@@ -103,6 +103,19 @@ func (s *Session) Command(ctx context.Context, ranks wire.RankSet, op string, bo
 	}()
 	m := &wire.Message{Kind: wire.KindCommand, ID: id, Op: op, Ranks: ranks, Timeout: timeout, Body: body}
 	if err := s.link.Send(m); err != nil {
+		// yamux reports a write as failed when the session ends while the
+		// write waits for its confirmation, although the bytes went out;
+		// the master's answer to quit and its hanging up race like that.
+		// An answer that arrived before the end tells.
+		select {
+		case <-s.done:
+		case <-time.After(time.Second):
+		}
+		select {
+		case r := <-ch:
+			return r.Groups, nil
+		default:
+		}
 		return nil, fmt.Errorf("send %s: %w", op, err)
 	}
 	// The tree answers by its deadline; the extra second covers the trip
@@ -113,6 +126,13 @@ func (s *Session) Command(ctx context.Context, ranks wire.RankSet, op string, bo
 	case r := <-ch:
 		return r.Groups, nil
 	case <-s.done:
+		// The answer may have come just before the end (quit's does):
+		// it was handed over before the session ended.
+		select {
+		case r := <-ch:
+			return r.Groups, nil
+		default:
+		}
 		return nil, s.Err()
 	case <-ctx.Done():
 		return nil, ctx.Err()

@@ -270,7 +270,13 @@ func threadText(th wire.Thread) string {
 	if th.Current {
 		mark = "*"
 	}
-	return fmt.Sprintf("%s %d %s %s in %s", mark, th.ID, th.Name, th.State, frameText(th.Frame))
+	text := fmt.Sprintf("%s %d", mark, th.ID)
+	for _, s := range []string{th.Name, th.State} {
+		if s != "" {
+			text += " " + s
+		}
+	}
+	return text + " in " + frameText(th.Frame)
 }
 
 func frames(fs []wire.Frame) []map[string]any {

@@ -267,3 +267,93 @@ func TestConsoleInputErrors(t *testing.T) {
 		t.Errorf("where ran %d times after the errors, want 2:\n%s", strings.Count(out, "MPI_Send at send.c:110"), out)
 	}
 }
+
+// Every console command, through the tree to two gdbs and back.
+func TestEveryConsoleCommand(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	script := filepath.Join(t.TempDir(), "all")
+	os.WriteFile(script, []byte(`break compute
+tbreak special
+watch counter
+breakpoints
+disable 3
+enable 3
+condition 1 rank >= 0
+ignore 1 0
+run
+wait
+status
+bt
+depth
+frame 1
+frame 0
+print rank
+ptype rank
+locals
+args
+globals
+threads
+thread 1
+x &rank 4
+poke &rank 05000000
+print rank
+next
+step
+finish
+signals
+handle SIGUSR1 nostop noprint
+gdb info line compute
+gdb -stack-info-depth
+delete 3
+halt
+continue
+wait
+kill
+help break
+focus 0
+status
+quit
+`), 0o644)
+	out, stderr, code := run(t, "", "debug", "-n", "2", "--batch", script, "--", filepath.Join(bin, "plain"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	for _, want := range []string{
+		"[0-1] breakpoint 1 at examples/plain/plain.c:15 in compute\n",
+		"[0-1] temporary breakpoint 2 at examples/plain/plain.c:22 in special\n",
+		"[0-1] write watchpoint 3 on counter\n",
+		"      hw watchpoint 3 on counter\n",
+		"[0] stopped in compute at examples/plain/plain.c:15 (breakpoint 1)\n",
+		"[1] stopped in special at examples/plain/plain.c:22 (breakpoint 2)\n",
+		"[0] compute at examples/plain/plain.c:15 < main at examples/plain/plain.c:42\n",
+		"[0-1] 2 frames\n",
+		"[1] main at examples/plain/plain.c:40\n",
+		"[1] rank = 1\n",
+		"[0-1] type = int\n",
+		"[0] rank = 0 (int)\n    size = 2 (int)\n",
+		"[0-1] counter = 0 (int)\n",
+		"[0] * 1 plain stopped in compute at examples/plain/plain.c:15\n",
+		"[1] 0x", ": 01000000\n",
+		"[0-1] rank = 5\n",
+		"[0] stopped in compute at examples/plain/plain.c:16 (end-stepping-range)\n",
+		"[0] stopped in compute at examples/plain/plain.c:17 (watchpoint-trigger)\n",
+		"[1] stopped in main at examples/plain/plain.c:40 (function-finished)\n",
+		"SIGSEGV       Yes\tYes\tYes\t\tSegmentation fault\n",
+		"      SIGUSR1       No\tNo\tYes\t\tUser defined signal 1\n",
+		`[0-1] Line 14 of "examples/plain/plain.c"`,
+		"[0-1] done,depth=\"1\"\n",
+		"[0] hello from rank 0 of 2: 12\n",
+		"[0-1] exited with code 0\n",
+		"[0-1] error: The program is not being run.\n",
+		"[SET] break LOCATION [if COND]\n",
+		"focus [0]\n[0] exited with code 0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}

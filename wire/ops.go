@@ -69,11 +69,11 @@ type Start struct {
 // left out on purpose: they differ between ranks that stand at the same
 // line, and would keep their answers from merging.
 type Frame struct {
-	_msgpack struct{} `msgpack:",as_array"`
-	Func     string
-	File     string
-	Line     int
-	From     string // the library, for a frame without debug information
+	_msgpack struct{} `msgpack:",as_array" json:"-"`
+	Func     string   `json:"func"`
+	File     string   `json:"file"`
+	Line     int      `json:"line"`
+	From     string   `json:"from"` // the library, for a frame without debug information
 }
 
 // Stack is a call stack, innermost frame first.
@@ -152,39 +152,39 @@ type Ignore struct {
 
 // Breakpoint describes a breakpoint or watchpoint as it stands.
 type Breakpoint struct {
-	Number    int
-	Type      string // breakpoint, watchpoint, read watchpoint, acc watchpoint
-	Location  string // file:line, or the pending location, or the watched expression
-	Func      string
-	Enabled   bool
-	Pending   bool
-	Temporary bool
-	Condition string
-	Ignore    int
+	Number    int    `json:"number"`
+	Type      string `json:"type"`     // breakpoint, watchpoint, read watchpoint, acc watchpoint
+	Location  string `json:"location"` // file:line, or the pending location, or the watched expression
+	Func      string `json:"func"`
+	Enabled   bool   `json:"enabled"`
+	Pending   bool   `json:"pending"`
+	Temporary bool   `json:"temporary"`
+	Condition string `json:"condition"`
+	Ignore    int    `json:"ignore"`
 }
 
 // Var is a variable and its value.
 type Var struct {
-	Name  string
-	Type  string
-	Value string
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Value string `json:"value"`
 }
 
 // Thread is one thread of a rank's process. The system's thread id is left
 // out so that threads doing the same thing on different ranks merge.
 type Thread struct {
-	ID      int
-	Name    string
-	State   string
-	Frame   Frame
-	Current bool
+	ID      int    `json:"id"`
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Frame   Frame  `json:"frame"`
+	Current bool   `json:"current"`
 }
 
 // Memory is a block of the process's memory: Addr is an expression giving
 // the start, Count the bytes to read; in answers and writes, Hex holds
 // the contents.
 type Memory struct {
-	Addr  string
-	Count int
-	Hex   string
+	Addr  string `json:"addr"`
+	Count int    `json:"count"`
+	Hex   string `json:"hex"`
 }
