@@ -79,6 +79,9 @@ func (c *Console) PrintEvents(ctx context.Context) {
 		stop()
 		cancel()
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && c.holding() {
+				continue // a wait began during the window: it decides when to print
+			}
 			if ctx.Err() == nil && errors.Is(err, context.Canceled) {
 				batch = c.drain(batch)
 			}
