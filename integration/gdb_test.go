@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,7 +203,7 @@ func TestGDBKilledUnderServer(t *testing.T) {
 	defer s.End(10 * time.Second)
 	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"30"}})
 	command(t, s.Command, wire.All(n), wire.OpStart, body)
-	gdb := childOf(t, s.Job.(*local.Job).Process(2).Pid, "gdb")
+	gdb := testenv.Child(t, s.Job.(*local.Job).Process(2).Pid, "gdb")
 	start := time.Now()
 	syscall.Kill(gdb, syscall.SIGKILL)
 	events(t, s.Session, func(ev client.Event) bool {
@@ -217,29 +216,6 @@ func TestGDBKilledUnderServer(t *testing.T) {
 	if !okRanks(groups).Equal(wire.Range(0, 1).Union(wire.Single(3))) || !strings.Contains(describe(groups), "[2] error: gdb") {
 		t.Fatalf("status: %s", describe(groups))
 	}
-}
-
-// childOf finds the child of pid whose command is name.
-func childOf(t *testing.T, pid int, name string) int {
-	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if strings.Contains(s, "("+name+")") && fields[1] == strconv.Itoa(pid) {
-			return child
-		}
-	}
-	t.Fatalf("process %d has no %s child", pid, name)
-	return 0
 }
 
 // Input errors at the console are reported on one line each and the

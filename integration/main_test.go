@@ -8,10 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -92,30 +92,7 @@ func command(t testing.TB, send commandFunc, ranks wire.RankSet, op string, body
 	return groups
 }
 
-func okRanks(groups []wire.Group) wire.RankSet {
-	var ok wire.RankSet
-	for _, g := range groups {
-		if g.Status == wire.StatusOK {
-			ok = ok.Union(g.Ranks)
-		}
-	}
-	return ok
-}
-
-// describe prints groups compactly: "[0-6] ok MPI_Recv; [7] lost: ...".
-func describe(groups []wire.Group) string {
-	var b strings.Builder
-	for _, g := range groups {
-		b.WriteString("[" + g.Ranks.String() + "] " + g.Status.String())
-		if g.Status != wire.StatusOK {
-			b.WriteString(": " + string(g.Body))
-		} else {
-			var st wire.Stack
-			if wire.Decode(g.Body, &st) == nil && len(st.Frames) > 0 {
-				b.WriteString(" " + st.Frames[0].Func)
-			}
-		}
-		b.WriteString("; ")
-	}
-	return b.String()
-}
+var (
+	describe = testenv.Describe
+	okRanks  = testenv.OKRanks
+)

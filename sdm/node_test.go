@@ -12,6 +12,7 @@ import (
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
@@ -111,24 +112,6 @@ func (tt *tree) command(ranks wire.RankSet, op string, body []byte, timeout time
 		tt.t.Fatalf("%s: %v", op, err)
 	}
 	return groups
-}
-
-// describe prints groups compactly for failure messages and comparisons.
-func describe(groups []wire.Group) string {
-	var b strings.Builder
-	for _, g := range groups {
-		b.WriteString("[" + g.Ranks.String() + "] " + g.Status.String())
-		if g.Status != wire.StatusOK {
-			b.WriteString(": " + string(g.Body))
-		} else {
-			var st wire.Stack
-			if wire.Decode(g.Body, &st) == nil && len(st.Frames) > 0 {
-				b.WriteString(" " + st.Frames[0].Func)
-			}
-		}
-		b.WriteString("; ")
-	}
-	return b.String()
 }
 
 func TestWhereMergesIntoGroups(t *testing.T) {
@@ -297,16 +280,6 @@ func TestWrongKeyMasterIsRefused(t *testing.T) {
 
 func backendConfig(rank, size int) backend.Config { return backend.Config{Rank: rank, Size: size} }
 
-func okRanks(groups []wire.Group) wire.RankSet {
-	var ok wire.RankSet
-	for _, g := range groups {
-		if g.Status == wire.StatusOK {
-			ok = ok.Union(g.Ranks)
-		}
-	}
-	return ok
-}
-
 // A node that never reaches its parent still stops at once when told to,
 // even with children connected and their events waiting to go up.
 func TestStopWithoutParent(t *testing.T) {
@@ -383,3 +356,8 @@ func (f lineFunc) Write(p []byte) (int, error) {
 	f(string(p))
 	return len(p), nil
 }
+
+var (
+	describe = testenv.Describe
+	okRanks  = testenv.OKRanks
+)

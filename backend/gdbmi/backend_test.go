@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -355,7 +354,7 @@ func TestGDBDies(t *testing.T) {
 	bin := testenv.Examples(t)
 	r := newRank(t, 1, 2, "")
 	r.start(filepath.Join(bin, "plain"), "30")
-	pid := childGDB(t)
+	pid := testenv.Child(t, os.Getpid(), "gdb")
 	start := time.Now()
 	syscall.Kill(pid, syscall.SIGKILL)
 	st := r.event(wire.EventError)
@@ -367,27 +366,4 @@ func TestGDBDies(t *testing.T) {
 	}
 	// Starting again brings a new gdb.
 	r.start(filepath.Join(bin, "plain"))
-}
-
-// childGDB finds the gdb this test process started.
-func childGDB(t *testing.T) int {
-	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if strings.Contains(s, "(gdb)") && fields[1] == strconv.Itoa(os.Getpid()) {
-			return pid
-		}
-	}
-	t.Fatal("no gdb child")
-	return 0
 }

@@ -3,13 +3,17 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // RequireTool returns the path of the first of names found in $PATH.
@@ -62,4 +66,57 @@ func Examples(t testing.TB) string {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Describe prints merged answers compactly for test messages and
+// comparisons: "[0-6] ok MPI_Recv; [7] lost: why; ".
+func Describe(groups []wire.Group) string {
+	var b strings.Builder
+	for _, g := range groups {
+		b.WriteString("[" + g.Ranks.String() + "] " + g.Status.String())
+		if g.Status != wire.StatusOK {
+			b.WriteString(": " + string(g.Body))
+		} else {
+			var st wire.Stack
+			if wire.Decode(g.Body, &st) == nil && len(st.Frames) > 0 {
+				b.WriteString(" " + st.Frames[0].Func)
+			}
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+// OKRanks is the union of the ranks that answered without error.
+func OKRanks(groups []wire.Group) wire.RankSet {
+	var ok wire.RankSet
+	for _, g := range groups {
+		if g.Status == wire.StatusOK {
+			ok = ok.Union(g.Ranks)
+		}
+	}
+	return ok
+}
+
+// Child finds the child of process parent whose command is name.
+func Child(t testing.TB, parent int, name string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if strings.Contains(s, "("+name+")") && fields[1] == strconv.Itoa(parent) {
+			return pid
+		}
+	}
+	t.Fatalf("process %d has no %s child", parent, name)
+	return 0
 }
