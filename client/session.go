@@ -151,12 +151,16 @@ func (s *Session) Connected() (connected, lost wire.RankSet) {
 
 // WaitConnected blocks until every rank's server has joined the tree. It
 // fails when ctx ends first or a server is lost, naming the ranks missing.
-func (s *Session) WaitConnected(ctx context.Context) error {
+// progress, when not nil, is told each time more ranks have joined.
+func (s *Session) WaitConnected(ctx context.Context, progress func(connected, total int)) error {
 	all := wire.All(s.size)
 	for {
 		s.mu.Lock()
 		connected, lost, changed, err := s.connected, s.lost, s.changed, s.err
 		s.mu.Unlock()
+		if progress != nil {
+			progress(connected.Count(), s.size)
+		}
 		switch {
 		case err != nil:
 			return err

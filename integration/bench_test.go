@@ -76,7 +76,7 @@ func BenchmarkBringUpOrder(b *testing.B) {
 					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 					cs, err := s.ln.Accept(ctx, n)
 					if err == nil {
-						err = cs.WaitConnected(ctx)
+						err = cs.WaitConnected(ctx, nil)
 					}
 					if err != nil {
 						b.Fatal(err)

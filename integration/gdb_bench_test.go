@@ -12,7 +12,6 @@ import (
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
-	"github.com/sdm-hpc/sdm/rm/local"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -54,7 +53,7 @@ func BenchmarkGDB64(b *testing.B) {
 		}
 		arrived := time.Now()
 		b.ReportMetric(float64(arrived.Sub(t1).Milliseconds()), "ms-run-to-stop")
-		last := lastLogged(b, filepath.Join(s.Dir, local.LogName), "event stopped")
+		last := lastLogged(b, filepath.Join(s.Dir, "servers.log"), "event stopped")
 		b.ReportMetric(float64(arrived.Sub(last).Microseconds())/1000, "ms-last-stop-to-client")
 		t2 := time.Now()
 		groups, err := s.Command(ctx, all, wire.OpWhere, nil, time.Minute)

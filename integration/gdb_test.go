@@ -46,11 +46,13 @@ func TestPlainUnderGDB(t *testing.T) {
 		"  [0-2,5-14] compute at examples/plain/plain.c:15 (13 ranks)\n  [3-4] compute at examples/plain/plain.c:16 (2 ranks)\n",
 		"[15] main at examples/plain/plain.c:40 (1 rank)\n  [15] special at examples/plain/plain.c:22 (1 rank)\n",
 		"[15] hello from rank 15 of 16: 1500\n",
-		"[0-15] exited with code 0\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	if exited := ranksOf(out, " exited with code 0"); !exited.Equal(wire.All(16)) {
+		t.Errorf("exits reported for ranks %v, want 0-15", exited)
 	}
 	// One line per distinct stop: the fifteen ranks' hit is not split.
 	if n := strings.Count(out, "stopped in compute at examples/plain/plain.c:15"); n != 1 {
@@ -79,7 +81,7 @@ func gdbTree(t *testing.T, n int, program string, args ...string) *client.Sessio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Quit(context.Background(), 10*time.Second) })
-	if err := cs.WaitConnected(ctx); err != nil {
+	if err := cs.WaitConnected(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, program), Args: args})
@@ -332,4 +334,19 @@ quit
 	if t.Failed() {
 		t.Logf("output:\n%s", out)
 	}
+}
+
+// ranksOf is the union of the rank sets of the lines of out that end in
+// what: "[0-3,7] what".
+func ranksOf(out, what string) wire.RankSet {
+	var all wire.RankSet
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasSuffix(line, what) || !strings.HasPrefix(line, "[") {
+			continue
+		}
+		if r, err := wire.ParseRankSet(line[1:strings.IndexByte(line, ']')]); err == nil {
+			all = all.Union(r)
+		}
+	}
+	return all
 }

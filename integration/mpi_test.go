@@ -190,7 +190,7 @@ func (s *session) debugHang(n int, procs ...*proc) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if err := cs.WaitConnected(ctx); err != nil {
+	if err := cs.WaitConnected(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	start := wire.MustEncode(wire.Start{Program: "hang"})

@@ -93,7 +93,7 @@ func TestListeningMasterServesOnlyTheKeyHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.WaitConnected(ctx); err != nil {
+	if err := cs.WaitConnected(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	command(t, cs.Command, wire.All(n), wire.OpStart, wire.MustEncode(wire.Start{Program: "ring"}))
@@ -144,7 +144,7 @@ func TestStdioMasterGeneratesRoutes(t *testing.T) {
 	defer cs.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := cs.WaitConnected(ctx); err != nil {
+	if err := cs.WaitConnected(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	table, err := routing.ReadFile(s.routes)

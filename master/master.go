@@ -14,7 +14,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sdm-hpc/sdm/routing"
@@ -161,13 +160,11 @@ func publish(routingFile string, size int) (net.Listener, error) {
 }
 
 // generate writes a routing file with one server per host, on distinct
-// random ports. PTP drew them from 50000-59999, which on Linux lies inside
-// the ephemeral range that outgoing connections take their ports from, so
-// a server could find its port taken by any connection of its node; the
-// ports here come from below that range instead. A port that still turns
-// out to be taken makes its server fail at once with a message naming it.
+// random ports of routing.PortRange (not PTP's 50000-59999: see there). A
+// port that still turns out to be taken makes its server fail at once with
+// a message naming it.
 func generate(path string, hosts []string) (*routing.Table, error) {
-	lo, hi := portRange()
+	lo, hi := routing.PortRange()
 	entries := make([]routing.Entry, len(hosts))
 	used := make(map[string]bool)
 	perHost := make(map[string]int)
@@ -193,23 +190,4 @@ func generate(path string, hosts []string) (*routing.Table, error) {
 		return nil, err
 	}
 	return table, nil
-}
-
-// portRange is where generated ports come from: the 12000 ports below the
-// kernel's ephemeral range (read from /proc), or 20000-31999.
-func portRange() (lo, hi int) {
-	lo, hi = 20000, 31999
-	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return lo, hi
-	}
-	f := strings.Fields(string(data))
-	if len(f) != 2 {
-		return lo, hi
-	}
-	if first, err := strconv.Atoi(f[0]); err == nil && first > 2048 {
-		hi = first - 1
-		lo = max(1024, hi-11999)
-	}
-	return lo, hi
 }

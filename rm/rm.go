@@ -1,31 +1,101 @@
 // Package rm holds what the resource-manager adapters share: the
-// description of a debug job's servers and the handle of a started job.
-// Each adapter (local, and later openmpi, mpich, slurm, pe) lives in its own
-// subpackage and starts one `sdm` server per rank plus the master.
+// description of a debug job's servers, the adapter interface, the handle
+// of a started job, and the process that runs a launcher. Each adapter
+// (local, openmpi, mpich, slurm, pe) lives in its own subpackage and
+// starts one `sdm` server per rank.
 package rm
 
-import "path/filepath"
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+)
 
 // Spec describes the debug servers to start for a job.
 type Spec struct {
 	Size       int      // number of ranks
 	Fanout     int      // tree shape (routing.Tree)
 	SDM        string   // the sdm executable
-	ServerArgs []string // extra flags for every server, such as --debugger=sim
+	ServerArgs []string // extra flags for every server, such as --debugger=gdb-mi
 	Env        []string // extra NAME=VALUE for servers and master
 	Dir        string   // the session directory (0700): routing file, logs
 	KeyFile    string   // the session key (0600), passed as --key-file
 	Client     string   // the front end's session address, host:port
+	// Launcher, when set, replaces the adapter's launcher program (a path
+	// to mpirun, say); LauncherArgs go to it before the server command.
+	Launcher     string
+	LauncherArgs []string
+	// PortBase is the first port of each node's servers, for adapters
+	// whose servers compute the routing table themselves.
+	PortBase int
+}
+
+// ServerCommand is the command line of every server: the sdm executable
+// with the flags that find the routing table (routesFrom, the server's
+// --routes_from) and the session key, and the extra ServerArgs.
+func (s Spec) ServerCommand(routesFrom string) []string {
+	argv := []string{s.SDM, "--routes_from=" + routesFrom, "--routing_file=" + s.RoutingFile(),
+		"--key-file=" + s.KeyFile, "--fanout=" + strconv.Itoa(s.Fanout)}
+	if s.PortBase > 0 {
+		argv = append(argv, "--port_base="+strconv.Itoa(s.PortBase))
+	}
+	return append(argv, s.ServerArgs...)
+}
+
+// Program returns s.Launcher when set, else the first of names found in
+// $PATH (or the first name, for a clear error later).
+func (s Spec) Program(names ...string) string {
+	if s.Launcher != "" {
+		return s.Launcher
+	}
+	return FindProgram(names...)
+}
+
+// FindProgram returns the first of names found in $PATH, or else the
+// first name.
+func FindProgram(names ...string) string {
+	for _, n := range names {
+		if path, err := exec.LookPath(n); err == nil {
+			return path
+		}
+	}
+	return names[0]
 }
 
 // RoutingFile is where the job's routing file lives.
 func (s Spec) RoutingFile() string { return filepath.Join(s.Dir, "routes") }
 
+// LogFile collects the standard error of the launcher and the servers.
+func (s Spec) LogFile() string { return filepath.Join(s.Dir, "servers.log") }
+
+// Adapter starts the servers of a job through one resource manager.
+type Adapter interface {
+	// Name is the adapter's name, as given to --rm.
+	Name() string
+	// Launcher is the program the adapter runs to start the job (mpirun,
+	// srun, …), checked before anything is submitted; "" for none.
+	Launcher() string
+	// Routes is how the servers find their routing table (the server's
+	// --routes_from): "publish" means that the front end must help the
+	// launch, collecting the entries the servers publish into the routing
+	// file; "slurm" and "pe" that the servers compute it themselves from
+	// the resource manager's information; "file" that the adapter writes it.
+	Routes() string
+	// StartsMaster says whether Start also starts the master; otherwise
+	// the front end does.
+	StartsMaster() bool
+	// Start submits the job.
+	Start(Spec) (Job, error)
+}
+
 // Job is a started job.
 type Job interface {
-	// Wait blocks until every process of the job has exited and says which
-	// failed.
+	// Done is closed once every process of the job has exited.
+	Done() <-chan struct{}
+	// Wait blocks until Done and says which process failed and how, in the
+	// launcher's own words where there are some.
 	Wait() error
-	// Cancel stops the job's processes.
+	// Cancel stops the job's processes: SIGTERM, then SIGKILL after a
+	// grace period.
 	Cancel()
 }

@@ -5,8 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 )
 
 // MasterPath returns the master file that belongs to a routing file. The
@@ -44,23 +42,11 @@ func ReadMaster(routingFile string, size int) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	text := strings.TrimRight(string(data), "\r\n")
-	f := strings.Fields(text)
-	if len(f) != 3 || strings.ContainsAny(text, "\r\n") {
-		return Entry{}, lineError(path, 1, "want one line \"%d host port\", got %s", size, quote(data))
+	e, err := parseEntryLine(path, data, size+1)
+	if err == nil && e.Index != size {
+		err = lineError(path, 1, "index %d is not the master of %d servers (%d)", e.Index, size, size)
 	}
-	index, err := strconv.Atoi(f[0])
-	if err != nil || index != size {
-		return Entry{}, lineError(path, 1, "index %s is not the master of %d servers (%d)", quote([]byte(f[0])), size, size)
-	}
-	if msg := checkHost(f[1]); msg != "" {
-		return Entry{}, lineError(path, 1, "%s", msg)
-	}
-	port, err := strconv.Atoi(f[2])
-	if err != nil || port < 1 || port > 65535 {
-		return Entry{}, lineError(path, 1, "port %s out of range 1-65535", quote([]byte(f[2])))
-	}
-	return Entry{Index: index, Host: f[1], Port: port}, nil
+	return e, err
 }
 
 // writeAtomic gives readers either the old file or the complete new one:

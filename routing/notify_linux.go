@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -32,14 +31,15 @@ type inotify struct {
 
 const watchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_MODIFY | unix.IN_ONLYDIR
 
-func newInotify(ctx context.Context, path string) (notifier, error) {
+// newInotify watches for name in dir; an empty name means any file of dir.
+func newInotify(ctx context.Context, dir, name string) (notifier, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
 	// A missing directory makes this fail; Wait then polls, which also
 	// copes with the directory appearing later.
-	if _, err := unix.InotifyAddWatch(fd, filepath.Dir(path), watchMask); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, dir, watchMask); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func newInotify(ctx context.Context, path string) (notifier, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	w := &inotify{fd: fd, wake: wake, name: filepath.Base(path), buf: make([]byte, 8192)}
+	w := &inotify{fd: fd, wake: wake, name: name, buf: make([]byte, 8192)}
 	w.stop = context.AfterFunc(ctx, w.wakeUp)
 	return w, nil
 }
@@ -149,7 +149,7 @@ func (w *inotify) drain() bool {
 				// is gone and only polling can still see the file.
 				w.lose()
 				return true
-			case string(cstring(w.buf[start:end])) == w.name:
+			case w.name == "" || string(cstring(w.buf[start:end])) == w.name:
 				relevant = true
 			}
 		}

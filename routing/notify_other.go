@@ -8,6 +8,6 @@ import (
 )
 
 // newInotify fails where there is no inotify, leaving Wait to poll.
-func newInotify(ctx context.Context, path string) (notifier, error) {
+func newInotify(ctx context.Context, dir, name string) (notifier, error) {
 	return nil, errors.New("inotify is only available on Linux")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"time"
 )
 
@@ -40,25 +41,38 @@ func Wait(ctx context.Context, path string) (*Table, error) {
 		// os.Open("") fails with "not exist", which would wait forever.
 		return nil, errors.New("routing: waiting for routing file: empty path")
 	}
-	// Watch before the first read, so that a file arriving in between
+	var t *Table
+	err := waitFor(ctx, filepath.Dir(path), filepath.Base(path), "routing file "+path, func() (err error) {
+		t, err = ReadFile(path)
+		return err
+	})
+	return t, err
+}
+
+// waitFor calls try until it succeeds, fails for a reason other than a
+// missing or incomplete file, or ctx ends. It tries again whenever
+// something happens to name in dir (any file when name is empty), and at
+// least every pollInterval. what names the thing waited for in errors.
+func waitFor(ctx context.Context, dir, name, what string, try func() error) error {
+	// Watch before the first try, so that a file arriving in between
 	// cannot be missed.
 	var n notifier = pollNotifier{}
 	if useInotify {
-		if in, err := newInotify(ctx, path); err == nil {
+		if in, err := newInotify(ctx, dir, name); err == nil {
 			n = in
 		}
 	}
 	defer n.close()
 	for {
-		t, err := ReadFile(path)
+		err := try()
 		if err == nil {
-			return t, nil
+			return nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrIncomplete) {
-			return nil, err
+			return err
 		}
 		if ctx.Err() != nil {
-			return nil, &waitError{path: path, cause: context.Cause(ctx), last: err}
+			return &waitError{what: what, cause: context.Cause(ctx), last: err}
 		}
 		if beforeBlock != nil {
 			beforeBlock(err)
@@ -90,13 +104,13 @@ func (pollNotifier) wait(ctx context.Context, d time.Duration) {
 func (pollNotifier) close() {}
 
 type waitError struct {
-	path  string
-	cause error // why the context ended
-	last  error // why the file was not usable at that point
+	what  string // what was waited for
+	cause error  // why the context ended
+	last  error  // why it was not ready at that point
 }
 
 func (e *waitError) Error() string {
-	return fmt.Sprintf("waiting for routing file %s: %v: %s", e.path, e.cause, missing(e.last))
+	return fmt.Sprintf("waiting for %s: %v: %s", e.what, e.cause, missing(e.last))
 }
 
 func (e *waitError) Unwrap() []error { return []error{e.cause, e.last} }

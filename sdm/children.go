@@ -126,6 +126,13 @@ func (n *Node) forwardEvents(c *child, m *wire.Message, to *batcher) {
 }
 
 func (n *Node) childReply(c *child, m *wire.Message) {
+	if m.ID == shutdownID {
+		select {
+		case n.quitAcks <- c.index:
+		default:
+		}
+		return
+	}
 	n.mu.Lock()
 	cl := n.calls[m.ID]
 	n.mu.Unlock()

@@ -116,9 +116,12 @@ func (n *Node) settle(cl *call, update func(*call)) {
 	n.events.flush()
 	n.output.flush()
 	n.sendUp(cl.reply(), (*wire.Link).Send)
-	if cl.op == wire.OpQuit {
-		// The link closes after the answer, which lets Run return and
-		// tells the parent this node is done.
+	if cl.op == wire.OpQuit && n.self.Empty() {
+		// The master hangs up on the front end after the answer, which
+		// tells it everything has been sent. The servers stay until their
+		// parents hang up, top down: none exits before every rank has
+		// answered (a launcher such as mpiexec may tear a job down as soon
+		// as one of its processes ends).
 		n.up.Close()
 	}
 }

@@ -55,8 +55,12 @@ type Config struct {
 }
 
 // quitWait bounds how long a node that is told to stop waits for its
-// children to stop first.
+// children to answer the quit it sends them.
 const quitWait = 2 * time.Second
+
+// shutdownID is the id of the quit a stopping node sends its children; the
+// front end's ids count up from 1 and never reach it.
+const shutdownID = ^uint64(0)
 
 // DefaultEventWindow is the default Config.EventWindow.
 const DefaultEventWindow = 10 * time.Millisecond
@@ -77,7 +81,8 @@ type Node struct {
 
 	mu       sync.Mutex
 	calls    map[uint64]*call
-	quitting bool // the session is ending: lost children are expected
+	quitting bool     // the session is ending: lost children are expected
+	quitAcks chan int // children's answers to a stopping node's quit
 }
 
 // child is the slot of one child in the tree, connected or not.
@@ -120,6 +125,7 @@ func New(cfg Config) (*Node, error) {
 		upReady:  make(chan struct{}),
 		stopped:  make(chan struct{}),
 		calls:    make(map[uint64]*call),
+		quitAcks: make(chan int, len(kids)),
 	}
 	if n.log == nil {
 		n.log = log.New(io.Discard, "", 0)
@@ -233,19 +239,33 @@ func (n *Node) shutdown(graceful bool) {
 		if c.link != nil {
 			links = append(links, c.link)
 			if graceful {
-				c.link.Send(&wire.Message{Kind: wire.KindCommand, Op: wire.OpQuit, Ranks: c.ranks, Timeout: quitWait})
+				c.link.Send(&wire.Message{Kind: wire.KindCommand, ID: shutdownID, Op: wire.OpQuit, Ranks: c.ranks, Timeout: quitWait})
 			}
 		}
 	}
 	n.mu.Unlock()
-	// A child that quits closes its link once its own subtree has; closing
-	// ours first could cut off the quit it has not read yet.
+	// Closing the links before the children have read the quit would make
+	// them fail instead of stopping: wait for their answers.
 	if graceful {
-		deadline := time.After(quitWait)
+		// A child that is gone (its link closed) will not answer.
+		gone := make(chan struct{}, len(links))
 		for _, l := range links {
+			go func() {
+				select {
+				case <-l.Done():
+					gone <- struct{}{}
+				case <-time.After(quitWait):
+				}
+			}()
+		}
+		deadline := time.After(quitWait)
+	acks:
+		for range links {
 			select {
-			case <-l.Done():
+			case <-n.quitAcks:
+			case <-gone:
 			case <-deadline:
+				break acks
 			}
 		}
 	}
@@ -271,7 +291,13 @@ func (n *Node) sendUp(m *wire.Message, send func(*wire.Link, *wire.Message) erro
 		return
 	}
 	if err := send(n.up, m); err != nil {
-		n.log.Printf("send %s %s to parent: %v", m.Kind, m.Op, err)
+		n.mu.Lock()
+		quitting := n.quitting
+		n.mu.Unlock()
+		// At the end the parent may hang up first: no news.
+		if !quitting {
+			n.log.Printf("send %s %s to parent: %v", m.Kind, m.Op, err)
+		}
 	}
 }
 

@@ -80,7 +80,7 @@ func startTree(t testing.TB, n, fanout int, program string, args ...string) *tre
 	}
 	tt.session = s
 	t.Cleanup(tt.stop)
-	if err := s.WaitConnected(ctx); err != nil {
+	if err := s.WaitConnected(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	start := wire.MustEncode(wire.Start{Program: program, Args: args})

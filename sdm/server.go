@@ -17,10 +17,14 @@ import (
 // [--server=ID]` starts one.
 type ServerOptions struct {
 	Index       int    // this server's rank
-	RoutingFile string // the shared routing file; waited for
-	Fanout      int    // tree shape, the same for every server (routing.Tree)
-	// Listener, when set, is an inherited listening socket to use instead
-	// of binding the port of our entry in the routing file.
+	RoutingFile string // the shared routing file, and beside it the master file
+	// Routes returns the routing table, waiting for it as long as ctx
+	// allows (routing.Wait on RoutingFile when nil).
+	Routes func(ctx context.Context) (*routing.Table, error)
+	Fanout int // tree shape, the same for every server (routing.Tree)
+	// Listener, when set, is the listening socket to use (inherited, or
+	// bound before publishing it) instead of binding the port of our entry
+	// in the routing file.
 	Listener net.Listener
 	// NewBackend creates the backend once the job size is known.
 	NewBackend func(backend.Config) (backend.Backend, error)
@@ -35,8 +39,12 @@ type ServerOptions struct {
 // Serve runs a rank server: it waits for the routing file, listens for its
 // children, connects to its parent and serves until the session ends.
 func Serve(ctx context.Context, o ServerOptions) error {
+	routes := o.Routes
+	if routes == nil {
+		routes = func(ctx context.Context) (*routing.Table, error) { return routing.Wait(ctx, o.RoutingFile) }
+	}
 	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
-	table, err := routing.Wait(waitCtx, o.RoutingFile)
+	table, err := routes(waitCtx)
 	cancel()
 	if err != nil {
 		return err

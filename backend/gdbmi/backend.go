@@ -33,7 +33,10 @@ type Backend struct {
 	term   *terminal
 	out    *output
 	state  wire.State
-	pid    int // the program's process, while there is one
+	// reported counts the states gdb reported, so that a command that set
+	// the program going can tell whether gdb has said anything since.
+	reported int
+	pid      int // the program's process, while there is one
 	closed bool
 }
 
@@ -159,16 +162,12 @@ func (b *Backend) halt() ([]byte, error) {
 	return wire.Encode(state)
 }
 
-// setState records the process state; it returns false when nothing
-// changed.
-func (b *Backend) setState(st wire.State) bool {
+// setState records the process state as gdb reported it.
+func (b *Backend) setState(st wire.State) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state == st {
-		return false
-	}
 	b.state = st
-	return true
+	b.reported++
 }
 
 // queue is the FIFO of commands waiting for gdb: unbounded, so that Do

@@ -15,9 +15,8 @@ func (b *Backend) watch(g *GDB) {
 	for r := range g.Async() {
 		switch {
 		case r.Type == Exec && r.Class == "running":
-			if b.setState(wire.State{State: wire.StateRunning}) {
-				b.emit(wire.EventRunning, nil)
-			}
+			b.setState(wire.State{State: wire.StateRunning})
+			b.emit(wire.EventRunning, nil)
 		case r.Type == Exec && r.Class == "stopped":
 			b.stopped(r.Results)
 		case r.Type == Notify && r.Class == "thread-group-started":
@@ -78,6 +77,7 @@ func (b *Backend) exited(st wire.State) {
 	already := b.state.State == wire.StateExited
 	if !already {
 		b.state, b.pid = st, 0
+		b.reported++
 	}
 	b.mu.Unlock()
 	if !already {

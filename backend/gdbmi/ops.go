@@ -404,12 +404,24 @@ func program(name, dir string) (string, error) {
 }
 
 // resume runs a command that sets the program going; the stop that ends
-// it arrives as an event.
+// it arrives as an event. gdb answers ^running before its *running record
+// reaches the watcher: unless gdb has reported something since (the
+// running, or even the stop), the state is set to running here, so that a
+// status asked right after this answer does not see the old stop.
 func (b *Backend) resume(run func(string) (Record, string, error), cmd string) ([]byte, error) {
+	b.mu.Lock()
+	reported := b.reported
+	b.mu.Unlock()
 	if _, _, err := run(cmd); err != nil {
 		return nil, err
 	}
-	return wire.Encode(wire.State{State: wire.StateRunning})
+	running := wire.State{State: wire.StateRunning}
+	b.mu.Lock()
+	if b.reported == reported {
+		b.state = running
+	}
+	b.mu.Unlock()
+	return wire.Encode(running)
 }
 
 func breakInsert(run func(string) (Record, string, error), br wire.Break) ([]byte, error) {

@@ -51,7 +51,10 @@ flags:
 
 func runDebug(args []string) error {
 	fs := pflag.NewFlagSet("sdm debug", pflag.ContinueOnError)
-	rmName := fs.String("rm", "local", "resource manager that starts the job: local (this machine)")
+	rmName := fs.String("rm", "local", "resource manager that starts the job: local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe), or auto")
+	launcherPath := fs.String("launcher", "", "the resource manager's launcher program, instead of the one in $PATH (such as /opt/ompi/bin/mpirun)")
+	var launcherArgs []string
+	fs.StringArrayVar(&launcherArgs, "launcher-arg", nil, "an argument for the launcher, before the server command (repeatable; such as --launcher-arg=--oversubscribe)")
 	size := fs.IntP("np", "n", 1, "number of ranks")
 	backendName := fs.String("backend", "gdb", "debugger behind every rank: gdb, or sim (no real program: simulated stacks named ring, hang or groups K)")
 	batch := fs.String("batch", "", "run the commands in FILE, then quit")
@@ -81,8 +84,10 @@ func runDebug(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	dir, _ := os.Getwd()
 	s, err := launcher.Launch(ctx, launcher.Options{
 		RM: *rmName, Size: *size, Fanout: *fanout, Debugger: debugger,
+		Program: fs.Arg(0), Dir: dir, Launcher: *launcherPath, LauncherArgs: launcherArgs,
 		ConnectTimeout: *connect, Log: log.New(os.Stderr, "sdm: ", 0),
 	})
 	if err != nil {

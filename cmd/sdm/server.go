@@ -66,6 +66,8 @@ func runServer(args []string) error {
 	fanout := fs.Int("fanout", 0, "tree shape: 0 for PTP's binomial tree, K >= 2 for a K-ary tree; the same for every server")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the routing file, the parent and the front end")
 	window := fs.Duration("event_window", sdm.DefaultEventWindow, "how long a node holds events to merge them with other ranks'")
+	routesMode := fs.String("routes_from", "file", "how a server finds the routing table: file (wait for --routing_file), publish (bind any port, publish it, wait for the file the front end writes), slurm or pe (compute it from the launcher's variables)")
+	portBase := fs.Int("port_base", 0, "with --routes_from=slurm or pe: the port of each node's first server (the next ones count up)")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, serverUsage, strings.Join(routing.IndexEnv, ", "), wire.KeyEnv, fs.FlagUsages())
 	}
@@ -141,8 +143,12 @@ func runServer(args []string) error {
 	if !ok {
 		return fmt.Errorf("%s: --debugger=%s is not available (have: gdb-mi, sim)", who, *debugger)
 	}
+	routes, ln, err := routesFrom(*routesMode, index, *routingFile, *portBase, inherited)
+	if err != nil {
+		return prefixed(who, err)
+	}
 	err = sdm.Serve(ctx, sdm.ServerOptions{
-		Index: index, RoutingFile: *routingFile, Fanout: *fanout, Listener: inherited,
+		Index: index, RoutingFile: *routingFile, Routes: routes, Fanout: *fanout, Listener: ln,
 		NewBackend: func(c backend.Config) (backend.Backend, error) {
 			c.Path = *debuggerPath
 			return newBackend(c)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -29,10 +28,30 @@ const ListenFDEnv = "SDM_LISTEN_FD"
 // rather than the user for the program.
 const GOMAXPROCSEnv = "SDM_GOMAXPROCS"
 
+// Adapter is the built-in local launcher.
+type Adapter struct{}
+
+// Name implements rm.Adapter.
+func (Adapter) Name() string { return "local" }
+
+// Launcher implements rm.Adapter: none, sdm starts the processes itself.
+func (Adapter) Launcher() string { return "" }
+
+// Routes implements rm.Adapter: the adapter writes the routing file.
+func (Adapter) Routes() string { return "file" }
+
+// StartsMaster implements rm.Adapter.
+func (Adapter) StartsMaster() bool { return true }
+
+// Start implements rm.Adapter.
+func (Adapter) Start(spec rm.Spec) (rm.Job, error) { return Start(spec) }
+
 // Job is a running local job.
 type Job struct {
 	procs []*proc
 	dir   string
+	done  chan struct{}
+	err   error
 }
 
 type proc struct {
@@ -41,18 +60,14 @@ type proc struct {
 	cmd  *exec.Cmd
 }
 
-// LogName is the file in the session directory that collects the standard
-// error of every server and of the master; each line names its writer.
-// One file rather than one per rank, because creating a thousand files
-// costs more than starting the thousand servers.
-const LogName = "servers.log"
-
 // starters is how many processes are started at once: fork and exec wait
 // on the kernel, and two in flight keep both cores of a small node busy.
 const starters = 2
 
 // Start writes the routing file and the master file into spec.Dir and
-// starts the master and spec.Size servers, their standard error in LogName.
+// starts the master and spec.Size servers, their standard error in one
+// file, spec.LogFile(): creating a thousand files costs more than starting
+// the thousand servers.
 func Start(spec rm.Spec) (*Job, error) {
 	if spec.Size < 1 {
 		return nil, fmt.Errorf("local: need at least one rank, got %d", spec.Size)
@@ -91,24 +106,25 @@ func Start(spec rm.Spec) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: session address %q: %w", spec.Client, err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(spec.Dir, LogName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logFile, err := os.OpenFile(spec.LogFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	defer logFile.Close()
 
-	common := []string{"--routing_file=" + spec.RoutingFile(), "--fanout=" + strconv.Itoa(spec.Fanout), "--key-file=" + spec.KeyFile}
+	server := spec.ServerCommand("file")[1:]
 	// procs[i] is rank i; the master is procs[Size].
-	job := &Job{procs: make([]*proc, spec.Size+1), dir: spec.Dir}
+	job := &Job{procs: make([]*proc, spec.Size+1), dir: spec.Dir, done: make(chan struct{})}
 	launch := func(i int) error {
 		if i == spec.Size {
-			args := append(common, "--master", "--host="+host, "--port="+port)
+			args := []string{"--master", "--host=" + host, "--port=" + port, "--routing_file=" + spec.RoutingFile(),
+				"--key-file=" + spec.KeyFile, "--fanout=" + strconv.Itoa(spec.Fanout)}
 			p, err := startProc(spec, "master", logFile, listeners[i], args)
 			job.procs[i] = p
 			return err
 		}
 		r := strconv.Itoa(i)
-		args := append(append(append([]string{}, common...), "--server="+r), spec.ServerArgs...)
+		args := append(append([]string{}, server...), "--server="+r)
 		p, err := startProc(spec, "rank "+r, logFile, listeners[i], args)
 		job.procs[i] = p
 		return err
@@ -126,6 +142,7 @@ func Start(spec rm.Spec) (*Job, error) {
 		}()
 	}
 	wg.Wait()
+	go job.wait()
 	if err := errors.Join(errs...); err != nil {
 		job.Cancel()
 		job.Wait()
@@ -170,9 +187,17 @@ func (j *Job) Process(rank int) *os.Process {
 	return j.procs[rank].cmd.Process
 }
 
-// Wait implements rm.Job: it waits for every process and reports each that
-// failed, with the log that tells why.
+// Done implements rm.Job.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Wait implements rm.Job: it reports each process that failed, with the
+// log that tells why.
 func (j *Job) Wait() error {
+	<-j.done
+	return j.err
+}
+
+func (j *Job) wait() {
 	errs := make([]error, len(j.procs))
 	var wg sync.WaitGroup
 	for i, p := range j.procs {
@@ -188,7 +213,8 @@ func (j *Job) Wait() error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	j.err = errors.Join(errs...)
+	close(j.done)
 }
 
 // Cancel implements rm.Job: SIGTERM to every process, SIGKILL to those
@@ -201,7 +227,7 @@ func (j *Job) Cancel() {
 	}
 	// Kill after a grace period is safe even for processes that exited:
 	// os.Process refers to them by pidfd, never by a recycled pid.
-	time.AfterFunc(3*time.Second, func() {
+	time.AfterFunc(rm.Grace, func() {
 		for _, p := range j.procs {
 			if p != nil {
 				p.cmd.Process.Kill()

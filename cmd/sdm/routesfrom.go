@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/sdm-hpc/sdm/master"
+	"github.com/sdm-hpc/sdm/rm/pe"
+	"github.com/sdm-hpc/sdm/rm/slurm"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/sdm"
+)
+
+// routesFrom returns how a rank server finds its routing table (the
+// --routes_from modes) and, for publish, the listener it bound. mode is
+// one of:
+//
+//	file     wait for the routing file (PTP's way; the default)
+//	publish  bind any free port, publish it, wait for the routing file the
+//	         front end writes from every server's entry
+//	slurm    compute it from SLURM's variables (rank 0 writes it for the master)
+//	pe       compute it from POE's variables and host list (likewise)
+func routesFrom(mode string, index int, routingFile string, portBase int, inherited net.Listener) (func(context.Context) (*routing.Table, error), net.Listener, error) {
+	wait := func(ctx context.Context) (*routing.Table, error) { return routing.Wait(ctx, routingFile) }
+	computed := func(compute func() (*routing.Table, error)) func(context.Context) (*routing.Table, error) {
+		return func(context.Context) (*routing.Table, error) {
+			table, err := compute()
+			if err != nil {
+				return nil, err
+			}
+			if index == 0 {
+				// The master, started by the front end, reads it.
+				if err := routing.WriteFile(routingFile, table); err != nil {
+					return nil, err
+				}
+			}
+			return table, nil
+		}
+	}
+	switch mode {
+	case "file":
+		return wait, inherited, nil
+	case "publish":
+		ln := inherited
+		if ln == nil {
+			var err error
+			if ln, err = sdm.ListenPort(0); err != nil {
+				return nil, nil, err
+			}
+		}
+		host, err := publicHost()
+		if err != nil {
+			ln.Close()
+			return nil, nil, err
+		}
+		entry := routing.Entry{Index: index, Host: host, Port: ln.Addr().(*net.TCPAddr).Port}
+		if err := routing.Publish(routingFile, entry); err != nil {
+			ln.Close()
+			return nil, nil, err
+		}
+		return wait, ln, nil
+	case "slurm", "pe":
+		if portBase < 1 || portBase > 65535 {
+			return nil, nil, fmt.Errorf("--routes_from=%s needs --port_base", mode)
+		}
+		if mode == "slurm" {
+			return computed(func() (*routing.Table, error) { return slurm.Routes(os.LookupEnv, portBase) }), inherited, nil
+		}
+		dir, _ := os.Getwd()
+		return computed(func() (*routing.Table, error) { return pe.Routes(os.LookupEnv, dir, portBase) }), inherited, nil
+	}
+	return nil, nil, fmt.Errorf("--routes_from=%s: want file, publish, slurm or pe", mode)
+}
+
+// publicHost is the name other hosts reach this one by: $SDM_MASTER_HOST
+// where the machine's own name does not resolve, else the host name.
+func publicHost() (string, error) {
+	if h := os.Getenv(master.HostEnv); h != "" {
+		return h, nil
+	}
+	return os.Hostname()
+}

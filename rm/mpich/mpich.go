@@ -1,0 +1,35 @@
+// Package mpich starts debug servers with MPICH's mpiexec (Hydra). Like
+// mpirun, mpiexec does not say where the ranks go: the servers publish
+// their own addresses and the front end helps the launch.
+package mpich
+
+import (
+	"strconv"
+
+	"github.com/sdm-hpc/sdm/rm"
+)
+
+// Adapter is the MPICH adapter.
+type Adapter struct{}
+
+// Name implements rm.Adapter.
+func (Adapter) Name() string { return "mpich" }
+
+// Launcher implements rm.Adapter: Hydra's mpiexec, under the names Debian
+// gives it beside Open MPI's.
+func (Adapter) Launcher() string {
+	return rm.FindProgram("mpiexec.hydra", "mpiexec.mpich", "mpiexec")
+}
+
+// Routes implements rm.Adapter.
+func (Adapter) Routes() string { return "publish" }
+
+// StartsMaster implements rm.Adapter.
+func (Adapter) StartsMaster() bool { return false }
+
+// Start implements rm.Adapter: mpiexec -n N [args] sdm ….
+func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
+	argv := []string{spec.Program(a.Launcher()), "-n", strconv.Itoa(spec.Size)}
+	argv = append(append(argv, spec.LauncherArgs...), spec.ServerCommand(a.Routes())...)
+	return rm.StartProcess(argv, spec.Env, spec.LogFile())
+}

@@ -1,0 +1,117 @@
+package rm
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Grace is how long a cancelled job has between SIGTERM and SIGKILL.
+const Grace = 3 * time.Second
+
+// Process is a job run by one launcher process (mpirun, mpiexec, srun,
+// poe) that starts all the servers.
+type Process struct {
+	name string
+	cmd  *exec.Cmd
+	tail tail
+	done chan struct{}
+	err  error
+}
+
+// StartProcess runs argv (the launcher and its arguments) with env added
+// to ours, in a process group of its own so that Cancel reaches whatever
+// it started and a ^C at the terminal does not. Its output is appended to
+// the file logPath; the end of its standard error is kept for the error
+// message.
+func StartProcess(argv, env []string, logPath string) (*Process, error) {
+	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{name: argv[0], done: make(chan struct{})}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout = log
+	p.cmd.Stderr = io.MultiWriter(log, &p.tail)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		log.Close()
+		if err != nil {
+			if msg := p.tail.String(); msg != "" {
+				err = fmt.Errorf("%s: %v:\n%s", p.name, err, msg)
+			} else {
+				err = fmt.Errorf("%s: %v", p.name, err)
+			}
+		}
+		p.err = err
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Done implements Job.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait implements Job.
+func (p *Process) Wait() error {
+	<-p.done
+	return p.err
+}
+
+// Cancel implements Job.
+func (p *Process) Cancel() {
+	pgid := p.cmd.Process.Pid
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-p.done:
+		case <-time.After(Grace):
+		}
+		// The group may outlive the launcher: finish what it left.
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}()
+}
+
+// tail keeps the last lines written to it: the launcher's last words.
+type tail struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+const tailBytes = 4096
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.Write(p)
+	if t.buf.Len() > 2*tailBytes {
+		keep := t.buf.Bytes()[t.buf.Len()-tailBytes:]
+		t.buf = *bytes.NewBuffer(append([]byte(nil), keep...))
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	text := t.buf.String()
+	if len(text) > tailBytes {
+		text = text[len(text)-tailBytes:]
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = text[i+1:]
+		}
+	}
+	return strings.TrimSpace(text)
+}
