@@ -113,6 +113,12 @@ func init() {
 		// The console itself.
 		{name: "focus", usage: "focus SET", help: "make SET the ranks that commands without [SET] go to",
 			run: runFocus},
+		{name: "defset", usage: "defset NAME SET", help: "name a rank set, for [NAME] and focus NAME (defset workers 1-63)",
+			run: runDefset},
+		{name: "undefset", usage: "undefset NAME", help: "forget a named rank set",
+			run: runUndefset},
+		{name: "sets", usage: "sets", help: "the named rank sets and the focus",
+			run: runSets},
 		{name: "help", usage: "help [COMMAND]", help: "list the commands, or explain one",
 			run: runHelp},
 		{name: "quit", aliases: []string{"q", "exit"}, usage: "quit", help: "end the session and the job",

@@ -27,6 +27,7 @@ type Options struct {
 	JSON    bool          // print JSON objects instead of text
 	Timeout time.Duration // how long a command waits for its ranks (default 30 s)
 	Window  time.Duration // how long events are gathered to merge them (default 100 ms)
+	Color   bool          // colour the text (for a terminal)
 }
 
 // DefaultWindow is the default Options.Window: PTP's aggregation window.
@@ -45,6 +46,8 @@ type Console struct {
 	syncDone    chan struct{}      // closed when it has
 	holds       int                // waits in progress: events are held for them
 	focus       wire.RankSet
+	sets        map[string]wire.RankSet // named rank sets (defset)
+	failed      bool                    // some rank answered some command with a failure
 }
 
 // New returns a console on s printing to out, focused on all ranks.
@@ -55,7 +58,8 @@ func New(s *client.Session, out io.Writer, opts Options) *Console {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
-	c := &Console{s: s, opts: opts, out: out, focus: wire.All(s.Size()), changed: make(chan struct{}), syncDone: make(chan struct{})}
+	c := &Console{s: s, opts: opts, out: out, focus: wire.All(s.Size()), changed: make(chan struct{}),
+		syncDone: make(chan struct{}), sets: make(map[string]wire.RankSet)}
 	c.syncReq, c.requestSync = context.WithCancel(context.Background())
 	return c
 }
@@ -294,21 +298,6 @@ func (c *Console) prefix(line string) (wire.RankSet, string, error) {
 	}
 	ranks, err := c.parseSet(line[1:end])
 	return ranks, line[end+1:], err
-}
-
-// parseSet reads a rank set, or "all".
-func (c *Console) parseSet(text string) (wire.RankSet, error) {
-	if strings.TrimSpace(text) == "all" {
-		return wire.All(c.s.Size()), nil
-	}
-	ranks, err := wire.ParseRankSet(text)
-	if err != nil {
-		return ranks, usageError("%v", err)
-	}
-	if outside := ranks.Minus(wire.All(c.s.Size())); !outside.Empty() {
-		return ranks, usageError("ranks %v are not in this job (ranks 0-%d)", outside, c.s.Size()-1)
-	}
-	return ranks, nil
 }
 
 // sendQuiet runs op on ranks and prints only the answers that failed.

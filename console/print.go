@@ -44,6 +44,11 @@ func (c *Console) note(what string, ranks wire.RankSet) {
 // printReply prints one group of answers to op; expr is what print
 // evaluated, to show beside the value.
 func (c *Console) printReply(op, expr string, g wire.Group) {
+	if g.Status != wire.StatusOK {
+		c.mu.Lock()
+		c.failed = true
+		c.mu.Unlock()
+	}
 	value, lines := describe(op, g)
 	if op == wire.OpPrint && g.Status == wire.StatusOK {
 		lines[0] = expr + " = " + lines[0]
@@ -60,7 +65,15 @@ func (c *Console) printReply(op, expr string, g wire.Group) {
 		c.emit(obj)
 		return
 	}
-	c.println(block(g.Ranks, lines))
+	c.println(c.block(g.Ranks, g.Status != wire.StatusOK, lines))
+}
+
+// Failed reports whether some rank answered some command with an error,
+// a timeout or a loss: what the exit status of a script tells.
+func (c *Console) Failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed
 }
 
 // printEvent prints one piece of news from the tree.
@@ -74,17 +87,32 @@ func (c *Console) printEvent(ev client.Event) {
 		c.emit(obj)
 		return
 	}
-	c.println(block(ev.Group.Ranks, lines))
+	bad := ev.Group.Status != wire.StatusOK || ev.Op == wire.EventLost || ev.Op == wire.EventError
+	c.println(c.block(ev.Group.Ranks, bad, lines))
 }
 
+// ANSI colours, used only when Options.Color says the output is a terminal.
+const (
+	cyan  = "\033[36m"
+	red   = "\033[31m"
+	reset = "\033[0m"
+)
+
 // block puts the rank set before the first line and lines the others up
-// under it.
-func block(ranks wire.RankSet, lines []string) string {
+// under it; in colour, the rank set is cyan and a failure red.
+func (c *Console) block(ranks wire.RankSet, bad bool, lines []string) string {
 	prefix := "[" + ranks.String() + "] "
 	indent := strings.Repeat(" ", len(prefix))
 	for i := range lines {
+		if c.opts.Color && bad {
+			lines[i] = red + lines[i] + reset
+		}
 		if i == 0 {
-			lines[i] = prefix + lines[i]
+			if c.opts.Color {
+				lines[i] = cyan + prefix + reset + lines[i]
+			} else {
+				lines[i] = prefix + lines[i]
+			}
 		} else {
 			lines[i] = indent + lines[i]
 		}

@@ -225,8 +225,8 @@ func TestGDBKilledUnderServer(t *testing.T) {
 func TestConsoleInputErrors(t *testing.T) {
 	input := "frobnicate\n[9-3] where\n[5] where\n[0-1] where\nprint\nbreak\nframe x\nx\n[0 status\nwhere\n"
 	out, stderr, code := run(t, input, "debug", "-n", "2", "--backend", "sim", "--", "ring")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 for commands typed wrong: %s", code, stderr)
 	}
 	for _, want := range []string{
 		`unknown command "frobnicate"`, "range ends before it starts", "ranks 5 are not in this job",
@@ -237,8 +237,8 @@ func TestConsoleInputErrors(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	if n := strings.Count(strings.TrimSpace(stderr), "\n") + 1; n != 8 {
-		t.Errorf("%d lines of errors for 8 bad commands:\n%s", n, stderr)
+	if n := strings.Count(strings.TrimSpace(stderr), "\n") + 1; n != 9 {
+		t.Errorf("%d lines of errors for 8 bad commands and the summary:\n%s", n, stderr)
 	}
 	// The good commands after the bad ones ran.
 	if strings.Count(out, "MPI_Send at send.c:110") != 2 {
@@ -287,7 +287,6 @@ delete 3
 halt
 continue
 wait
-kill
 help break
 focus 0
 status
@@ -322,14 +321,15 @@ quit
 		`[0-1] Line 14 of "examples/plain/plain.c"`,
 		"[0-1] done,depth=\"1\"\n",
 		"[0] hello from rank 0 of 2: 12\n",
-		"[0-1] exited with code 0\n",
-		"[0-1] error: The program is not being run.\n",
 		"[SET] break LOCATION [if COND]\n",
 		"focus [0]\n[0] exited with code 0\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	if exited := ranksOf(out, " exited with code 0"); !exited.Equal(wire.All(2)) {
+		t.Errorf("exits reported for ranks %v, want 0-1", exited)
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s", out)

@@ -22,7 +22,9 @@ var sdmBin string
 func TestMain(m *testing.M) {
 	// SDM_TEST_BINARY runs the tests against a given build, for profiling.
 	if sdmBin = os.Getenv("SDM_TEST_BINARY"); sdmBin != "" {
-		os.Exit(m.Run())
+		code := m.Run()
+		testenv.StopSLURM()
+		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "sdm-bin-")
 	if err != nil {
@@ -38,6 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	testenv.StopSLURM()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

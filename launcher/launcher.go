@@ -25,6 +25,10 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
+// SessionEnv names the session directory in the environment of every
+// process of a session.
+const SessionEnv = "SDM_SESSION"
+
 // Options describe a debug job to launch.
 type Options struct {
 	RM       string // resource manager: local (default), openmpi, mpich, slurm, pe or auto
@@ -119,6 +123,9 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		Size: o.Size, Fanout: o.Fanout, SDM: o.SDM, Dir: dir, KeyFile: keyFile,
 		Client: ln.Addr().String(), ServerArgs: serverArgs,
 		Launcher: o.Launcher, LauncherArgs: o.LauncherArgs,
+		// Every process of the session, down to gdb and the program,
+		// carries the session in its environment: that finds strays.
+		Env: []string{SessionEnv + "=" + dir},
 	}
 	if r := adapter.Routes(); r != "file" && r != "publish" {
 		// Servers that compute their routes take ports from here up.
@@ -183,13 +190,10 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 
 // accept waits for the master to connect and for every rank to join.
 func accept(ctx context.Context, ln *client.Listener, size int, masterStarted <-chan error, progress func(Progress)) (*client.Session, error) {
-	select {
-	case err := <-masterStarted:
-		if err != nil {
-			return nil, err
-		}
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the servers: %w", context.Cause(ctx))
+	// Whatever starts the master gives up when ctx ends, with a more
+	// precise reason (which servers did not publish) than ctx's own.
+	if err := <-masterStarted; err != nil {
+		return nil, err
 	}
 	cs, err := ln.Accept(ctx, size)
 	if err != nil {

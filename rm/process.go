@@ -61,6 +61,9 @@ func StartProcess(argv, env []string, logPath string) (*Process, error) {
 	return p, nil
 }
 
+// Pid is the launcher's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Done implements Job.
 func (p *Process) Done() <-chan struct{} { return p.done }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/launcher"
@@ -25,45 +23,52 @@ const debugUsage = `usage: sdm debug [flags] -- PROGRAM [ARGS...]
 Starts PROGRAM as an N-rank job with a debug server (and a gdb) beside every
 rank, waits until all have joined the tree, loads the program, and runs
 debugger commands on any set of ranks. Commands come from -e (in order),
-then --batch FILE; without either, from the terminal. Each answer is printed
-once per distinct value, with the ranks that gave it first:
+then --batch FILE; without either, from the terminal (with line editing,
+history in ~/.sdm_history, and tab completion). Each answer is printed once
+per distinct value, with the ranks that gave it first:
 
   [0-6] stopped in MPI_Recv at recv.c:64 (breakpoint 1)
   [7] stopped in compute at hang.c:15 (SIGINT)
 
 examples:
-  sdm debug -n 8 -- ./plain                                   # interactive
+  sdm debug -n 8 -- ./plain                                  # interactive, on this machine
   sdm debug -n 8 -e 'break compute' -e run -e wait -e 'print value' -- ./plain
-  sdm debug -n 16 --json --batch cmds.txt -- ./plain 5
-  sdm debug -n 64 --backend sim -e stacks -- hang              # no gdb: simulated stacks
+  sdm debug --rm openmpi -n 16 --launcher-arg=--oversubscribe -- ./ring
+  sdm debug --rm slurm -n 64 --launcher-arg=--mpi=pmix -- ./ring  # inside an allocation
+  sdm debug --rm auto -n 8 --json --batch cmds.txt -- ./ring
+  sdm debug -n 64 --backend sim -e stacks -- hang             # no gdb: simulated stacks
 
-Every command may start with a rank set ([0-3,7], [all]); type help for the
-list: run, continue, next, step, finish, halt, kill, wait, status, break,
-tbreak, watch, delete, enable, disable, condition, ignore, breakpoints,
-where, stacks, frame, print, ptype, locals, args, globals, threads, thread,
-x, poke, signals, handle, gdb, focus, quit.
+Every command may start with a rank set ([0-3,7], [all], or a name given
+with defset); type help for the list: run, continue, next, step, finish,
+halt, kill, wait, status, break, tbreak, watch, delete, enable, disable,
+condition, ignore, breakpoints, where, stacks, frame, print, ptype, locals,
+args, globals, threads, thread, x, poke, signals, handle, gdb, focus,
+defset, sets, quit.
 
-A command typed wrong is reported on one line and the rest go on; the exit
-status is 0 when everything ran, 1 when something failed, 2 for bad flags.
+Exit status: 0 when every command ran and every rank answered it without
+error; 1 when some rank answered with an error, timed out or was lost, or
+the session failed; 2 when a flag or a command was typed wrong (the other
+commands still run). Colour only on a terminal, and never with $NO_COLOR.
 
 flags:
 %s`
 
 func runDebug(args []string) error {
 	fs := pflag.NewFlagSet("sdm debug", pflag.ContinueOnError)
-	rmName := fs.String("rm", "local", "resource manager that starts the job: local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe), or auto")
-	launcherPath := fs.String("launcher", "", "the resource manager's launcher program, instead of the one in $PATH (such as /opt/ompi/bin/mpirun)")
+	rmName := fs.String("rm", "local", "who starts the job: local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe), or auto (from the environment; says which)")
+	launcherPath := fs.String("launcher", "", "the launcher program instead of the one in $PATH (--launcher=/opt/ompi/bin/mpirun)")
 	var launcherArgs []string
-	fs.StringArrayVar(&launcherArgs, "launcher-arg", nil, "an argument for the launcher, before the server command (repeatable; such as --launcher-arg=--oversubscribe)")
-	size := fs.IntP("np", "n", 1, "number of ranks")
-	backendName := fs.String("backend", "gdb", "debugger behind every rank: gdb, or sim (no real program: simulated stacks named ring, hang or groups K)")
-	batch := fs.String("batch", "", "run the commands in FILE, then quit")
+	fs.StringArrayVar(&launcherArgs, "launcher-arg", nil, "an argument for the launcher, before the server command; repeatable (--launcher-arg=--oversubscribe)")
+	size := fs.IntP("np", "n", 1, "number of ranks (-n 8)")
+	backendName := fs.String("backend", "gdb", "the debugger beside every rank: gdb, or sim, simulated stacks with no program (--backend sim -- groups 3)")
+	batch := fs.String("batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
 	var exprs []string
-	fs.StringArrayVarP(&exprs, "eval", "e", nil, "run this command (repeatable), then quit")
-	jsonOut := fs.Bool("json", false, "print one JSON object per line instead of text")
-	fanout := fs.Int("fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree")
-	timeout := fs.Duration("timeout", 30*time.Second, "how long a command waits for its ranks")
-	connect := fs.Duration("connect-timeout", 60*time.Second, "how long to wait for every rank's server to join")
+	fs.StringArrayVarP(&exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
+	jsonOut := fs.Bool("json", false, "print one JSON object per line, each with a ranks field such as \"0-2,4-7\"")
+	fanout := fs.Int("fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree (--fanout 32 for thousands of ranks)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long a command waits for its ranks (--timeout 2m)")
+	connect := fs.Duration("connect-timeout", 60*time.Second, "how long to wait for every rank's server to join (--connect-timeout 5m)")
+	verbose := fs.Bool("debug", false, "servers trace what they do into the session's log")
 	fs.Usage = func() { fmt.Fprintf(os.Stderr, debugUsage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -85,39 +90,78 @@ func runDebug(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	dir, _ := os.Getwd()
+	progress := newProgress(isTerminal(os.Stderr))
 	s, err := launcher.Launch(ctx, launcher.Options{
 		RM: *rmName, Size: *size, Fanout: *fanout, Debugger: debugger,
 		Program: fs.Arg(0), Dir: dir, Launcher: *launcherPath, LauncherArgs: launcherArgs,
-		ConnectTimeout: *connect, Log: log.New(os.Stderr, "sdm: ", 0),
+		ConnectTimeout: *connect, Debug: *verbose, Log: log.New(os.Stderr, "sdm: ", 0),
+		Progress: func(p launcher.Progress) {
+			if p.Stage == "using" && *rmName == "auto" {
+				fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
+			}
+			progress.show(p)
+		},
 	})
+	progress.clear()
 	if err != nil {
 		return err
 	}
-	con := console.New(s.Session, os.Stdout, console.Options{JSON: *jsonOut, Timeout: *timeout})
+	color := !*jsonOut && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
+	con := console.New(s.Session, os.Stdout, console.Options{JSON: *jsonOut, Timeout: *timeout, Color: color})
 	printed := make(chan struct{})
 	go func() {
 		defer close(printed)
 		con.PrintEvents(ctx)
 	}()
+	ending := make(chan struct{})
+	go watchJob(s, ending)
 
 	runErr := startProgram(ctx, s, *timeout, fs.Args())
 	if runErr == nil {
 		runErr = runCommands(ctx, con, exprs, *batch)
 	}
-	if errors.Is(runErr, console.ErrQuit) {
-		runErr = nil
-	}
-	if errors.Is(runErr, console.ErrScriptErrors) {
-		runErr = &exitError{1, runErr}
-	}
+	close(ending)
 	endErr := s.End(10 * time.Second)
 	// The session is closed now: what events remain are printed, then the
 	// event channel closes.
 	<-printed
-	return errors.Join(runErr, endErr)
+	switch {
+	case endErr != nil:
+		return errors.Join(quiet(runErr), endErr)
+	case errors.Is(runErr, console.ErrQuit) || runErr == nil:
+		if con.Failed() {
+			return &exitError{1, errors.New("some ranks answered with errors (above)")}
+		}
+		return nil
+	case errors.Is(runErr, console.ErrScriptErrors):
+		return &exitError{2, runErr}
+	}
+	return runErr
 }
 
-// startProgram has every rank start the program and fails, naming the
+// quiet drops the errors that only say how the commands ended.
+func quiet(err error) error {
+	if errors.Is(err, console.ErrQuit) || errors.Is(err, console.ErrScriptErrors) {
+		return nil
+	}
+	return err
+}
+
+// watchJob says so when the job's launcher ends before the session does:
+// the servers may go on (the tree does not depend on it), or be gone.
+func watchJob(s *launcher.Session, ending <-chan struct{}) {
+	select {
+	case <-s.Job.Done():
+		if err := s.Job.Wait(); err != nil {
+			fmt.Fprintf(os.Stderr, "sdm: the job's launcher ended: %v\n", err)
+		} else {
+			fmt.Fprintln(os.Stderr, "sdm: the job's launcher ended")
+		}
+	case <-ending:
+	}
+}
+
+// startProgram has every rank load the program and fails, naming the
 // ranks, if any cannot.
 func startProgram(ctx context.Context, s *launcher.Session, timeout time.Duration, argv []string) error {
 	dir, _ := os.Getwd()
@@ -139,22 +183,16 @@ func startProgram(ctx context.Context, s *launcher.Session, timeout time.Duratio
 }
 
 // runCommands runs -e commands and the batch file, or else the terminal.
-// A command typed wrong is reported and the rest still run; the exit
-// status then says that something was wrong.
+// A command typed wrong is reported and the rest still run.
 func runCommands(ctx context.Context, con *console.Console, exprs []string, batch string) error {
 	complain := func(err error) { fmt.Fprintln(os.Stderr, "sdm:", err) }
-	var script strings.Builder
-	for _, e := range exprs {
-		script.WriteString(e + "\n")
-	}
+	var failed error
 	if len(exprs) > 0 {
-		err := con.RunScript(ctx, strings.NewReader(script.String()), "-e", complain)
+		err := con.RunScript(ctx, strings.NewReader(strings.Join(exprs, "\n")), "-e", complain)
 		if err != nil && !errors.Is(err, console.ErrScriptErrors) {
 			return err
 		}
-		if batch == "" {
-			return err
-		}
+		failed = err
 	}
 	if batch != "" {
 		f, err := os.Open(batch)
@@ -162,29 +200,12 @@ func runCommands(ctx context.Context, con *console.Console, exprs []string, batc
 			return err
 		}
 		defer f.Close()
-		return con.RunScript(ctx, f, batch, complain)
+		if err := con.RunScript(ctx, f, batch, complain); err != nil {
+			return err
+		}
+	}
+	if len(exprs) > 0 || batch != "" {
+		return failed
 	}
 	return interactive(ctx, con)
-}
-
-// interactive reads commands from standard input until quit or end of
-// input; errors are shown and the session goes on.
-func interactive(ctx context.Context, con *console.Console) error {
-	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
-	tty := err == nil
-	in := bufio.NewScanner(os.Stdin)
-	for {
-		if tty {
-			fmt.Print("(sdm) ")
-		}
-		if !in.Scan() {
-			return in.Err()
-		}
-		if err := con.Exec(ctx, in.Text()); err != nil {
-			if errors.Is(err, console.ErrQuit) {
-				return err
-			}
-			fmt.Fprintln(os.Stderr, "error:", err)
-		}
-	}
 }

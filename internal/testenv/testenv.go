@@ -120,3 +120,58 @@ func Child(t testing.TB, parent int, name string) int {
 	t.Fatalf("process %d has no %s child", parent, name)
 	return 0
 }
+
+var (
+	slurmOnce    sync.Once
+	slurmConf    string
+	slurmErr     error
+	slurmStarted string // the BASE of a cluster these tests started
+)
+
+// SLURM makes sure a local SLURM cluster answers (scripts/slurm-local.sh)
+// and returns its SLURM_CONF: the one in the environment or the script's
+// default one when it answers, else one started for these tests, which
+// StopSLURM stops.
+func SLURM(t testing.TB) string {
+	t.Helper()
+	RequireTool(t, "srun")
+	RequireTool(t, "slurmctld", "/usr/sbin/slurmctld")
+	slurmOnce.Do(func() {
+		script := filepath.Join(repoRoot(), "scripts", "slurm-local.sh")
+		for _, conf := range []string{os.Getenv("SLURM_CONF"), "/tmp/sdm-slurm/etc/slurm.conf"} {
+			sinfo := exec.Command("sinfo", "-h")
+			sinfo.Env = append(os.Environ(), "SLURM_CONF="+conf)
+			if conf != "" && sinfo.Run() == nil {
+				slurmConf = conf
+				return
+			}
+		}
+		base, err := os.MkdirTemp("", "sdm-slurm-")
+		if err != nil {
+			slurmErr = err
+			return
+		}
+		cmd := exec.Command(script, "up")
+		cmd.Env = append(os.Environ(), "BASE="+base)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			slurmErr = fmt.Errorf("%s up: %v\n%s", script, err, out)
+			return
+		}
+		slurmConf, slurmStarted = filepath.Join(base, "etc", "slurm.conf"), base
+	})
+	if slurmErr != nil {
+		t.Fatal(slurmErr)
+	}
+	return slurmConf
+}
+
+// StopSLURM stops the cluster SLURM started, if it started one.
+func StopSLURM() {
+	if slurmStarted == "" {
+		return
+	}
+	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "slurm-local.sh"), "down")
+	cmd.Env = append(os.Environ(), "BASE="+slurmStarted)
+	cmd.Run()
+	os.RemoveAll(slurmStarted)
+}
