@@ -1,9 +1,9 @@
 package launcher
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +13,14 @@ import (
 )
 
 // Check makes sure, before anything is submitted, that what the job needs
-// is there: the sdm binary, the debugger, the resource manager's launcher
-// and the program, each an executable file. An error names the host and
-// the path.
-func Check(o Options, adapter rm.Adapter) error {
-	host, _ := os.Hostname()
+// is there, where the job runs: the sdm binary, the debugger, the resource
+// manager's launcher and the program, each an executable file. An error
+// names the host and the path.
+func Check(ctx context.Context, o Options, adapter rm.Adapter, t target) error {
+	if t.remote() {
+		return checkRemote(ctx, o, adapter, t)
+	}
+	host := t.name()
 	var errs []error
 	if err := executable(o.SDM); err != nil {
 		errs = append(errs, fmt.Errorf("on %s: the sdm binary %w", host, err))
@@ -77,4 +80,44 @@ func executable(path string) error {
 	return nil
 }
 
-func splitHostPort(addr string) (string, string, error) { return net.SplitHostPort(addr) }
+// checkRemote makes the same checks on the target, in one ssh round trip.
+func checkRemote(ctx context.Context, o Options, adapter rm.Adapter, t target) error {
+	lines := []string{
+		"test -f " + shellQuote(o.SDM) + " && test -x " + shellQuote(o.SDM) +
+			" || echo " + shellQuote("the sdm binary "+o.SDM+" does not exist or is not executable"),
+	}
+	if o.Debugger == "gdb-mi" {
+		lines = append(lines, "command -v gdb >/dev/null || echo 'gdb is not in $PATH: install gdb'")
+	}
+	if launcher := adapter.Launcher(); launcher != "" {
+		if o.Launcher != "" {
+			launcher = o.Launcher
+		}
+		if !strings.Contains(launcher, "/") {
+			lines = append(lines, "command -v "+shellQuote(launcher)+" >/dev/null || echo "+
+				shellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed or not in $PATH"))
+		} else {
+			lines = append(lines, "test -x "+shellQuote(launcher)+" || echo "+
+				shellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed"))
+		}
+	}
+	if p := o.Program; p != "" && o.Debugger == "gdb-mi" {
+		if strings.Contains(p, "/") {
+			lines = append(lines, "test -f "+shellQuote(p)+" && test -x "+shellQuote(p)+
+				" || echo "+shellQuote("the program "+p+" does not exist or is not executable"))
+		} else {
+			lines = append(lines, "command -v "+shellQuote(p)+" >/dev/null || echo "+shellQuote("the program "+p+" is not in $PATH"))
+		}
+	}
+	out, err := t.run(ctx, strings.Join(lines, "\n"), nil)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, line := range strings.Split(out, "\n") {
+		if line != "" {
+			errs = append(errs, fmt.Errorf("on %s: %s", t.name(), line))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,6 +45,17 @@ type Options struct {
 	// to it before the server command (such as --oversubscribe).
 	Launcher     string
 	LauncherArgs []string
+	// Target, when set, is the [user@]host where the launcher and the
+	// master run, reached with SSH (an ssh command line; "ssh" by
+	// default): a cluster's login node, say. SDM and Program are then
+	// paths there, and the session's files live in a fresh directory there.
+	Target, SSH string
+	// Forward has ssh forward a port of the target to the session port,
+	// for a master that could not reach the front end directly.
+	Forward bool
+	// ClientHost is how the target reaches this machine when nothing is
+	// forwarded (default: this machine's host name).
+	ClientHost string
 	// ConnectTimeout bounds the wait for the job to come up (default 60 s).
 	ConnectTimeout time.Duration
 	// Debug has the servers trace what they do into the session's log.
@@ -65,7 +78,11 @@ type Session struct {
 	*client.Session
 	Job    rm.Job
 	Master rm.Job // the master, when the front end started it (nil otherwise)
-	Dir    string // the session directory: routing file, key, server logs
+	Dir    string // the local session directory: key, logs (and routing file, on this machine)
+
+	target  target
+	files   string    // the session directory on the target, when it is remote
+	forward *exec.Cmd // the ssh that forwards the session port
 }
 
 // Launch starts the job and returns once every rank's server has joined.
@@ -89,7 +106,14 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		return nil, err
 	}
 	progress(Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")"})
-	if err := Check(o, adapter); err != nil {
+	t := newTarget(o.Target, o.SSH)
+	if o.Forward && !t.remote() {
+		return nil, errors.New("forwarding the session port needs a target host to forward it to")
+	}
+	if t.remote() && adapter.StartsMaster() {
+		return nil, fmt.Errorf("--rm %s starts its processes on this machine; a target host needs openmpi, mpich, slurm or pe", adapter.Name())
+	}
+	if err := Check(ctx, o, adapter, t); err != nil {
 		return nil, err
 	}
 
@@ -101,31 +125,56 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &Session{Dir: dir, target: t}
 	fail := func(err error) (*Session, error) {
-		os.RemoveAll(dir)
+		s.cleanup()
 		return nil, err
 	}
-	keyFile := filepath.Join(dir, "key")
-	if err := wire.WriteKeyFile(keyFile, key); err != nil {
+	files, keyFile, err := sessionFiles(ctx, t, dir, key)
+	if err != nil {
 		return fail(err)
 	}
+	s.files = files
+	listenOn := "127.0.0.1:0"
+	if t.remote() && !o.Forward {
+		listenOn = ":0" // the master on the target dials in
+	}
 	link := wire.LinkConfig{Key: key}
-	ln, err := client.Listen("127.0.0.1:0", link, o.Log)
+	ln, err := client.Listen(listenOn, link, o.Log)
 	if err != nil {
 		return fail(err)
 	}
 	defer ln.Close()
+	clientAddr := ln.Addr().String()
+	switch {
+	case o.Forward:
+		port, cmd, err := t.forward(ctx, ln.Addr().Port)
+		if err != nil {
+			return fail(err)
+		}
+		s.forward = cmd
+		clientAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	case t.remote():
+		host := o.ClientHost
+		if host == "" {
+			host, _ = os.Hostname()
+		}
+		clientAddr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().Port))
+	}
 	serverArgs := []string{"--debugger=" + o.Debugger}
 	if o.Debug {
 		serverArgs = append(serverArgs, "--debug")
 	}
 	spec := rm.Spec{
-		Size: o.Size, Fanout: o.Fanout, SDM: o.SDM, Dir: dir, KeyFile: keyFile,
-		Client: ln.Addr().String(), ServerArgs: serverArgs,
-		Launcher: o.Launcher, LauncherArgs: o.LauncherArgs,
+		Size: o.Size, Fanout: o.Fanout, SDM: o.SDM, Dir: files, KeyFile: keyFile,
+		Client: clientAddr, ServerArgs: serverArgs,
+		Launcher: o.Launcher, LauncherArgs: o.LauncherArgs, Log: filepath.Join(dir, "servers.log"),
 		// Every process of the session, down to gdb and the program,
 		// carries the session in its environment: that finds strays.
 		Env: []string{SessionEnv + "=" + dir},
+	}
+	if t.remote() {
+		spec.Remote = t.command
 	}
 	if r := adapter.Routes(); r != "file" && r != "publish" {
 		// Servers that compute their routes take ports from here up.
@@ -136,13 +185,13 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return fail(err)
 	}
+	s.Job = job
 	progress(Progress{Stage: "submitted", Total: o.Size})
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ctx, stop := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer stop()
-	s := &Session{Job: job, Dir: dir}
 	// A job that ends while we wait ends the wait at once, with its own
 	// explanation, instead of at the deadline.
 	go func() {
@@ -160,12 +209,9 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		// Launch help: once every server has published where it listens,
 		// write the routing file and start the master.
 		go func() {
-			table, err := routing.WaitPublished(ctx, spec.RoutingFile(), o.Size)
+			err := collect(ctx, t, spec, o.Size)
 			if err == nil {
 				progress(Progress{Stage: "published", Done: o.Size, Total: o.Size})
-				err = routing.WriteFile(spec.RoutingFile(), table)
-			}
-			if err == nil {
 				s.Master, err = startMaster(spec)
 			}
 			masterStarted <- err
@@ -182,10 +228,47 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 			err = cause
 		}
 		s.cancel()
+		s.closeTarget()
 		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
 	}
 	s.Session = cs
 	return s, nil
+}
+
+// sessionFiles makes the session directory where the job runs and puts the
+// key there, mode 0600 in a 0700 directory: on this machine, the local
+// one; on a target, a fresh one made there, the key sent on ssh's input
+// and never on a command line.
+func sessionFiles(ctx context.Context, t target, local string, key wire.Key) (dir, keyFile string, err error) {
+	if !t.remote() {
+		keyFile = filepath.Join(local, "key")
+		return local, keyFile, wire.WriteKeyFile(keyFile, key)
+	}
+	if dir, err = t.run(ctx, "umask 077 && mktemp -d \"${TMPDIR:-/tmp}/sdm-XXXXXXXX\"", nil); err != nil {
+		return "", "", fmt.Errorf("session directory: %w", err)
+	}
+	keyFile = dir + "/key"
+	if _, err := t.run(ctx, "umask 077 && cat > "+shellQuote(keyFile), []byte(key.String()+"\n")); err != nil {
+		return "", "", fmt.Errorf("session key: %w", err)
+	}
+	return dir, keyFile, nil
+}
+
+// collect waits until every server has published its address and writes
+// the routing file from them: here, or on the target with sdm routes
+// collect.
+func collect(ctx context.Context, t target, spec rm.Spec, size int) error {
+	if !t.remote() {
+		table, err := routing.WaitPublished(ctx, spec.RoutingFile(), size)
+		if err != nil {
+			return err
+		}
+		return routing.WriteFile(spec.RoutingFile(), table)
+	}
+	deadline, _ := ctx.Deadline()
+	_, err := t.run(ctx, strings.Join([]string{shellQuote(spec.SDM), "routes", "collect",
+		"--timeout=" + time.Until(deadline).Round(time.Second).String(), shellQuote(spec.RoutingFile()), strconv.Itoa(size)}, " "), nil)
+	return err
 }
 
 // accept waits for the master to connect and for every rank to join.
@@ -209,12 +292,16 @@ func accept(ctx context.Context, ln *client.Listener, size int, masterStarted <-
 	return cs, nil
 }
 
-// startMaster runs the master on this machine, where the session port is.
+// startMaster runs the master where the job runs (this machine, or the
+// target), pointed at the session port.
 func startMaster(spec rm.Spec) (rm.Job, error) {
-	_, port, _ := splitHostPort(spec.Client)
-	argv := []string{spec.SDM, "--master", "--host=127.0.0.1", "--port=" + port,
+	host, port, err := net.SplitHostPort(spec.Client)
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{spec.SDM, "--master", "--host=" + host, "--port=" + port,
 		"--routing_file=" + spec.RoutingFile(), "--key-file=" + spec.KeyFile, "--fanout=" + strconv.Itoa(spec.Fanout)}
-	return rm.StartProcess(argv, spec.Env, spec.LogFile())
+	return spec.Start(argv)
 }
 
 // jobError is why a job ended, or a plain statement when it ended well.
@@ -227,10 +314,32 @@ func jobError(job rm.Job) error {
 
 // cancel stops whatever of the session's processes still runs.
 func (s *Session) cancel() {
-	s.Job.Cancel()
+	if s.Job != nil {
+		s.Job.Cancel()
+	}
 	if s.Master != nil {
 		s.Master.Cancel()
 	}
+}
+
+// closeTarget ends the port forward and removes the session's directory on
+// the target.
+func (s *Session) closeTarget() {
+	if s.forward != nil {
+		s.forward.Process.Kill()
+		s.forward.Wait()
+	}
+	if s.target.remote() && s.files != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.target.run(ctx, "rm -rf "+shellQuote(s.files), nil)
+	}
+}
+
+// cleanup undoes a launch that failed before anything was submitted.
+func (s *Session) cleanup() {
+	s.closeTarget()
+	os.RemoveAll(s.Dir)
 }
 
 // End quits the session: every server answers quit and exits, the job (and
@@ -263,6 +372,7 @@ func (s *Session) End(timeout time.Duration) error {
 			errs = append(errs, job.Wait())
 		}
 	}
+	s.closeTarget()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w (logs kept in %s)", err, s.Dir)
 	}

@@ -28,6 +28,23 @@ type Spec struct {
 	// PortBase is the first port of each node's servers, for adapters
 	// whose servers compute the routing table themselves.
 	PortBase int
+	// Log is the local file that collects the output of the launcher (and
+	// of the servers, where they write it there).
+	Log string
+	// Remote, when set, turns a command line and its environment into the
+	// command that runs them on another host (over ssh): Dir, KeyFile and
+	// SDM are then paths on that host.
+	Remote func(argv, env []string) []string
+}
+
+// Start runs a launcher command line (with Env) where the job runs: here,
+// or through Remote.
+func (s Spec) Start(argv []string) (*Process, error) {
+	env := s.Env
+	if s.Remote != nil {
+		argv, env = s.Remote(argv, s.Env), nil
+	}
+	return StartProcess(argv, env, s.Log)
 }
 
 // ServerCommand is the command line of every server: the sdm executable
@@ -64,9 +81,6 @@ func FindProgram(names ...string) string {
 
 // RoutingFile is where the job's routing file lives.
 func (s Spec) RoutingFile() string { return filepath.Join(s.Dir, "routes") }
-
-// LogFile collects the standard error of the launcher and the servers.
-func (s Spec) LogFile() string { return filepath.Join(s.Dir, "servers.log") }
 
 // Adapter starts the servers of a job through one resource manager.
 type Adapter interface {

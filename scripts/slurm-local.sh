@@ -38,7 +38,12 @@ stop_pidfile() {
 
 up() {
   if [ -f "$BASE/run/munged.pid" ] && alive "$(cat "$BASE/run/munged.pid")"; then
-    echo "slurm-local: already up in $BASE (run: $0 down)" >&2
+    if sinfo -h >/dev/null 2>&1; then
+      echo "slurm-local: already up in $BASE"
+      echo "export SLURM_CONF=$SLURM_CONF"
+      exit 0
+    fi
+    echo "slurm-local: $BASE holds a cluster that does not answer (run: $0 down)" >&2
     exit 1
   fi
   for tool in munged slurmctld slurmd sinfo; do

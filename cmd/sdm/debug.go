@@ -36,6 +36,7 @@ examples:
   sdm debug --rm openmpi -n 16 --launcher-arg=--oversubscribe -- ./ring
   sdm debug --rm slurm -n 64 --launcher-arg=--mpi=pmix -- ./ring  # inside an allocation
   sdm debug --rm auto -n 8 --json --batch cmds.txt -- ./ring
+  sdm debug --rm slurm --forward me@login1 -n 32 -- /home/me/ring  # from a laptop
   sdm debug -n 64 --backend sim -e stacks -- hang             # no gdb: simulated stacks
 
 Every command may start with a rank set ([0-3,7], [all], or a name given
@@ -69,6 +70,10 @@ func runDebug(args []string) error {
 	timeout := fs.Duration("timeout", 30*time.Second, "how long a command waits for its ranks (--timeout 2m)")
 	connect := fs.Duration("connect-timeout", 60*time.Second, "how long to wait for every rank's server to join (--connect-timeout 5m)")
 	verbose := fs.Bool("debug", false, "servers trace what they do into the session's log")
+	target := fs.String("target", "", "run the launcher and the master on this [user@]host, over ssh (--target me@login1); paths are then paths there")
+	sshCommand := fs.String("ssh", "ssh", "the ssh command, with options, for --target and --forward (--ssh 'ssh -p 2222 -i ~/.ssh/cluster')")
+	forward := fs.String("forward", "", "have ssh forward a port of [user@]host to the session port, for a master there that cannot reach this machine; implies --target (--forward me@login1)")
+	clientHost := fs.String("client-host", "", "how the target reaches this machine when nothing is forwarded (default: this machine's host name)")
 	fs.Usage = func() { fmt.Fprintf(os.Stderr, debugUsage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -91,9 +96,16 @@ func runDebug(args []string) error {
 	defer stop()
 	dir, _ := os.Getwd()
 	progress := newProgress(isTerminal(os.Stderr))
+	if *forward != "" {
+		if *target != "" && *target != *forward {
+			return &exitError{2, fmt.Errorf("--forward %s and --target %s name different hosts", *forward, *target)}
+		}
+		*target = *forward
+	}
 	s, err := launcher.Launch(ctx, launcher.Options{
 		RM: *rmName, Size: *size, Fanout: *fanout, Debugger: debugger,
 		Program: fs.Arg(0), Dir: dir, Launcher: *launcherPath, LauncherArgs: launcherArgs,
+		Target: *target, SSH: *sshCommand, Forward: *forward != "", ClientHost: *clientHost,
 		ConnectTimeout: *connect, Debug: *verbose, Log: log.New(os.Stderr, "sdm: ", 0),
 		Progress: func(p launcher.Progress) {
 			if p.Stage == "using" && *rmName == "auto" {

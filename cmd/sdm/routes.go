@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -19,6 +21,10 @@ const routesUsage = `usage:
                                    print the tree of N servers and the master (N),
                                    one line per node: ID PARENT CHILDREN
                                    (parent - for the master, children - for a leaf)
+  sdm routes collect [--timeout D] FILE N
+                                   wait until N servers started with
+                                   --routes_from=publish have published their
+                                   addresses in FILE.d, then write FILE from them
 example:
   sdm routes tree -n 8             # PTP's binomial tree: "8 - 0,1,3,7", "0 8 2,4", ...
 `
@@ -40,6 +46,8 @@ func runRoutes(args []string) error {
 		return nil
 	case "tree":
 		return routesTree(args[1:])
+	case "collect":
+		return routesCollect(args[1:])
 	case "-h", "--help", "help":
 		fmt.Print(routesUsage)
 		return nil
@@ -80,4 +88,26 @@ func routesTree(args []string) error {
 		line(id)
 	}
 	return b.Flush()
+}
+
+func routesCollect(args []string) error {
+	fs := pflag.NewFlagSet("routes collect", pflag.ContinueOnError)
+	timeout := fs.Duration("timeout", time.Minute, "how long to wait for every server")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
+	}
+	if fs.NArg() != 2 {
+		return &exitError{2, fmt.Errorf("usage: sdm routes collect [--timeout D] FILE N")}
+	}
+	n, err := strconv.Atoi(fs.Arg(1))
+	if err != nil {
+		return &exitError{2, fmt.Errorf("routes collect: %q is not a number of servers", fs.Arg(1))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	table, err := routing.WaitPublished(ctx, fs.Arg(0), n)
+	if err != nil {
+		return err
+	}
+	return routing.WriteFile(fs.Arg(0), table)
 }

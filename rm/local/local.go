@@ -66,7 +66,7 @@ const starters = 2
 
 // Start writes the routing file and the master file into spec.Dir and
 // starts the master and spec.Size servers, their standard error in one
-// file, spec.LogFile(): creating a thousand files costs more than starting
+// file, spec.Log: creating a thousand files costs more than starting
 // the thousand servers.
 func Start(spec rm.Spec) (*Job, error) {
 	if spec.Size < 1 {
@@ -106,7 +106,7 @@ func Start(spec rm.Spec) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: session address %q: %w", spec.Client, err)
 	}
-	logFile, err := os.OpenFile(spec.LogFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logFile, err := os.OpenFile(spec.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}

@@ -38,5 +38,6 @@ func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 	argv = append(append(argv, spec.LauncherArgs...), spec.ServerCommand(a.Routes())...)
 	// The MPIR deprecation banner of Open MPI 4 says nothing to sdm's users.
 	env := append([]string{"OMPI_MPIR_DO_NOT_WARN=1"}, spec.Env...)
-	return rm.StartProcess(argv, env, spec.LogFile())
+	spec.Env = env
+	return spec.Start(argv)
 }

@@ -34,5 +34,5 @@ func (Adapter) StartsMaster() bool { return false }
 func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 	argv := append([]string{spec.Program(a.Launcher())}, spec.ServerCommand(a.Routes())...)
 	argv = append(append(argv, "-procs", strconv.Itoa(spec.Size)), spec.LauncherArgs...)
-	return rm.StartProcess(argv, spec.Env, spec.LogFile())
+	return spec.Start(argv)
 }

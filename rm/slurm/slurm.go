@@ -32,5 +32,5 @@ func (Adapter) StartsMaster() bool { return false }
 func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 	argv := []string{spec.Program(a.Launcher()), "-n", strconv.Itoa(spec.Size), "--job-name=sdm"}
 	argv = append(append(argv, spec.LauncherArgs...), spec.ServerCommand(a.Routes())...)
-	return rm.StartProcess(argv, spec.Env, spec.LogFile())
+	return spec.Start(argv)
 }
