@@ -28,16 +28,16 @@ type Backend struct {
 	queue  queue
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	gdb    *GDB
-	term   *terminal
-	out    *output
-	state  wire.State
+	mu    sync.Mutex
+	gdb   *GDB
+	term  *terminal
+	out   *output
+	state wire.State
 	// reported counts the states gdb reported, so that a command that set
 	// the program going can tell whether gdb has said anything since.
 	reported int
 	pid      int // the program's process, while there is one
-	closed bool
+	closed   bool
 }
 
 // ErrClosed answers commands that arrive after Close.
