@@ -39,14 +39,7 @@ func BenchmarkLaunchers(b *testing.B) {
 				[]string{poe, "true", "-procs", strconv.Itoa(n)}},
 		} {
 			b.Run(fmt.Sprintf("rm=%s/ranks=%d", c.rm, n), func(b *testing.B) {
-				switch c.rm {
-				case "openmpi":
-					testenv.RequireTool(b, "mpirun.openmpi", "mpirun")
-				case "mpich":
-					testenv.RequireTool(b, "mpiexec.hydra", "mpiexec.mpich")
-				case "slurm":
-					b.Setenv("SLURM_CONF", testenv.SLURM(b))
-				}
+				c.prepare(b)
 				for b.Loop() {
 					if c.trueCmd != nil {
 						b.ReportMetric(float64(runTrue(b, c.trueCmd).Milliseconds()), "ms-true")

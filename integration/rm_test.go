@@ -40,7 +40,7 @@ func adapters(t *testing.T) []adapter {
 }
 
 // prepare checks what the adapter needs on this machine.
-func (a adapter) prepare(t *testing.T) {
+func (a adapter) prepare(t testing.TB) {
 	testenv.RequireTool(t, "gdb")
 	switch a.rm {
 	case "openmpi":
@@ -60,6 +60,24 @@ func (a adapter) options(bin string, n int) launcher.Options {
 	}
 }
 
+// launch starts n ranks of the adapter's program under gdb and loads it
+// on every rank.
+func (a adapter) launch(t *testing.T, bin string, n int) *launcher.Session {
+	t.Helper()
+	a.prepare(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s, err := launcher.Launch(ctx, a.options(bin, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := wire.MustEncode(wire.Start{Program: filepath.Join(bin, a.program)})
+	if g := command(t, s.Command, wire.All(n), wire.OpStart, start); !okRanks(g).Equal(wire.All(n)) {
+		t.Fatalf("start: %s", describe(g))
+	}
+	return s
+}
+
 // Every adapter, end to end on ring with gdb: launch, break, run, one
 // merged stop, stacks, kill, a clean exit, and no process left behind.
 func TestAdaptersEndToEnd(t *testing.T) {
@@ -68,18 +86,8 @@ func TestAdaptersEndToEnd(t *testing.T) {
 	all := wire.All(n)
 	for _, a := range adapters(t) {
 		t.Run(a.rm, func(t *testing.T) {
-			a.prepare(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			s, err := launcher.Launch(ctx, a.options(bin, n))
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := a.launch(t, bin, n)
 			dir := s.Dir
-			start := wire.MustEncode(wire.Start{Program: filepath.Join(bin, a.program)})
-			if g := command(t, s.Command, all, wire.OpStart, start); !okRanks(g).Equal(all) {
-				t.Fatalf("start: %s", describe(g))
-			}
 			if g := command(t, s.Command, all, wire.OpBreak, wire.MustEncode(wire.Break{Location: "pass"})); len(g) != 1 || g[0].Status != wire.StatusOK {
 				t.Fatalf("break: %s", describe(g))
 			}
@@ -215,18 +223,10 @@ func TestServersNeverPublish(t *testing.T) {
 
 // A rank whose program ends early is reported so, and the others go on.
 func TestRankExitsEarly(t *testing.T) {
-	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
-	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
 	const n = 4
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, err := launcher.Launch(ctx, adapter{rm: "openmpi", program: "plain", args: []string{"--oversubscribe"}}.options(bin, n))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := adapter{rm: "openmpi", program: "plain", args: []string{"--oversubscribe"}}.launch(t, bin, n)
 	all := wire.All(n)
-	command(t, s.Command, all, wire.OpStart, wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain")}))
 	command(t, s.Command, all, wire.OpBreak, wire.MustEncode(wire.Break{Location: "special"}))
 	command(t, s.Command, all, wire.OpRun, nil)
 	// Ranks 0-2 never reach special: they exit; rank 3 stops.
@@ -258,18 +258,10 @@ func TestRankExitsEarly(t *testing.T) {
 // (the tree does not depend on it), the session still answers and ends
 // cleanly, and nothing is left behind.
 func TestLauncherKilledMidSession(t *testing.T) {
-	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
-	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
 	const n = 2
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, err := launcher.Launch(ctx, adapter{rm: "openmpi", program: "ring", args: []string{"--oversubscribe"}}.options(bin, n))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := adapter{rm: "openmpi", program: "ring", args: []string{"--oversubscribe"}}.launch(t, bin, n)
 	all := wire.All(n)
-	command(t, s.Command, all, wire.OpStart, wire.MustEncode(wire.Start{Program: filepath.Join(bin, "ring")}))
 	command(t, s.Command, all, wire.OpBreak, wire.MustEncode(wire.Break{Location: "pass"}))
 	command(t, s.Command, all, wire.OpRun, nil)
 	stoppedAll(t, s.Session, all)

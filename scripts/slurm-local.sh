@@ -50,6 +50,8 @@ up() {
     command -v "$tool" >/dev/null || { echo "slurm-local: $tool not found: apt-get install slurm-wlm munge" >&2; exit 1; }
   done
   mkdir -p "$BASE"/{etc,run,log,state/ctld,munge,tmp}
+  # munged insists that every directory above its socket be searchable.
+  chmod 755 "$BASE" "$BASE/run"
   chmod 700 "$BASE/munge"
   if [ ! -s "$BASE/munge/munge.key" ]; then
     dd if=/dev/urandom of="$BASE/munge/munge.key" bs=1024 count=1 status=none
