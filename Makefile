@@ -11,7 +11,13 @@ CFLAGS  ?= -g -O0 -Wall
 # built with MPICH's, for mpiexec.
 MPICC   ?= $(shell command -v mpicc.openmpi || echo mpicc)
 MPICC_MPICH ?= $(shell command -v mpicc.mpich || echo mpicc)
-EXAMPLES := $(OUT)/plain $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so
+# The MPIR example starter, in one build per presence-only symbol.
+STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-partial $(OUT)/mpir-starter-premain
+STARTER_rank0   := -DRANK0
+STARTER_partial := -DPARTIAL
+STARTER_premain := -DPRE_MAIN
+EXAMPLES := $(OUT)/plain $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
+            $(STARTERS)
 # A static binary starts faster, which counts when a node starts hundreds.
 export CGO_ENABLED := 0
 
@@ -33,6 +39,14 @@ $(OUT)/dlopen: examples/dlopen/dlopen.c
 $(OUT)/libplugin.so: examples/dlopen/plugin.c
 	@mkdir -p $(OUT)
 	$(CC) $(CFLAGS) -shared -fPIC -o $@ $<
+
+$(OUT)/mpir-starter: examples/mpir-starter/mpir-starter.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -pthread -o $@ $<
+
+$(OUT)/mpir-starter-%: examples/mpir-starter/mpir-starter.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -pthread $(STARTER_$*) -o $@ $<
 
 $(OUT)/ring: examples/ring/ring.c
 	@mkdir -p $(OUT)

@@ -45,6 +45,8 @@ func init() {
 			run: control(wire.OpHalt)},
 		{name: "kill", usage: "kill", help: "kill the processes",
 			run: control(wire.OpKill)},
+		{name: "detach", usage: "detach", help: "let attached processes go on without the debugger",
+			run: simple(wire.OpDetach, noArgs)},
 		{name: "wait", usage: "wait [SECONDS]", help: "wait until no process of the set is running",
 			run: runWait},
 		{name: "status", usage: "status", help: "what each process is doing",

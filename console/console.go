@@ -28,6 +28,9 @@ type Options struct {
 	Timeout time.Duration // how long a command waits for its ranks (default 30 s)
 	Window  time.Duration // how long events are gathered to merge them (default 100 ms)
 	Color   bool          // colour the text (for a terminal)
+	// Focus is where commands without [SET] go at first (all ranks when
+	// empty).
+	Focus wire.RankSet
 }
 
 // DefaultWindow is the default Options.Window: PTP's aggregation window.
@@ -50,7 +53,7 @@ type Console struct {
 	failed      bool                    // some rank answered some command with a failure
 }
 
-// New returns a console on s printing to out, focused on all ranks.
+// New returns a console on s printing to out, focused on opts.Focus.
 func New(s *client.Session, out io.Writer, opts Options) *Console {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -60,6 +63,9 @@ func New(s *client.Session, out io.Writer, opts Options) *Console {
 	}
 	c := &Console{s: s, opts: opts, out: out, focus: wire.All(s.Size()), changed: make(chan struct{}),
 		syncDone: make(chan struct{}), sets: make(map[string]wire.RankSet)}
+	if !opts.Focus.Empty() {
+		c.focus = opts.Focus
+	}
 	c.syncReq, c.requestSync = context.WithCancel(context.Background())
 	return c
 }

@@ -68,6 +68,24 @@ func (c *Console) printReply(op, expr string, g wire.Group) {
 	c.println(c.block(g.Ranks, g.Status != wire.StatusOK, lines))
 }
 
+// Output prints a line that the job's starter wrote (mpirun passes on its
+// ranks' output so, for a job acquired through MPIR).
+func (c *Console) Output(text string) {
+	if c.opts.JSON {
+		c.emit(map[string]any{"ranks": "", "event": "starter-output", "text": text})
+		return
+	}
+	c.println(text)
+}
+
+// PrintAnswers prints the merged answers to a command that was sent
+// without the console (such as attach, by the launcher).
+func (c *Console) PrintAnswers(op string, groups []wire.Group) {
+	for _, g := range groups {
+		c.printReply(op, "", g)
+	}
+}
+
 // Failed reports whether some rank answered some command with an error,
 // a timeout or a loss: what the exit status of a script tells.
 func (c *Console) Failed() bool {
@@ -146,10 +164,19 @@ func decode(op string, body []byte) (any, []string, error) {
 		err := wire.Decode(body, &st)
 		return frames(st.Frames), []string{stackText(st.Frames)}, err
 	case wire.OpStatus, wire.OpStart, wire.OpRun, wire.OpCont, wire.OpStep, wire.OpNext, wire.OpFinish,
-		wire.OpHalt, wire.OpKill, wire.EventStopped, wire.EventExited:
+		wire.OpHalt, wire.OpKill, wire.OpDetach, wire.EventStopped, wire.EventExited:
 		var st wire.State
 		err := wire.Decode(body, &st)
 		return state(st), []string{stateText(st)}, err
+	case wire.OpAttach:
+		var a wire.Attached
+		err := wire.Decode(body, &a)
+		obj, text := state(a.State), "attached: "+stateText(a.State)
+		if a.DLL != "" {
+			obj["dll"] = a.DLL
+			text += " (MPIR_dll_name " + a.DLL + ")"
+		}
+		return obj, []string{text}, err
 	case wire.EventOutput:
 		var o wire.Output
 		err := wire.Decode(body, &o)

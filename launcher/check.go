@@ -83,8 +83,8 @@ func executable(path string) error {
 // checkRemote makes the same checks on the target, in one ssh round trip.
 func checkRemote(ctx context.Context, o Options, adapter rm.Adapter, t target) error {
 	lines := []string{
-		"test -f " + shellQuote(o.SDM) + " && test -x " + shellQuote(o.SDM) +
-			" || echo " + shellQuote("the sdm binary "+o.SDM+" does not exist or is not executable"),
+		"test -f " + rm.ShellQuote(o.SDM) + " && test -x " + rm.ShellQuote(o.SDM) +
+			" || echo " + rm.ShellQuote("the sdm binary "+o.SDM+" does not exist or is not executable"),
 	}
 	if o.Debugger == "gdb-mi" {
 		lines = append(lines, "command -v gdb >/dev/null || echo 'gdb is not in $PATH: install gdb'")
@@ -94,19 +94,19 @@ func checkRemote(ctx context.Context, o Options, adapter rm.Adapter, t target) e
 			launcher = o.Launcher
 		}
 		if !strings.Contains(launcher, "/") {
-			lines = append(lines, "command -v "+shellQuote(launcher)+" >/dev/null || echo "+
-				shellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed or not in $PATH"))
+			lines = append(lines, "command -v "+rm.ShellQuote(launcher)+" >/dev/null || echo "+
+				rm.ShellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed or not in $PATH"))
 		} else {
-			lines = append(lines, "test -x "+shellQuote(launcher)+" || echo "+
-				shellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed"))
+			lines = append(lines, "test -x "+rm.ShellQuote(launcher)+" || echo "+
+				rm.ShellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed"))
 		}
 	}
 	if p := o.Program; p != "" && o.Debugger == "gdb-mi" {
 		if strings.Contains(p, "/") {
-			lines = append(lines, "test -f "+shellQuote(p)+" && test -x "+shellQuote(p)+
-				" || echo "+shellQuote("the program "+p+" does not exist or is not executable"))
+			lines = append(lines, "test -f "+rm.ShellQuote(p)+" && test -x "+rm.ShellQuote(p)+
+				" || echo "+rm.ShellQuote("the program "+p+" does not exist or is not executable"))
 		} else {
-			lines = append(lines, "command -v "+shellQuote(p)+" >/dev/null || echo "+shellQuote("the program "+p+" is not in $PATH"))
+			lines = append(lines, "command -v "+rm.ShellQuote(p)+" >/dev/null || echo "+rm.ShellQuote("the program "+p+" is not in $PATH"))
 		}
 	}
 	out, err := t.run(ctx, strings.Join(lines, "\n"), nil)

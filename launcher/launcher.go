@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
@@ -34,6 +35,8 @@ const SessionEnv = "SDM_SESSION"
 // Options describe a debug job to launch.
 type Options struct {
 	RM       string // resource manager: local (default), openmpi, mpich, slurm, pe or auto
+	// Adapter, when set, is used instead of the one RM names.
+	Adapter rm.Adapter
 	Size     int    // number of ranks
 	Fanout   int    // tree shape (routing.Tree)
 	Debugger string // backend of the servers: gdb-mi or sim
@@ -63,6 +66,8 @@ type Options struct {
 	Log   *log.Logger // complaints about peers (discarded when nil)
 	// Progress, when set, is told how the job comes up.
 	Progress func(Progress)
+
+	sessionDir string // made already (for an acquisition)
 }
 
 // Progress is a step of a job coming up.
@@ -78,11 +83,15 @@ type Session struct {
 	*client.Session
 	Job    rm.Job
 	Master rm.Job // the master, when the front end started it (nil otherwise)
+	// Starter is the starter of a job acquired through MPIR, when the
+	// front end launched it.
+	Starter rm.Job
 	Dir    string // the local session directory: key, logs (and routing file, on this machine)
 
 	target  target
 	files   string    // the session directory on the target, when it is remote
-	forward *exec.Cmd // the ssh that forwards the session port
+	forward *exec.Cmd    // the ssh that forwards the session port
+	mpir    *acquisition // how the job was acquired, if through MPIR
 }
 
 // Launch starts the job and returns once every rank's server has joined.
@@ -101,9 +110,12 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 	if progress == nil {
 		progress = func(Progress) {}
 	}
-	adapter, why, err := Pick(o.RM)
-	if err != nil {
-		return nil, err
+	adapter, why := o.Adapter, "chosen for the job"
+	if adapter == nil {
+		var err error
+		if adapter, why, err = Pick(o.RM); err != nil {
+			return nil, err
+		}
 	}
 	progress(Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")"})
 	t := newTarget(o.Target, o.SSH)
@@ -121,9 +133,11 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := wire.PrivateDir("", "sdm-")
-	if err != nil {
-		return nil, err
+	dir := o.sessionDir
+	if dir == "" {
+		if dir, err = wire.PrivateDir("", "sdm-"); err != nil {
+			return nil, err
+		}
 	}
 	s := &Session{Dir: dir, target: t}
 	fail := func(err error) (*Session, error) {
@@ -248,7 +262,7 @@ func sessionFiles(ctx context.Context, t target, local string, key wire.Key) (di
 		return "", "", fmt.Errorf("session directory: %w", err)
 	}
 	keyFile = dir + "/key"
-	if _, err := t.run(ctx, "umask 077 && cat > "+shellQuote(keyFile), []byte(key.String()+"\n")); err != nil {
+	if _, err := t.run(ctx, "umask 077 && cat > "+rm.ShellQuote(keyFile), []byte(key.String()+"\n")); err != nil {
 		return "", "", fmt.Errorf("session key: %w", err)
 	}
 	return dir, keyFile, nil
@@ -266,8 +280,8 @@ func collect(ctx context.Context, t target, spec rm.Spec, size int) error {
 		return routing.WriteFile(spec.RoutingFile(), table)
 	}
 	deadline, _ := ctx.Deadline()
-	_, err := t.run(ctx, strings.Join([]string{shellQuote(spec.SDM), "routes", "collect",
-		"--timeout=" + time.Until(deadline).Round(time.Second).String(), shellQuote(spec.RoutingFile()), strconv.Itoa(size)}, " "), nil)
+	_, err := t.run(ctx, strings.Join([]string{rm.ShellQuote(spec.SDM), "routes", "collect",
+		"--timeout=" + time.Until(deadline).Round(time.Second).String(), rm.ShellQuote(spec.RoutingFile()), strconv.Itoa(size)}, " "), nil)
 	return err
 }
 
@@ -320,6 +334,9 @@ func (s *Session) cancel() {
 	if s.Master != nil {
 		s.Master.Cancel()
 	}
+	if s.Starter != nil {
+		s.Starter.Cancel()
+	}
 }
 
 // closeTarget ends the port forward and removes the session's directory on
@@ -332,7 +349,7 @@ func (s *Session) closeTarget() {
 	if s.target.remote() && s.files != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s.target.run(ctx, "rm -rf "+shellQuote(s.files), nil)
+		s.target.run(ctx, "rm -rf "+rm.ShellQuote(s.files), nil)
 	}
 }
 
@@ -357,7 +374,7 @@ func (s *Session) End(timeout time.Duration) error {
 		err = fmt.Errorf("not every rank answered quit: %v", describeFailures(groups))
 	}
 	errs := []error{err}
-	for _, job := range []rm.Job{s.Job, s.Master} {
+	for _, job := range []rm.Job{s.Job, s.Master, s.Starter} {
 		if job == nil {
 			continue
 		}
@@ -373,6 +390,12 @@ func (s *Session) End(timeout time.Duration) error {
 		}
 	}
 	s.closeTarget()
+	if s.mpir != nil && s.mpir.m.Pid != 0 {
+		// The job goes on, no longer debugged.
+		if err := mpir.Forget(ctx, s.mpir.m.Pid); err != nil && !strings.Contains(err.Error(), "no process") {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w (logs kept in %s)", err, s.Dir)
 	}

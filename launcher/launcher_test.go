@@ -35,18 +35,7 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain/path-1.2": "plain/path-1.2",
-		"":               "''",
-		"a b":            "'a b'",
-		"it's":           `'it'\''s'`,
-		"$HOME":          "'$HOME'",
-	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
-		}
-	}
+func TestRemoteCommand(t *testing.T) {
 	cmd := newTarget("me@login", "ssh -p 2222").command([]string{"/bin/sdm", "--x=a b"}, []string{"K=v"})
 	if got := cmd[len(cmd)-1]; got != "exec env K=v /bin/sdm '--x=a b'" || cmd[0] != "ssh" || cmd[3] != "-tt" {
 		t.Fatalf("remote command: %q", cmd)

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/sdm-hpc/sdm/rm"
 )
 
 // target is where the job's launcher and master run: this machine, or a
@@ -55,11 +57,11 @@ func (t target) command(argv, env []string) []string {
 	if len(env) > 0 {
 		words = append(words, "env")
 		for _, kv := range env {
-			words = append(words, shellQuote(kv))
+			words = append(words, rm.ShellQuote(kv))
 		}
 	}
 	for _, a := range argv {
-		words = append(words, shellQuote(a))
+		words = append(words, rm.ShellQuote(a))
 	}
 	return append(append(append([]string{}, t.ssh...), "-tt", t.host), strings.Join(words, " "))
 }
@@ -82,14 +84,6 @@ func (t target) run(ctx context.Context, script string, stdin []byte) (string, e
 		return "", fmt.Errorf("on %s: %v: %s", t.name(), err, msg)
 	}
 	return strings.TrimSpace(out.String()), nil
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,@+") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // forward has ssh forward a port of the target to the local session port,

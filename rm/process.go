@@ -18,8 +18,10 @@ const Grace = 3 * time.Second
 // Process is a job run by one launcher process (mpirun, mpiexec, srun,
 // poe) that starts all the servers.
 type Process struct {
-	name string
-	cmd  *exec.Cmd
+	name  string
+	cmd   *exec.Cmd
+	log   *os.File
+	watch sync.Once
 	tail tail
 	done chan struct{}
 	err  error
@@ -31,20 +33,59 @@ type Process struct {
 // the file logPath; the end of its standard error is kept for the error
 // message.
 func StartProcess(argv, env []string, logPath string) (*Process, error) {
+	p, err := StartProcessWith(argv, env, logPath, ProcessOptions{})
+	if err == nil {
+		p.Watch()
+	}
+	return p, err
+}
+
+// ProcessOptions change how StartProcessWith starts a process.
+type ProcessOptions struct {
+	// Attr replaces the process attributes (which must keep Setpgid: Cancel
+	// signals the group).
+	Attr *syscall.SysProcAttr
+	// Output also gets what the process writes.
+	Output io.Writer
+}
+
+// StartProcessWith is StartProcess with options, and without the wait:
+// Watch starts that, when nothing else waits for the process any more (a
+// tracer that takes the process's stops, say).
+func StartProcessWith(argv, env []string, logPath string, o ProcessOptions) (*Process, error) {
 	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{name: argv[0], done: make(chan struct{})}
+	p := &Process{name: argv[0], done: make(chan struct{}), log: log}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout = log
-	p.cmd.Stderr = io.MultiWriter(log, &p.tail)
+	var out io.Writer = log
+	if o.Output != nil {
+		out = io.MultiWriter(log, o.Output)
+		// The job's processes may keep the output open after the
+		// launcher is gone.
+		p.cmd.WaitDelay = Grace
+	}
+	p.cmd.Stdout = out
+	p.cmd.Stderr = io.MultiWriter(out, &p.tail)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if o.Attr != nil {
+		p.cmd.SysProcAttr = o.Attr
+	}
 	if err := p.cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
+	return p, nil
+}
+
+// Watch starts waiting for the process (once, however often it is
+// called); Done and Wait tell the outcome.
+func (p *Process) Watch() { p.watch.Do(p.wait) }
+
+func (p *Process) wait() {
+	log := p.log
 	go func() {
 		err := p.cmd.Wait()
 		log.Close()
@@ -58,7 +99,6 @@ func StartProcess(argv, env []string, logPath string) (*Process, error) {
 		p.err = err
 		close(p.done)
 	}()
-	return p, nil
 }
 
 // Pid is the launcher's process id.

@@ -102,6 +102,14 @@ type Adapter interface {
 	Start(Spec) (Job, error)
 }
 
+// Commander is an adapter whose launcher can start any program: the
+// user's own, with no sdm around it, to be acquired through MPIR.
+type Commander interface {
+	// Command is the launcher's command line that starts program as a
+	// job of spec.Size ranks, and what it needs in its environment.
+	Command(spec Spec, program []string) (argv, env []string)
+}
+
 // Job is a started job.
 type Job interface {
 	// Done is closed once every process of the job has exited.

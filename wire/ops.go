@@ -15,6 +15,10 @@ const (
 	OpFinish = "finish" // A: State
 	OpHalt   = "halt"   // A: State. Interrupts a running process.
 	OpKill   = "kill"   // A: State
+	// OpAttach has the rank's debugger take over a running process (one
+	// of a job acquired through MPIR). B: Attach; A: Attached.
+	OpAttach = "attach"
+	OpDetach = "detach" // A: State. Lets the process go on, undebugged.
 
 	OpBreak     = "break"     // B: Break; A: Breakpoint
 	OpDelete    = "delete"    // B: IDs; A: nothing
@@ -57,6 +61,28 @@ const (
 	EventError     = "error"     // B: text: the rank's debugger failed
 )
 
+// Attach names the processes of a job to debug: rank r takes Pids[r], or
+// none when it is 0 (a rank left out of a partial attach).
+type Attach struct {
+	Pids []int
+	// PreMain: the processes were acquired before main
+	// (MPIR_acquired_pre_main), so run them to main for the user.
+	PreMain bool
+	// Stop leaves them stopped; otherwise each goes on as it was.
+	Stop bool
+	// Kill ends the processes with the session, as for a job the debugger
+	// launched; otherwise the session's end lets them go on.
+	Kill bool
+}
+
+// Attached is a rank's answer to attach.
+type Attached struct {
+	State State
+	// DLL is MPIR_dll_name in the process, where it has one: the library
+	// that shows a debugger its message queues.
+	DLL string
+}
+
 // Start describes the program a rank runs.
 type Start struct {
 	Program string
@@ -87,6 +113,8 @@ const (
 	StateRunning    = "running"
 	StateStopped    = "stopped"
 	StateExited     = "exited"
+	StateDetached   = "detached"
+	StateNone       = "not attached" // a rank left out of an attach
 )
 
 // State says what a rank's process is doing. A stop event carries the

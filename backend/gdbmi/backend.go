@@ -36,8 +36,15 @@ type Backend struct {
 	// reported counts the states gdb reported, so that a command that set
 	// the program going can tell whether gdb has said anything since.
 	reported int
-	pid      int // the program's process, while there is one
-	closed   bool
+	changed  chan struct{} // closed and replaced at each report
+	pid      int           // the program's process, while there is one
+	// attached: the process was running before gdb took it (attach);
+	// killOnClose: it ends with the session all the same.
+	attached, killOnClose bool
+	// attaching: the stops on the way are the attach command's answer,
+	// not news.
+	attaching bool
+	closed    bool
 }
 
 // ErrClosed answers commands that arrive after Close.
@@ -50,7 +57,8 @@ func New(cfg backend.Config) *Backend {
 	b := &Backend{
 		cfg:    cfg,
 		events: make(chan backend.Event, 256),
-		state:  wire.State{State: wire.StateNotStarted},
+		state:   wire.State{State: wire.StateNotStarted},
+		changed: make(chan struct{}),
 	}
 	b.queue.init()
 	b.wg.Add(1)
@@ -78,8 +86,9 @@ func (b *Backend) Do(ctx context.Context, op string, body []byte, done func([]by
 	}
 }
 
-// Close ends gdb (which kills the program it started) and stops the
-// backend; Events is closed once everything has stopped.
+// Close ends gdb, which kills the program it started and lets go of one
+// it attached to (unless that is to end with the session too), and stops
+// the backend; Events is closed once everything has stopped.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -87,8 +96,13 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
-	g, term := b.gdb, b.term
+	g, term, kill := b.gdb, b.term, b.attached && b.killOnClose
 	b.mu.Unlock()
+	if g != nil && kill {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		g.Run(ctx, "-interpreter-exec console kill")
+		cancel()
+	}
 	b.queue.close()
 	if g != nil {
 		g.Close()
@@ -122,12 +136,12 @@ func (b *Backend) work() {
 	}
 }
 
-// emit sends an event up unless the backend is closing.
+// emit sends an event up unless the backend is closing, or attaching.
 func (b *Backend) emit(op string, body []byte) {
 	b.mu.Lock()
-	closed := b.closed
+	quiet := b.closed || b.attaching
 	b.mu.Unlock()
-	if !closed {
+	if !quiet {
 		b.events <- backend.Event{Op: op, Body: body}
 	}
 }
@@ -167,7 +181,15 @@ func (b *Backend) setState(st wire.State) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.state = st
+	b.report()
+}
+
+// report counts a state reported and wakes whoever waits for one; b.mu
+// is held.
+func (b *Backend) report() {
 	b.reported++
+	close(b.changed)
+	b.changed = make(chan struct{})
 }
 
 // queue is the FIFO of commands waiting for gdb: unbounded, so that Do

@@ -77,7 +77,7 @@ func (b *Backend) exited(st wire.State) {
 	already := b.state.State == wire.StateExited
 	if !already {
 		b.state, b.pid = st, 0
-		b.reported++
+		b.report()
 	}
 	b.mu.Unlock()
 	if !already {

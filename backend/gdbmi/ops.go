@@ -17,12 +17,19 @@ import (
 // handle runs one command. Every MI command sdm sends is here, so that
 // the mapping from the PTP command set to gdb can be read in one place.
 func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, error) {
-	if op == wire.OpStart {
+	switch op {
+	case wire.OpStart:
 		var st wire.Start
 		if err := wire.Decode(body, &st); err != nil {
 			return nil, err
 		}
 		return b.start(ctx, st)
+	case wire.OpAttach:
+		var a wire.Attach
+		if err := wire.Decode(body, &a); err != nil {
+			return nil, err
+		}
+		return b.attach(ctx, a)
 	}
 	g, err := b.debugger()
 	if err != nil {
@@ -31,7 +38,15 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 	run := func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }
 	switch op {
 	case wire.OpRun:
+		b.mu.Lock()
+		attached := b.attached
+		b.mu.Unlock()
+		if attached {
+			return b.resume(run, "-exec-continue") // it runs already: run it on
+		}
 		return b.resume(run, "-exec-run")
+	case wire.OpDetach:
+		return b.detach(ctx, g)
 	case wire.OpCont:
 		return b.resume(run, "-exec-continue")
 	case wire.OpStep, wire.OpNext:

@@ -54,32 +54,58 @@ commands still run). Colour only on a terminal, and never with $NO_COLOR.
 flags:
 %s`
 
+// sessionFlags are the flags of every command that ends in a session.
+type sessionFlags struct {
+	batch      *string
+	exprs      *[]string
+	jsonOut    *bool
+	fanout     *int
+	timeout    *time.Duration
+	connect    *time.Duration
+	verbose    *bool
+	sshCommand *string
+}
+
+func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
+	f := &sessionFlags{exprs: new([]string)}
+	f.batch = fs.String("batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
+	fs.StringArrayVarP(f.exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
+	f.jsonOut = fs.Bool("json", false, "print one JSON object per line, each with a ranks field such as \"0-2,4-7\"")
+	f.fanout = fs.Int("fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree (--fanout 32 for thousands of ranks)")
+	f.timeout = fs.Duration("timeout", 30*time.Second, "how long a command waits for its ranks (--timeout 2m)")
+	f.connect = fs.Duration("connect-timeout", 60*time.Second, "how long to wait for every rank's server to join (--connect-timeout 5m)")
+	f.verbose = fs.Bool("debug", false, "servers trace what they do into the session's log")
+	f.sshCommand = fs.String("ssh", "ssh", "the ssh command, with options, for other hosts (--ssh 'ssh -p 2222 -i ~/.ssh/cluster')")
+	return f
+}
+
+func parseFlags(fs *pflag.FlagSet, args []string, usage string) (help bool, err error) {
+	fs.Usage = func() { fmt.Fprintf(os.Stderr, usage, fs.FlagUsages()) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, &exitError{2, err}
+	}
+	return false, nil
+}
+
 func runDebug(args []string) error {
 	fs := pflag.NewFlagSet("sdm debug", pflag.ContinueOnError)
 	rmName := fs.String("rm", "local", "who starts the job: local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe), or auto (from the environment; says which)")
 	launcherPath := fs.String("launcher", "", "the launcher program instead of the one in $PATH (--launcher=/opt/ompi/bin/mpirun)")
 	var launcherArgs []string
-	fs.StringArrayVar(&launcherArgs, "launcher-arg", nil, "an argument for the launcher, before the server command; repeatable (--launcher-arg=--oversubscribe)")
+	fs.StringArrayVar(&launcherArgs, "launcher-arg", nil, "an argument for the launcher, before the program; repeatable (--launcher-arg=--oversubscribe)")
 	size := fs.IntP("np", "n", 1, "number of ranks (-n 8)")
 	backendName := fs.String("backend", "gdb", "the debugger beside every rank: gdb, or sim, simulated stacks with no program (--backend sim -- groups 3)")
-	batch := fs.String("batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
-	var exprs []string
-	fs.StringArrayVarP(&exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
-	jsonOut := fs.Bool("json", false, "print one JSON object per line, each with a ranks field such as \"0-2,4-7\"")
-	fanout := fs.Int("fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree (--fanout 32 for thousands of ranks)")
-	timeout := fs.Duration("timeout", 30*time.Second, "how long a command waits for its ranks (--timeout 2m)")
-	connect := fs.Duration("connect-timeout", 60*time.Second, "how long to wait for every rank's server to join (--connect-timeout 5m)")
-	verbose := fs.Bool("debug", false, "servers trace what they do into the session's log")
+	useMPIR := fs.Bool("mpir", false, "start the program itself with the launcher (no sdm around each rank) and acquire its ranks through MPIR (--mpir --rm openmpi)")
+	starter := fs.Bool("starter", false, "with --mpir: the command after -- is the starter's whole command line (-- mpirun -np 8 ./ring)")
+	f := addSessionFlags(fs)
 	target := fs.String("target", "", "run the launcher and the master on this [user@]host, over ssh (--target me@login1); paths are then paths there")
-	sshCommand := fs.String("ssh", "ssh", "the ssh command, with options, for --target and --forward (--ssh 'ssh -p 2222 -i ~/.ssh/cluster')")
 	forward := fs.String("forward", "", "have ssh forward a port of [user@]host to the session port, for a master there that cannot reach this machine; implies --target (--forward me@login1)")
 	clientHost := fs.String("client-host", "", "how the target reaches this machine when nothing is forwarded (default: this machine's host name)")
-	fs.Usage = func() { fmt.Fprintf(os.Stderr, debugUsage, fs.FlagUsages()) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return &exitError{2, err}
+	if help, err := parseFlags(fs, args, debugUsage); help || err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return &exitError{2, errors.New("sdm debug: no program given (sdm debug [flags] -- PROGRAM [ARGS...])")}
@@ -91,35 +117,51 @@ func runDebug(args []string) error {
 	if *size < 1 {
 		return &exitError{2, fmt.Errorf("-n %d: need at least one rank", *size)}
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	dir, _ := os.Getwd()
-	progress := newProgress(isTerminal(os.Stderr))
+	if *starter && !*useMPIR {
+		return &exitError{2, errors.New("--starter goes with --mpir")}
+	}
 	if *forward != "" {
 		if *target != "" && *target != *forward {
 			return &exitError{2, fmt.Errorf("--forward %s and --target %s name different hosts", *forward, *target)}
 		}
 		*target = *forward
 	}
-	s, err := launcher.Launch(ctx, launcher.Options{
-		RM: *rmName, Size: *size, Fanout: *fanout, Debugger: debugger,
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	dir, _ := os.Getwd()
+	o := launcher.Options{
+		RM: *rmName, Size: *size, Fanout: *f.fanout, Debugger: debugger,
 		Program: fs.Arg(0), Dir: dir, Launcher: *launcherPath, LauncherArgs: launcherArgs,
-		Target: *target, SSH: *sshCommand, Forward: *forward != "", ClientHost: *clientHost,
-		ConnectTimeout: *connect, Debug: *verbose, Log: log.New(os.Stderr, "sdm: ", 0),
-		Progress: func(p launcher.Progress) {
-			if p.Stage == "using" && *rmName == "auto" {
-				fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
-			}
-			progress.show(p)
-		},
-	})
+		Target: *target, SSH: *f.sshCommand, Forward: *forward != "", ClientHost: *clientHost,
+		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0),
+	}
+	if *useMPIR {
+		out := newStarterOutput()
+		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Output: out}, f, out, *rmName == "auto" || *starter)
+	}
+	progress := newProgress(isTerminal(os.Stderr))
+	o.Progress = func(p launcher.Progress) {
+		if p.Stage == "using" && *rmName == "auto" {
+			fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
+		}
+		progress.show(p)
+	}
+	s, err := launcher.Launch(ctx, o)
 	progress.clear()
 	if err != nil {
 		return err
 	}
-	color := !*jsonOut && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
-	con := console.New(s.Session, os.Stdout, console.Options{JSON: *jsonOut, Timeout: *timeout, Color: color})
+	return runSession(ctx, s, f, console.Options{}, func(*console.Console) error {
+		return startProgram(ctx, s, *f.timeout, fs.Args())
+	})
+}
+
+// runSession runs the commands of a session that came up, after prepare,
+// ends it and says how it went in the exit status.
+func runSession(ctx context.Context, s *launcher.Session, f *sessionFlags, opts console.Options, prepare func(*console.Console) error) error {
+	opts.JSON, opts.Timeout = *f.jsonOut, *f.timeout
+	opts.Color = !*f.jsonOut && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
+	con := console.New(s.Session, os.Stdout, opts)
 	printed := make(chan struct{})
 	go func() {
 		defer close(printed)
@@ -128,9 +170,9 @@ func runDebug(args []string) error {
 	ending := make(chan struct{})
 	go watchJob(s, ending)
 
-	runErr := startProgram(ctx, s, *timeout, fs.Args())
+	runErr := prepare(con)
 	if runErr == nil {
-		runErr = runCommands(ctx, con, exprs, *batch)
+		runErr = runCommands(ctx, con, *f.exprs, *f.batch)
 	}
 	close(ending)
 	endErr := s.End(10 * time.Second)
@@ -159,15 +201,20 @@ func quiet(err error) error {
 	return err
 }
 
-// watchJob says so when the job's launcher ends before the session does:
-// the servers may go on (the tree does not depend on it), or be gone.
+// watchJob says so when the job's launcher (or, for a job acquired
+// through MPIR, its starter) ends before the session does: the servers
+// may go on (the tree does not depend on it), or be gone.
 func watchJob(s *launcher.Session, ending <-chan struct{}) {
+	job, what := s.Job, "the job's launcher"
+	if s.Starter != nil {
+		job, what = s.Starter, "the job's starter"
+	}
 	select {
-	case <-s.Job.Done():
-		if err := s.Job.Wait(); err != nil {
-			fmt.Fprintf(os.Stderr, "sdm: the job's launcher ended: %v\n", err)
+	case <-job.Done():
+		if err := job.Wait(); err != nil {
+			fmt.Fprintf(os.Stderr, "sdm: %s ended: %v\n", what, err)
 		} else {
-			fmt.Fprintln(os.Stderr, "sdm: the job's launcher ended")
+			fmt.Fprintf(os.Stderr, "sdm: %s ended\n", what)
 		}
 	case <-ending:
 	}

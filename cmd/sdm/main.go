@@ -34,6 +34,8 @@ func main() {
 	switch sub {
 	case "debug":
 		err = runDebug(args[1:])
+	case "attach":
+		err = runAttach(args[1:])
 	case "routes":
 		err = runRoutes(args[1:])
 	case "help":
@@ -60,6 +62,8 @@ const usage = `sdm — scalable debug manager for parallel programs
 
 Front end:
   sdm debug [flags] -- PROGRAM [ARGS...]   start a job under the debugger (sdm debug --help)
+  sdm debug --mpir [flags] -- PROGRAM ...  start it with its own launcher, acquire it through MPIR
+  sdm attach --pid PID [flags]             take over a running job through its starter (sdm attach --help)
   sdm routes check FILE                    check a routing file
   sdm routes tree -n N [--fanout K]        print the tree of N servers
 

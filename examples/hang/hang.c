@@ -19,6 +19,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    printf("rank %d: %s\n", rank, rank == size - 1 ? "computing" : "waiting");
+    fflush(stdout);
     if (rank == size - 1)
         compute();
     else

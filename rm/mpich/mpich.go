@@ -29,7 +29,12 @@ func (Adapter) StartsMaster() bool { return false }
 
 // Start implements rm.Adapter: mpiexec -n N [args] sdm ….
 func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
-	argv := []string{spec.Program(a.Launcher()), "-n", strconv.Itoa(spec.Size)}
-	argv = append(append(argv, spec.LauncherArgs...), spec.ServerCommand(a.Routes())...)
+	argv, _ := a.Command(spec, spec.ServerCommand(a.Routes()))
 	return spec.Start(argv)
+}
+
+// Command implements rm.Commander: mpiexec -n N [args] PROGRAM….
+func (a Adapter) Command(spec rm.Spec, program []string) (argv, env []string) {
+	argv = []string{spec.Program(a.Launcher()), "-n", strconv.Itoa(spec.Size)}
+	return append(append(argv, spec.LauncherArgs...), program...), spec.Env
 }

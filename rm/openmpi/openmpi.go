@@ -29,15 +29,20 @@ func (Adapter) StartsMaster() bool { return false }
 
 // Start implements rm.Adapter: mpirun -np N [args] sdm ….
 func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
-	argv := []string{spec.Program(a.Launcher())}
+	argv, env := a.Command(spec, spec.ServerCommand(a.Routes()))
+	spec.Env = env
+	return spec.Start(argv)
+}
+
+// Command implements rm.Commander: mpirun -np N [args] PROGRAM….
+func (a Adapter) Command(spec rm.Spec, program []string) (argv, env []string) {
+	argv = []string{spec.Program(a.Launcher())}
 	if os.Geteuid() == 0 {
 		// mpirun refuses root unless told; whoever runs sdm as root means it.
 		argv = append(argv, "--allow-run-as-root")
 	}
 	argv = append(argv, "-np", strconv.Itoa(spec.Size))
-	argv = append(append(argv, spec.LauncherArgs...), spec.ServerCommand(a.Routes())...)
+	argv = append(append(argv, spec.LauncherArgs...), program...)
 	// The MPIR deprecation banner of Open MPI 4 says nothing to sdm's users.
-	env := append([]string{"OMPI_MPIR_DO_NOT_WARN=1"}, spec.Env...)
-	spec.Env = env
-	return spec.Start(argv)
+	return argv, append([]string{"OMPI_MPIR_DO_NOT_WARN=1"}, spec.Env...)
 }

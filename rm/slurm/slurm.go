@@ -30,7 +30,12 @@ func (Adapter) StartsMaster() bool { return false }
 // when it is told to stop, which is how Cancel reaches the servers on
 // other nodes.
 func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
-	argv := []string{spec.Program(a.Launcher()), "-n", strconv.Itoa(spec.Size), "--job-name=sdm"}
-	argv = append(append(argv, spec.LauncherArgs...), spec.ServerCommand(a.Routes())...)
+	argv, _ := a.Command(spec, spec.ServerCommand(a.Routes()))
 	return spec.Start(argv)
+}
+
+// Command implements rm.Commander: srun -n N [args] PROGRAM….
+func (a Adapter) Command(spec rm.Spec, program []string) (argv, env []string) {
+	argv = []string{spec.Program(a.Launcher()), "-n", strconv.Itoa(spec.Size), "--job-name=sdm"}
+	return append(append(argv, spec.LauncherArgs...), program...), spec.Env
 }

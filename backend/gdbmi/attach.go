@@ -1,0 +1,151 @@
+package gdbmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// attach has a fresh gdb take over the rank's process of a running job
+// (acquired through MPIR): it opens the process's MPIR_debug_gate, where
+// there is one, runs it to main when it was held before main, and lets it
+// go on unless asked to leave it stopped.
+func (b *Backend) attach(ctx context.Context, a wire.Attach) ([]byte, error) {
+	rank := b.cfg.Rank
+	if rank >= len(a.Pids) {
+		return nil, fmt.Errorf("the job's table has %d processes, none for rank %d", len(a.Pids), rank)
+	}
+	pid := a.Pids[rank]
+	if pid <= 0 {
+		b.setState(wire.State{State: wire.StateNone})
+		return wire.Encode(wire.Attached{State: wire.State{State: wire.StateNone}})
+	}
+	if _, err := b.debugger(); err == nil {
+		return nil, errors.New("this rank debugs a process already")
+	}
+	g, err := b.launch()
+	if err != nil {
+		return nil, err
+	}
+	b.quiet(true)
+	defer b.quiet(false)
+	run := func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }
+	// A starter may hold its ranks with SIGSTOP (srun does) and let them
+	// go with SIGCONT: neither is news for the user, nor must the SIGSTOP
+	// stop the process again once it runs.
+	for _, sig := range []string{"SIGSTOP nostop noprint nopass", "SIGCONT nostop noprint pass"} {
+		if _, _, err := run("-interpreter-exec console " + Quote("handle "+sig)); err != nil {
+			return nil, err
+		}
+	}
+	since := b.reports()
+	if _, _, err := run("-target-attach " + strconv.Itoa(pid)); err != nil {
+		return nil, fmt.Errorf("attach to pid %d: %w", pid, err)
+	}
+	if _, err := b.waitStop(ctx, since); err != nil {
+		return nil, fmt.Errorf("attach to pid %d: %w", pid, err)
+	}
+	b.mu.Lock()
+	b.attached, b.killOnClose = true, a.Kill
+	b.mu.Unlock()
+
+	if _, _, err := run("-data-evaluate-expression " + Quote("*(int*)&MPIR_debug_gate = 1")); err != nil && !noSymbol(err) {
+		return nil, fmt.Errorf("open MPIR_debug_gate: %w", err)
+	}
+	var dll string
+	if r, _, err := run("-data-evaluate-expression " + Quote("(const char*)&MPIR_dll_name")); err == nil {
+		dll = quotedPart(r.Results.S("value"))
+	}
+	if a.PreMain {
+		if _, _, err := run("-break-insert -t main"); err != nil {
+			return nil, fmt.Errorf("run to main: %w", err)
+		}
+		since := b.reports()
+		if _, err := b.resume(run, "-exec-continue"); err != nil {
+			return nil, fmt.Errorf("run to main: %w", err)
+		}
+		if _, err := b.waitStop(ctx, since); err != nil {
+			return nil, fmt.Errorf("run to main: %w", err)
+		}
+	}
+	if !a.Stop {
+		if _, err := b.resume(run, "-exec-continue"); err != nil {
+			return nil, err
+		}
+	}
+	b.mu.Lock()
+	st := b.state
+	b.mu.Unlock()
+	return wire.Encode(wire.Attached{State: st, DLL: dll})
+}
+
+// detach lets an attached process go on without gdb.
+func (b *Backend) detach(ctx context.Context, g *GDB) ([]byte, error) {
+	b.mu.Lock()
+	attached := b.attached
+	b.mu.Unlock()
+	if !attached {
+		return nil, errors.New("detach: no process attached (kill or quit end a program the debugger started)")
+	}
+	if _, _, err := g.Run(ctx, "-target-detach"); err != nil {
+		return nil, err
+	}
+	st := wire.State{State: wire.StateDetached}
+	b.mu.Lock()
+	b.attached, b.pid = false, 0
+	b.mu.Unlock()
+	b.setState(st)
+	return wire.Encode(st)
+}
+
+func (b *Backend) quiet(on bool) {
+	b.mu.Lock()
+	b.attaching = on
+	b.mu.Unlock()
+}
+
+// reports is how many states gdb has reported so far.
+func (b *Backend) reports() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.reported
+}
+
+// waitStop waits until gdb reports, after its since-th report, that the
+// process stopped or ended.
+func (b *Backend) waitStop(ctx context.Context, since int) (wire.State, error) {
+	for {
+		b.mu.Lock()
+		st, changed := b.state, b.changed
+		done := b.reported != since && st.State != wire.StateRunning
+		b.mu.Unlock()
+		if done {
+			return st, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return st, fmt.Errorf("gdb reported no stop: %w", ctx.Err())
+		}
+	}
+}
+
+func noSymbol(err error) bool { return strings.Contains(err.Error(), "No symbol") }
+
+// quotedPart is the C string in a value gdb printed as
+// `0x4010 <name> "text"`.
+func quotedPart(v string) string {
+	i := strings.IndexByte(v, '"')
+	if i < 0 {
+		return ""
+	}
+	s, err := strconv.Unquote(v[i:])
+	if err != nil {
+		return strings.Trim(v[i:], `"`)
+	}
+	return s
+}

@@ -1,0 +1,383 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sdm-hpc/sdm/mpir"
+	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/rm/ssh"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// MPIR says how to acquire a job through MPIR instead of starting it with
+// a server wrapped around every rank.
+type MPIR struct {
+	// Pid is a running starter to attach to; 0 launches one.
+	Pid int
+	// Argv, for a launch, is the program and its arguments, started by the
+	// launcher of Options.RM (mpirun -np N …); with Starter, it is the
+	// starter's whole command line instead.
+	Argv    []string
+	Starter bool
+	// Ranks are the ranks to attach (all when empty); fewer than all
+	// needs a starter with MPIR_partial_attach_ok.
+	Ranks wire.RankSet
+	// Stop leaves the ranks stopped after attaching to a running job. A
+	// launched job always waits for the user's first command.
+	Stop bool
+	// Output gets what a launched starter writes (its ranks' output,
+	// for mpirun and srun), besides the session's log.
+	Output io.Writer
+}
+
+// Acquired is what the starter told and the ranks answered.
+type Acquired struct {
+	Table   mpir.Table
+	Ranks   wire.RankSet // the ranks attached
+	Answers []wire.Group // of attach: where each rank was, its MPIR_dll_name
+}
+
+// Acquire takes over a job through MPIR: it launches its starter under
+// MPIR (or reads the table of a running one), starts a rank server beside
+// every rank, on the rank's host, and has each server's gdb attach to its
+// rank. The starter goes on once every rank is held. Whatever fails, the
+// job is left as it was found (attach), or ended (launch): nothing stays
+// stopped or traced.
+func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error) {
+	if o.Target != "" {
+		return nil, nil, errors.New("MPIR acquisition runs the starter on this machine: --target does not apply")
+	}
+	if o.Debugger != "gdb-mi" {
+		return nil, nil, errors.New("MPIR acquisition needs the gdb backend")
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 60 * time.Second
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+	dir, err := wire.PrivateDir("", "sdm-")
+	if err != nil {
+		return nil, nil, err
+	}
+	o.sessionDir = dir
+	a := &acquisition{o: o, m: m, dir: dir}
+	s, err := a.run(ctx, progress)
+	if err != nil {
+		if s == nil {
+			a.undo()
+			if a.job == nil {
+				os.RemoveAll(dir)
+			}
+		}
+		return nil, nil, err
+	}
+	return s, &a.result, nil
+}
+
+// acquisition is one Acquire on its way.
+type acquisition struct {
+	o      Options
+	m      MPIR
+	dir    string
+	held   *mpir.Starter // a launched starter in MPIR_Breakpoint
+	job    *rm.Process   // the launched starter's process
+	result Acquired
+}
+
+func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.o.ConnectTimeout)
+	defer cancel()
+	if err := a.starter(ctx, progress); err != nil {
+		return nil, err
+	}
+	tab := a.result.Table
+	n := len(tab.Procs)
+	ranks := a.m.Ranks
+	if ranks.Count() == 0 {
+		ranks = wire.All(n)
+	}
+	if extra := ranks.Minus(wire.All(n)); !extra.Empty() {
+		return nil, fmt.Errorf("ranks %v: the job has ranks 0-%d only", extra, n-1)
+	}
+	if ranks.Count() < n && !tab.PartialAttachOK {
+		return nil, fmt.Errorf("%s (pid %d) has no MPIR_partial_attach_ok: attach all %d ranks, not %v", a.starterName(), tab.Starter, n, ranks)
+	}
+	a.result.Ranks = ranks
+	pids := make([]int, n)
+	hosts := make([]string, n)
+	remote := false
+	here := map[string]bool{}
+	ranks.Each(func(r int) bool {
+		pids[r] = tab.Procs[r].Pid
+		h := tab.Procs[r].Host
+		if _, known := here[h]; !known {
+			here[h] = isLocal(h)
+		}
+		if !here[h] {
+			hosts[r] = h
+			remote = true
+		}
+		return true
+	})
+	o := a.o
+	o.Size, o.Program, o.Adapter = n, "", local.Adapter{}
+	if remote {
+		o.Adapter = ssh.Adapter{Hosts: hosts, SSH: strings.Fields(o.SSH)}
+	}
+	o.ConnectTimeout = time.Until(deadline(ctx))
+	o.Progress = func(p Progress) {
+		if p.Stage != "using" { // the servers' adapter is no news
+			progress(p)
+		}
+	}
+	s, err := Launch(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("start the rank servers: %w", err)
+	}
+	s.mpir = a
+	// A starter that is one of the ranks is let go first, stopped, for
+	// its rank's debugger.
+	starterRank := a.held != nil && !tab.IAmStarter && ranks.Contains(0) && tab.Procs[0].Pid == tab.Starter
+	if starterRank {
+		err := a.held.ReleaseStopped()
+		a.held = nil
+		if err != nil {
+			return s, a.fail(s, err)
+		}
+	}
+	// Only a job acquired as it starts is held before main: a running
+	// one is long past it.
+	launched := a.m.Pid == 0
+	body := wire.MustEncode(wire.Attach{Pids: pids, PreMain: tab.AcquiredPreMain && launched, Stop: launched || a.m.Stop, Kill: launched})
+	groups, err := s.Command(ctx, wire.All(n), wire.OpAttach, body, time.Until(deadline(ctx)))
+	if err != nil {
+		return s, a.fail(s, fmt.Errorf("attach the ranks: %w", err))
+	}
+	var errs []error
+	for _, g := range groups {
+		if g.Status != wire.StatusOK {
+			errs = append(errs, fmt.Errorf("ranks %v (%s) could not attach: %s: %s", g.Ranks, a.where(g.Ranks), g.Status, g.Body))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return s, a.fail(s, err)
+	}
+	a.result.Answers = groups
+	if a.held != nil {
+		err := a.held.Release()
+		a.held = nil
+		if err != nil {
+			return s, a.fail(s, err)
+		}
+	}
+	if a.job != nil {
+		a.job.Watch()
+		s.Starter = a.job
+	}
+	return s, nil
+}
+
+// starter launches the starter, or reads the running one's table.
+func (a *acquisition) starter(ctx context.Context, progress func(Progress)) error {
+	if a.m.Pid != 0 {
+		tab, err := mpir.Attach(ctx, a.m.Pid)
+		if err != nil {
+			return err
+		}
+		a.result.Table = tab
+		progress(Progress{Stage: "acquired", Done: len(tab.Procs), Total: len(tab.Procs), Text: describeTable(tab)})
+		return nil
+	}
+	argv, env, err := a.command()
+	if err != nil {
+		return err
+	}
+	progress(Progress{Stage: "using", Text: strings.Join(argv, " ")})
+	env = append(env, SessionEnv+"="+a.dir)
+	log := filepath.Join(a.dir, "starter.log")
+	held, err := mpir.Launch(ctx, func(attr *syscall.SysProcAttr) (int, error) {
+		p, err := rm.StartProcessWith(argv, env, log, rm.ProcessOptions{Attr: attr, Output: a.m.Output})
+		if err != nil {
+			return 0, err
+		}
+		a.job = p
+		return p.Pid(), nil
+	})
+	if err != nil {
+		return a.starterFailed(err)
+	}
+	a.held = held
+	a.result.Table = held.Table
+	progress(Progress{Stage: "acquired", Done: len(held.Table.Procs), Total: len(held.Table.Procs), Text: describeTable(held.Table)})
+	return nil
+}
+
+// command is the starter's command line.
+func (a *acquisition) command() (argv, env []string, err error) {
+	if len(a.m.Argv) == 0 {
+		return nil, nil, errors.New("no program given")
+	}
+	if a.m.Starter {
+		return a.m.Argv, nil, nil
+	}
+	adapter, _, err := Pick(a.o.RM)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, ok := adapter.(rm.Commander)
+	if !ok {
+		return nil, nil, fmt.Errorf("--rm %s has no launcher to start the job under MPIR: use openmpi or slurm, or give the starter's own command line", adapter.Name())
+	}
+	argv, env = c.Command(rm.Spec{Size: a.o.Size, Launcher: a.o.Launcher, LauncherArgs: a.o.LauncherArgs}, a.m.Argv)
+	return argv, env, nil
+}
+
+// starterFailed explains a launch that did not reach the table, in the
+// starter's own words where it has some.
+func (a *acquisition) starterFailed(err error) error {
+	if a.job == nil {
+		return err
+	}
+	a.job.Watch()
+	select {
+	case <-a.job.Done():
+	case <-time.After(rm.Grace):
+		a.job.Cancel()
+		<-a.job.Done()
+	}
+	var abort *mpir.AbortError
+	if jerr := a.job.Wait(); jerr != nil && !errors.As(err, &abort) && !errors.Is(err, mpir.ErrNotStarter) {
+		return fmt.Errorf("%w: %v", err, jerr)
+	}
+	return err
+}
+
+// fail undoes a session that came up but could not take the job: its
+// servers let go of what they attached (killing nothing), the starter is
+// let go as it was (attach) or killed with its job (launch).
+func (a *acquisition) fail(s *Session, err error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.Quit(ctx, 10*time.Second)
+	for _, job := range []rm.Job{s.Job, s.Master} {
+		if job != nil {
+			select {
+			case <-job.Done():
+			case <-ctx.Done():
+				job.Cancel()
+			}
+		}
+	}
+	a.undo()
+	return fmt.Errorf("%w (logs kept in %s)", err, a.dir)
+}
+
+// undo lets go of the starter: a held one is killed with its job, an
+// attached one is told the debugger is gone.
+func (a *acquisition) undo() {
+	if a.held != nil {
+		a.held.Kill()
+		a.held = nil
+	}
+	if a.job != nil {
+		a.job.Watch()
+		a.job.Cancel()
+		<-a.job.Done()
+	}
+	if a.m.Pid != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		mpir.Forget(ctx, a.m.Pid)
+	}
+}
+
+func (a *acquisition) starterName() string {
+	if a.m.Pid != 0 || len(a.m.Argv) == 0 {
+		return "the starter"
+	}
+	return filepath.Base(a.m.Argv[0])
+}
+
+// where says which processes ranks are: pids and hosts, briefly.
+func (a *acquisition) where(ranks wire.RankSet) string {
+	var parts []string
+	ranks.Each(func(r int) bool {
+		if len(parts) == 3 {
+			parts = append(parts, "…")
+			return false
+		}
+		p := a.result.Table.Procs[r]
+		parts = append(parts, fmt.Sprintf("pid %d on %s", p.Pid, p.Host))
+		return true
+	})
+	return strings.Join(parts, ", ")
+}
+
+// describeTable says in a line what a starter told.
+func describeTable(t mpir.Table) string {
+	var notes []string
+	if !t.IAmStarter {
+		notes = append(notes, "no MPIR_i_am_starter")
+	}
+	if t.PartialAttachOK {
+		notes = append(notes, "partial attach ok")
+	}
+	if t.AcquiredPreMain {
+		notes = append(notes, "acquired before main")
+	}
+	if t.DLLName != "" {
+		notes = append(notes, "MPIR_dll_name "+t.DLLName)
+	}
+	text := fmt.Sprintf("%d ranks from pid %d (MPIR in %s)", len(t.Procs), t.Starter, t.Object)
+	if len(notes) > 0 {
+		text += "; " + strings.Join(notes, ", ")
+	}
+	return text
+}
+
+// isLocal says whether a proctable host is this machine.
+func isLocal(host string) bool {
+	if host == "" || host == "localhost" {
+		return true
+	}
+	me, _ := os.Hostname()
+	short := func(h string) string { h, _, _ = strings.Cut(h, "."); return h }
+	if host == me || short(host) == short(me) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return false
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, ip := range ips {
+		if ip.IP.IsLoopback() {
+			return true
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip.IP) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}

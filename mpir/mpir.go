@@ -1,0 +1,348 @@
+// Package mpir takes over the processes of a parallel job through the MPIR
+// process-acquisition interface: a starter (mpirun, srun, …) that a
+// debugger traces publishes in its memory the table of the job's
+// processes (host, executable and pid of every rank) and stops in
+// MPIR_Breakpoint for the debugger to read it.
+//
+// Launch starts a starter under the interface and holds it in
+// MPIR_Breakpoint until the ranks are attached; Attach reads the table of
+// a starter that runs already. The engine is ptrace itself, from one
+// locked OS thread, with the symbols read from the ELF files that the
+// starter has mapped: the starter is traced for a moment and never needs a
+// debugger of its own. Only the starter is traced here; the ranks are for
+// the rank servers' debuggers.
+package mpir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The interface's names (the MPIR process-acquisition document).
+const (
+	symBreakpoint      = "MPIR_Breakpoint"
+	symDebugState      = "MPIR_debug_state"
+	symProctable       = "MPIR_proctable"
+	symProctableSize   = "MPIR_proctable_size"
+	symBeingDebugged   = "MPIR_being_debugged"
+	symAbortString     = "MPIR_debug_abort_string"
+	symIAmStarter      = "MPIR_i_am_starter"
+	symAcquiredPreMain = "MPIR_acquired_pre_main"
+	symPartialAttachOK = "MPIR_partial_attach_ok"
+	symDLLName         = "MPIR_dll_name"
+)
+
+var allSymbols = []string{symBreakpoint, symDebugState, symProctable, symProctableSize, symBeingDebugged,
+	symAbortString, symIAmStarter, symAcquiredPreMain, symPartialAttachOK, symDLLName}
+
+// Values of MPIR_debug_state.
+const (
+	debugSpawned  = 1
+	debugAborting = 2
+)
+
+// maxProcs bounds MPIR_proctable_size: a larger one is garbage.
+const maxProcs = 1 << 24
+
+// procDescSize is the size of an MPIR_PROCDESC on a 64-bit starter:
+// {char *host_name; char *executable_name; int pid;} and padding.
+const procDescSize = 24
+
+// Proc is one rank's entry in MPIR_proctable.
+type Proc struct {
+	Host       string `json:"host"`
+	Executable string `json:"executable"`
+	Pid        int    `json:"pid"`
+}
+
+// Table is what a starter tells about its job.
+type Table struct {
+	Starter int    // the starter's process id
+	Procs   []Proc // rank i is Procs[i]
+	// Where the interface's symbols were found (the starter's executable,
+	// or a library of it: Open MPI keeps them in libopen-rte).
+	Object string
+	// IAmStarter is MPIR_i_am_starter's presence: the starter is not a
+	// rank. Without it the starter may itself be one of the ranks.
+	IAmStarter bool
+	// PartialAttachOK is MPIR_partial_attach_ok's presence: ranks that are
+	// not attached go on by themselves once the starter is let go.
+	PartialAttachOK bool
+	// AcquiredPreMain is MPIR_acquired_pre_main's presence: the ranks are
+	// held before main, so the debugger should run them to it.
+	AcquiredPreMain bool
+	// DLLName is MPIR_dll_name in the starter, when it has one: the
+	// library that shows a debugger the message queues.
+	DLLName string
+}
+
+// ErrNotStarter says that a process does not offer the MPIR interface.
+var ErrNotStarter = errors.New("not an MPIR starter")
+
+// errArch is the answer on machines whose breakpoints and registers the
+// engine does not know.
+var errArch = errors.New("MPIR acquisition is implemented for x86-64 only")
+
+// AbortError is a starter in MPIR_Breakpoint with MPIR_debug_state
+// ABORTING: the job failed, for the reason the starter gives.
+type AbortError struct {
+	Starter int
+	Message string // MPIR_debug_abort_string
+}
+
+func (e *AbortError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("the starter (pid %d) says the job is aborting", e.Starter)
+	}
+	return fmt.Sprintf("the starter (pid %d) says the job is aborting: %s", e.Starter, e.Message)
+}
+
+// Attach reads the table of the job that the running starter pid has
+// spawned, and sets its MPIR_being_debugged. The starter's threads stop
+// for the moment of reading, so that the table does not change under it,
+// and go on as they were.
+func Attach(ctx context.Context, pid int) (Table, error) {
+	var tab Table
+	var err error
+	onTracer(func() { tab, err = attach(ctx, pid, 1, true) })
+	return tab, err
+}
+
+// Forget tells a starter that Attach read that the debugger is gone: its
+// MPIR_being_debugged goes back to 0.
+func Forget(ctx context.Context, pid int) error {
+	var err error
+	onTracer(func() { _, err = attach(ctx, pid, 0, false) })
+	return err
+}
+
+func attach(ctx context.Context, pid int, being int32, read bool) (tab Table, err error) {
+	if !archSupported {
+		return tab, errArch
+	}
+	name, err := processName(pid)
+	if err != nil {
+		return tab, err
+	}
+	t := newTraced(pid)
+	t.seized = true
+	defer t.close()
+	defer func() {
+		// Let go of whatever was seized, whatever happened.
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if e := errors.Join(t.stopAll(stop), t.detach()); e != nil && err == nil {
+			err = fmt.Errorf("let go of %s: %w", name, e)
+		}
+	}()
+	if err := t.seize(); err != nil {
+		return tab, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := t.stopAll(ctx); err != nil {
+		return tab, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := t.openMemory(); err != nil {
+		return tab, fmt.Errorf("%s: %w", name, err)
+	}
+	syms, err := starterSymbols(pid, name)
+	if err != nil {
+		return tab, err
+	}
+	if syms.has(symBeingDebugged) {
+		if err := t.writeInt32(syms.addr[symBeingDebugged], being); err != nil {
+			return tab, fmt.Errorf("%s: set %s: %w", name, symBeingDebugged, err)
+		}
+	}
+	if !read {
+		return tab, nil
+	}
+	state, err := t.readInt32(syms.addr[symDebugState])
+	if err != nil {
+		return tab, fmt.Errorf("%s: %w", name, err)
+	}
+	if state == debugAborting {
+		return tab, t.abortError(syms)
+	}
+	tab, err = t.readTable(syms)
+	if err != nil {
+		return tab, fmt.Errorf("%s: %w", name, err)
+	}
+	return tab, nil
+}
+
+// seize attaches every thread of the process, again until no new one
+// appeared while it did: a starter may start threads at any time.
+func (t *traced) seize() error {
+	for {
+		tids, err := threadsOf(t.pid)
+		if err != nil {
+			return fmt.Errorf("list its threads: %w", err)
+		}
+		added := false
+		for _, tid := range tids {
+			if t.threads[tid] != nil {
+				continue
+			}
+			err := ptrace(unix.PTRACE_SEIZE, tid, 0, unix.PTRACE_O_TRACECLONE)
+			if errors.Is(err, unix.ESRCH) {
+				continue // the thread ended meanwhile
+			}
+			if errors.Is(err, unix.EPERM) && tracerOf(tid) == os.Getpid() {
+				// Seized already, as the new thread of one seized before.
+				t.threads[tid] = &thread{asked: true}
+				continue
+			}
+			if err != nil {
+				return traceError(t.pid, err)
+			}
+			t.threads[tid] = &thread{}
+			added = true
+		}
+		if !added {
+			return nil
+		}
+	}
+}
+
+// traceError explains why ptrace refused a process.
+func traceError(pid int, err error) error {
+	if !errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("trace it: %w", err)
+	}
+	if tracer := tracerOf(pid); tracer != 0 {
+		name, _ := processName(tracer)
+		return fmt.Errorf("may not trace it: %s traces it already", name)
+	}
+	return fmt.Errorf("may not trace it (%v): it belongs to another user, or kernel.yama.ptrace_scope forbids it (see /proc/sys/kernel/yama/ptrace_scope)", err)
+}
+
+// starterSymbols finds the interface in pid, or says it is not there.
+func starterSymbols(pid int, name string) (symbols, error) {
+	syms, err := lookup(pid, allSymbols)
+	if err != nil {
+		return syms, fmt.Errorf("%s: read its symbols: %w", name, err)
+	}
+	var missing []string
+	for _, s := range []string{symBreakpoint, symDebugState, symProctable, symProctableSize} {
+		if !syms.has(s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		return syms, fmt.Errorf("%s is %w: no %s in it or its %d libraries", name, ErrNotStarter,
+			strings.Join(missing, ", "), max(syms.objects-1, 0))
+	}
+	return syms, nil
+}
+
+func (t *traced) abortError(syms symbols) error {
+	e := &AbortError{Starter: t.pid}
+	if syms.has(symAbortString) {
+		if p, err := t.readPointer(syms.addr[symAbortString]); err == nil {
+			e.Message, _ = t.readString(p)
+		}
+	}
+	return e
+}
+
+// readTable reads MPIR_proctable and what the presence-only symbols say.
+func (t *traced) readTable(syms symbols) (Table, error) {
+	tab := Table{
+		Starter:         t.pid,
+		Object:          syms.file[symBreakpoint],
+		IAmStarter:      syms.has(symIAmStarter),
+		PartialAttachOK: syms.has(symPartialAttachOK),
+		AcquiredPreMain: syms.has(symAcquiredPreMain),
+	}
+	if syms.has(symDLLName) {
+		tab.DLLName, _ = t.readString(syms.addr[symDLLName])
+	}
+	size, err := t.readInt32(syms.addr[symProctableSize])
+	if err != nil {
+		return tab, err
+	}
+	base, err := t.readPointer(syms.addr[symProctable])
+	if err != nil {
+		return tab, err
+	}
+	if size < 0 || size > maxProcs {
+		return tab, fmt.Errorf("%s is %d: not a table size", symProctableSize, size)
+	}
+	if size == 0 || base == 0 {
+		return tab, fmt.Errorf("its %s is empty: the job has not started (yet)", symProctable)
+	}
+	raw, err := t.read(base, int(size)*procDescSize)
+	if err != nil {
+		return tab, fmt.Errorf("read %s: %w", symProctable, err)
+	}
+	tab.Procs = make([]Proc, size)
+	for i := range tab.Procs {
+		e := raw[i*procDescSize:]
+		p := &tab.Procs[i]
+		if p.Host, err = t.readString(le64(e)); err == nil {
+			p.Executable, err = t.readString(le64(e[8:]))
+		}
+		if err != nil {
+			return tab, fmt.Errorf("%s entry %d: %w", symProctable, i, err)
+		}
+		p.Pid = int(int32(le32(e[16:])))
+		if p.Pid <= 0 {
+			return tab, fmt.Errorf("%s entry %d: pid %d", symProctable, i, p.Pid)
+		}
+	}
+	return tab, nil
+}
+
+// processName is "name (pid N)", or an error when there is no such
+// process.
+func processName(pid int) (string, error) {
+	if pid <= 0 {
+		return "", fmt.Errorf("no process with pid %d", pid)
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("no process with pid %d", pid)
+		}
+		return "", err
+	}
+	return fmt.Sprintf("%s (pid %d)", strings.TrimSpace(string(comm)), pid), nil
+}
+
+// tracerOf is the pid that traces pid, or 0.
+func tracerOf(pid int) int {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
+			var n int
+			fmt.Sscan(v, &n)
+			return n
+		}
+	}
+	return 0
+}
+
+// Traced reports whether pid is stopped or traced by anyone: what must not
+// be true of a rank once the debugger has let it go.
+func Traced(pid int) (stopped bool, tracer int) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false, 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "State:"); ok {
+			v = strings.TrimSpace(v)
+			stopped = strings.HasPrefix(v, "T") || strings.HasPrefix(v, "t")
+		}
+	}
+	return stopped, tracerOf(pid)
+}

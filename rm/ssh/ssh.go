@@ -1,0 +1,139 @@
+// Package ssh starts debug servers on named hosts: with ssh on other hosts,
+// directly on this one. It serves jobs whose processes already run where
+// their starter put them (acquired through MPIR): each rank's server must
+// run on its rank's host. The servers publish their own addresses, so the
+// session directory must be on a file system that every host shares (a
+// home directory, as clusters have), and the front end helps the launch.
+package ssh
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sdm-hpc/sdm/rm"
+)
+
+// Adapter starts rank r's server on Hosts[r] ("" for this machine).
+type Adapter struct {
+	Hosts []string
+	SSH   []string // the ssh command and its options ("ssh" when empty)
+}
+
+// Name implements rm.Adapter.
+func (Adapter) Name() string { return "ssh" }
+
+// Launcher implements rm.Adapter: ssh, when some rank is elsewhere.
+func (a Adapter) Launcher() string {
+	for _, h := range a.Hosts {
+		if h != "" {
+			return a.ssh()[0]
+		}
+	}
+	return ""
+}
+
+// Routes implements rm.Adapter.
+func (Adapter) Routes() string { return "publish" }
+
+// StartsMaster implements rm.Adapter.
+func (Adapter) StartsMaster() bool { return false }
+
+func (a Adapter) ssh() []string {
+	if len(a.SSH) == 0 {
+		return []string{"ssh"}
+	}
+	return a.SSH
+}
+
+// Start implements rm.Adapter: one shell per host starts that host's
+// servers and waits for them.
+func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
+	if len(a.Hosts) != spec.Size {
+		return nil, fmt.Errorf("ssh: %d hosts for %d ranks", len(a.Hosts), spec.Size)
+	}
+	var order []string
+	ranks := map[string][]int{}
+	for r, h := range a.Hosts {
+		if ranks[h] == nil {
+			order = append(order, h)
+		}
+		ranks[h] = append(ranks[h], r)
+	}
+	server := spec.ServerCommand(a.Routes())
+	job := &job{done: make(chan struct{})}
+	for _, host := range order {
+		var script strings.Builder
+		if host != "" {
+			script.WriteString("export")
+			for _, kv := range spec.Env {
+				script.WriteString(" " + rm.ShellQuote(kv))
+			}
+			script.WriteString("; ")
+		}
+		for _, r := range ranks[host] {
+			for _, w := range server {
+				script.WriteString(rm.ShellQuote(w) + " ")
+			}
+			script.WriteString("--server=" + strconv.Itoa(r) + " & ")
+		}
+		script.WriteString("wait")
+		argv := []string{"sh", "-c", script.String()}
+		if host != "" {
+			// -tt: the servers end with the connection (they get SIGHUP).
+			argv = append(append(append([]string{}, a.ssh()...), "-tt", host), script.String())
+		}
+		p, err := rm.StartProcess(argv, spec.Env, spec.Log)
+		if err != nil {
+			job.Cancel()
+			return nil, err
+		}
+		name := "this machine"
+		if host != "" {
+			name = host
+		}
+		job.parts = append(job.parts, part{name: fmt.Sprintf("ranks %s on %s", rm.FormatRanks(ranks[host]), name), p: p})
+	}
+	go job.wait()
+	return job, nil
+}
+
+type part struct {
+	name string
+	p    *rm.Process
+}
+
+// job is the shells of every host.
+type job struct {
+	parts []part
+	done  chan struct{}
+	err   error
+}
+
+func (j *job) wait() {
+	var errs []error
+	for _, p := range j.parts {
+		if err := p.p.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+	j.err = errors.Join(errs...)
+	close(j.done)
+}
+
+// Done implements rm.Job.
+func (j *job) Done() <-chan struct{} { return j.done }
+
+// Wait implements rm.Job.
+func (j *job) Wait() error {
+	<-j.done
+	return j.err
+}
+
+// Cancel implements rm.Job.
+func (j *job) Cancel() {
+	for _, p := range j.parts {
+		p.p.Cancel()
+	}
+}
