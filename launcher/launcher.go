@@ -34,9 +34,9 @@ const SessionEnv = "SDM_SESSION"
 
 // Options describe a debug job to launch.
 type Options struct {
-	RM       string // resource manager: local (default), openmpi, mpich, slurm, pe or auto
+	RM string // resource manager: local (default), openmpi, mpich, slurm, pe or auto
 	// Adapter, when set, is used instead of the one RM names.
-	Adapter rm.Adapter
+	Adapter  rm.Adapter
 	Size     int    // number of ranks
 	Fanout   int    // tree shape (routing.Tree)
 	Debugger string // backend of the servers: gdb-mi or sim
@@ -86,10 +86,10 @@ type Session struct {
 	// Starter is the starter of a job acquired through MPIR, when the
 	// front end launched it.
 	Starter rm.Job
-	Dir    string // the local session directory: key, logs (and routing file, on this machine)
+	Dir     string // the local session directory: key, logs (and routing file, on this machine)
 
 	target  target
-	files   string    // the session directory on the target, when it is remote
+	files   string       // the session directory on the target, when it is remote
 	forward *exec.Cmd    // the ssh that forwards the session port
 	mpir    *acquisition // how the job was acquired, if through MPIR
 }

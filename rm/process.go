@@ -22,9 +22,9 @@ type Process struct {
 	cmd   *exec.Cmd
 	log   *os.File
 	watch sync.Once
-	tail tail
-	done chan struct{}
-	err  error
+	tail  tail
+	done  chan struct{}
+	err   error
 }
 
 // StartProcess runs argv (the launcher and its arguments) with env added

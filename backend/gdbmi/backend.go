@@ -55,8 +55,8 @@ var ErrClosed = errors.New("debugger closed")
 // answer, naming the rank, instead of killing the server.
 func New(cfg backend.Config) *Backend {
 	b := &Backend{
-		cfg:    cfg,
-		events: make(chan backend.Event, 256),
+		cfg:     cfg,
+		events:  make(chan backend.Event, 256),
 		state:   wire.State{State: wire.StateNotStarted},
 		changed: make(chan struct{}),
 	}
