@@ -14,8 +14,12 @@
  *
  * Symbols whose mere presence means something are chosen when building:
  *   -DRANK0       no MPIR_i_am_starter: the starter itself is rank 0
- *   -DPARTIAL     MPIR_partial_attach_ok: ranks not attached go on by themselves
+ *   -DPARTIAL     MPIR_partial_attach_ok: the starter holds its ranks stopped
+ *                 (SIGSTOP) and lets them all go (SIGCONT) once the debugger
+ *                 is done, so ranks it did not attach go on by themselves
  *   -DPRE_MAIN    MPIR_acquired_pre_main: ranks wait at the gate before main
+ * Without PARTIAL, a rank started under a debugger waits at MPIR_debug_gate
+ * until the debugger opens it.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -65,9 +69,14 @@ __attribute__((noinline)) void *MPIR_Breakpoint(void)
 
 static void gate(void)
 {
-    if (getenv(GATE_ENV))
-        while (!MPIR_debug_gate)
-            usleep(1000);
+    if (!getenv(GATE_ENV))
+        return;
+#ifdef PARTIAL
+    raise(SIGSTOP); /* the starter lets us go */
+#else
+    while (!MPIR_debug_gate)
+        usleep(1000);
+#endif
 }
 
 #ifdef PRE_MAIN
@@ -148,6 +157,13 @@ static void spawn(struct job *j)
         MPIR_proctable[r].pid = pid;
     }
     MPIR_proctable_size = j->size;
+#ifdef PARTIAL
+    /* Every rank is held before the debugger is told about them. */
+    for (int r = j->first; r < j->size && MPIR_being_debugged; r++) {
+        int ws;
+        waitpid(j->pids[r], &ws, WUNTRACED);
+    }
+#endif
     if (j->abort_message) {
         MPIR_debug_abort_string = (char *)j->abort_message;
         MPIR_debug_state = MPIR_DEBUG_ABORTING;
@@ -158,8 +174,13 @@ static void spawn(struct job *j)
         exit(1);
     }
     MPIR_debug_state = MPIR_DEBUG_SPAWNED;
-    if (MPIR_being_debugged)
+    if (MPIR_being_debugged) {
         MPIR_Breakpoint();
+#ifdef PARTIAL
+        for (int r = j->first; r < j->size; r++)
+            kill(j->pids[r], SIGCONT);
+#endif
+    }
     printf("mpir-starter: started %d ranks\n", j->size);
     fflush(stdout);
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sdm-hpc/sdm/rm"
 )
@@ -111,13 +112,30 @@ type job struct {
 	err   error
 }
 
+// wait collects the hosts' ends. One host failing fails the job: the
+// tree cannot come up without its ranks, so the others are cancelled.
 func (j *job) wait() {
-	var errs []error
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		errs   []error
+		failed bool
+	)
 	for _, p := range j.parts {
-		if err := p.p.Wait(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := p.p.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && !failed { // the others' ends are ours
+				failed = true
+				errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+				j.Cancel()
+			}
+		}()
 	}
+	wg.Wait()
 	j.err = errors.Join(errs...)
 	close(j.done)
 }
