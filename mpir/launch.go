@@ -103,7 +103,7 @@ func (s *Starter) run(ctx context.Context, start StartFunc, ready chan<- error) 
 	fail := func(err error) error {
 		// Nothing is left behind half-debugged: the starter and whatever
 		// it spawned go.
-		syscall.Kill(-pid, syscall.SIGKILL)
+		t.kill()
 		ready <- err
 		return nil
 	}
@@ -146,12 +146,12 @@ func (s *Starter) run(ctx context.Context, start StartFunc, ready chan<- error) 
 		}
 	}
 	if s.kill {
-		syscall.Kill(-pid, syscall.SIGKILL)
+		t.kill()
 		return nil
 	}
 	// Take the breakpoint out; held threads were wound back onto it.
 	if err := t.write(t.bp, orig); err != nil {
-		syscall.Kill(-pid, syscall.SIGKILL)
+		t.kill()
 		return fmt.Errorf("%s: remove the breakpoint: %w", name, err)
 	}
 	t.bp = 0
@@ -165,6 +165,20 @@ func (s *Starter) run(ctx context.Context, start StartFunc, ready chan<- error) 
 		return fmt.Errorf("let go of %s: %w", name, err)
 	}
 	return nil
+}
+
+// kill ends the starter's process group, and reaps its threads: a traced
+// thread that dies waits for its tracer, and would keep the starter from
+// ending. The starter itself is left for its parent to reap.
+func (t *traced) kill() {
+	syscall.Kill(-t.pid, syscall.SIGKILL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		if _, _, err := t.wait(ctx, 0, nil); err != nil {
+			return // errExited: all gone; or the deadline
+		}
+	}
 }
 
 // toBreakpoint runs the freshly started starter to its MPIR_Breakpoint in

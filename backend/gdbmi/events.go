@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -105,6 +107,9 @@ type output struct {
 	b    *Backend
 	term *terminal
 	read chan struct{} // signalled after every read
+	// reading is held from a read of the terminal until what it got has
+	// gone to add.
+	reading sync.Mutex
 
 	mu      sync.Mutex
 	partial []byte
@@ -124,18 +129,40 @@ func newOutput(b *Backend, term *terminal) *output {
 	return o
 }
 
+// pump reads the program's output. Each read, and the handling of what
+// it got, happen under o.reading, so that drain can tell when what has
+// left the terminal's buffer has been sent too.
 func (o *output) pump() {
+	rc, err := o.term.master.SyscallConn()
+	if err != nil {
+		return
+	}
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := o.term.master.Read(buf)
+		var n int
+		var rerr error
+		locked := false
+		err := rc.Read(func(fd uintptr) bool {
+			o.reading.Lock()
+			n, rerr = unix.Read(int(fd), buf)
+			if rerr == unix.EAGAIN {
+				o.reading.Unlock()
+				return false // wait until there is something to read
+			}
+			locked = true
+			return true
+		})
 		if n > 0 {
 			o.add(buf[:n])
+		}
+		if locked {
+			o.reading.Unlock()
 		}
 		select {
 		case o.read <- struct{}{}:
 		default:
 		}
-		if err != nil {
+		if err != nil || rerr != nil || n == 0 {
 			return
 		}
 	}
@@ -191,5 +218,8 @@ func (o *output) drain() {
 			return
 		}
 	}
+	// The last read may still be on its way to add.
+	o.reading.Lock()
+	o.reading.Unlock()
 	o.flush()
 }
