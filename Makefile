@@ -82,6 +82,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Idle' -benchtime 1x ./integration/
 	$(GO) test -run '^$$' -bench 'GDB64' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'Launchers' -benchtime 3x ./integration/
+	$(GO) test -run '^$$' -bench 'MPIR' -benchtime 3x ./integration/
 
 # A short run of every fuzz target; the seeds run in every `make test`.
 fuzz:

@@ -93,7 +93,7 @@ func gdbTree(t *testing.T, n int, program string, args ...string) *client.Sessio
 
 // events collects the session's events until done says it has seen
 // enough, or fails the test after 60 s.
-func events(t *testing.T, cs *client.Session, done func(client.Event) bool) {
+func events(t testing.TB, cs *client.Session, done func(client.Event) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -109,7 +109,7 @@ func events(t *testing.T, cs *client.Session, done func(client.Event) bool) {
 }
 
 // stoppedAll waits until every rank of want has reported a stop.
-func stoppedAll(t *testing.T, cs *client.Session, want wire.RankSet) []wire.State {
+func stoppedAll(t testing.TB, cs *client.Session, want wire.RankSet) []wire.State {
 	t.Helper()
 	var got wire.RankSet
 	var states []wire.State

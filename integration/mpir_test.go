@@ -63,7 +63,7 @@ func attached(t *testing.T, acq *launcher.Acquired, want wire.RankSet, state str
 }
 
 // lines waits until p has written n lines that contain what.
-func (p *proc) lines(t *testing.T, n int, what string) {
+func (p *proc) lines(t testing.TB, n int, what string) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for strings.Count(p.out.String(), what) < n {
@@ -81,7 +81,7 @@ func (p *proc) lines(t *testing.T, n int, what string) {
 // starter of a job the test attaches to must not be the test's own child,
 // whose wait would take the stops that tracing it causes. It returns the
 // process and its pid, once it is there.
-func detached(t *testing.T, env []string, argv ...string) (*proc, int) {
+func detached(t testing.TB, env []string, argv ...string) (*proc, int) {
 	t.Helper()
 	cmd := exec.Command("sh", append([]string{"-c", `"$@" & echo "detached pid $!"; wait`, "sh"}, argv...)...)
 	cmd.Env = append(os.Environ(), env...)

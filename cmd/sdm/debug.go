@@ -38,6 +38,14 @@ examples:
   sdm debug --rm auto -n 8 --json --batch cmds.txt -- ./ring
   sdm debug --rm slurm --forward me@login1 -n 32 -- /home/me/ring  # from a laptop
   sdm debug -n 64 --backend sim -e stacks -- hang             # no gdb: simulated stacks
+  sdm debug --mpir --rm openmpi -n 8 -- ./ring               # mpirun starts ./ring itself; MPIR
+  sdm debug --mpir --starter -- ./my-starter -n 8 ./ring     # any starter with the MPIR interface
+
+With --mpir the launcher starts the program itself, with no sdm around
+each rank, and sdm acquires the ranks through the MPIR interface: it holds
+the starter in MPIR_Breakpoint, reads its table of processes, attaches a
+gdb to every rank, and lets the starter go. The ranks wait, stopped, for
+the first command. To take over a job that runs already: sdm attach.
 
 Every command may start with a rank set ([0-3,7], [all], or a name given
 with defset); type help for the list: run, continue, next, step, finish,
