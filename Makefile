@@ -90,6 +90,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzTree -fuzztime 10s ./routing/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 20s ./wire/
 	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime 20s ./wire/
+	$(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime 20s ./connect/
 
 demo: build examples
 	$(BIN) debug -n 8 \

@@ -175,6 +175,32 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		}
 		clientAddr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().Port))
 	}
+	spec := jobSpec(o, adapter, t, dir, files, keyFile, clientAddr)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ctx, stop := context.WithTimeout(ctx, o.ConnectTimeout)
+	defer stop()
+	masterStarted, err := s.submit(ctx, cancel, adapter, t, spec, progress)
+	if err != nil {
+		return fail(err)
+	}
+	cs, err := accept(ctx, ln, o.Size, masterStarted, progress)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
+			err = cause
+		}
+		s.cancel()
+		s.closeTarget()
+		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
+	}
+	s.Session = cs
+	return s, nil
+}
+
+// jobSpec is what the adapter needs to start the job's servers, pointed
+// at the front end's session port at clientAddr; dir is the local session
+// directory, files the one where the job runs.
+func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clientAddr string) rm.Spec {
 	serverArgs := []string{"--debugger=" + o.Debugger}
 	if o.Debug {
 		serverArgs = append(serverArgs, "--debug")
@@ -195,19 +221,20 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		lo, hi := routing.PortRange()
 		spec.PortBase = lo + rand.IntN(hi-lo-256)
 	}
+	return spec
+}
+
+// submit starts the job and, where the front end starts it, the master:
+// at once, or once every server has published its address. The outcome of
+// starting the master comes on the channel. A job that ends before ctx
+// does cancels ctx, with its own explanation as the cause.
+func (s *Session) submit(ctx context.Context, cancel context.CancelCauseFunc, adapter rm.Adapter, t target, spec rm.Spec, progress func(Progress)) (<-chan error, error) {
 	job, err := adapter.Start(spec)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	s.Job = job
-	progress(Progress{Stage: "submitted", Total: o.Size})
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	ctx, stop := context.WithTimeout(ctx, o.ConnectTimeout)
-	defer stop()
-	// A job that ends while we wait ends the wait at once, with its own
-	// explanation, instead of at the deadline.
+	progress(Progress{Stage: "submitted", Total: spec.Size})
 	go func() {
 		select {
 		case <-job.Done():
@@ -223,9 +250,9 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		// Launch help: once every server has published where it listens,
 		// write the routing file and start the master.
 		go func() {
-			err := collect(ctx, t, spec, o.Size)
+			err := collect(ctx, t, spec, spec.Size)
 			if err == nil {
-				progress(Progress{Stage: "published", Done: o.Size, Total: o.Size})
+				progress(Progress{Stage: "published", Done: spec.Size, Total: spec.Size})
 				s.Master, err = startMaster(spec)
 			}
 			masterStarted <- err
@@ -235,18 +262,7 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		s.Master, err = startMaster(spec)
 		masterStarted <- err
 	}
-
-	cs, err := accept(ctx, ln, o.Size, masterStarted, progress)
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
-			err = cause
-		}
-		s.cancel()
-		s.closeTarget()
-		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
-	}
-	s.Session = cs
-	return s, nil
+	return masterStarted, nil
 }
 
 // sessionFiles makes the session directory where the job runs and puts the
@@ -396,8 +412,12 @@ func (s *Session) End(timeout time.Duration) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	err = errors.Join(errs...)
+	switch {
+	case err != nil && s.Dir != "":
 		return fmt.Errorf("%w (logs kept in %s)", err, s.Dir)
+	case err != nil:
+		return err
 	}
 	return os.RemoveAll(s.Dir)
 }

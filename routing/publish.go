@@ -56,7 +56,7 @@ func WaitPublished(ctx context.Context, routingFile string, n int) (*Table, erro
 		return nil, fmt.Errorf("routing: %w", err)
 	}
 	var t *Table
-	err := waitFor(ctx, dir, "", "servers to publish into "+dir, func() (err error) {
+	err := WaitFor(ctx, dir, "", "servers to publish into "+dir, func() (err error) {
 		t, err = readPublished(dir, n)
 		return err
 	})

@@ -42,18 +42,21 @@ func Wait(ctx context.Context, path string) (*Table, error) {
 		return nil, errors.New("routing: waiting for routing file: empty path")
 	}
 	var t *Table
-	err := waitFor(ctx, filepath.Dir(path), filepath.Base(path), "routing file "+path, func() (err error) {
+	err := WaitFor(ctx, filepath.Dir(path), filepath.Base(path), "routing file "+path, func() (err error) {
 		t, err = ReadFile(path)
 		return err
 	})
 	return t, err
 }
 
-// waitFor calls try until it succeeds, fails for a reason other than a
-// missing or incomplete file, or ctx ends. It tries again whenever
-// something happens to name in dir (any file when name is empty), and at
-// least every pollInterval. what names the thing waited for in errors.
-func waitFor(ctx context.Context, dir, name, what string, try func() error) error {
+// WaitFor calls try until it succeeds, fails for a reason other than a
+// missing or incomplete file (fs.ErrNotExist, ErrIncomplete), or ctx ends.
+// It tries again whenever something happens to name in dir (any file when
+// name is empty), and at least once a second, for files written on other
+// NFS clients. what names the thing waited for in errors. Other files
+// that come and go by rename (requests, answers) are waited for with it
+// as routing files are.
+func WaitFor(ctx context.Context, dir, name, what string, try func() error) error {
 	// Watch before the first try, so that a file arriving in between
 	// cannot be missed.
 	var n notifier = pollNotifier{}

@@ -160,7 +160,7 @@ func runDebug(args []string) error {
 		return err
 	}
 	return runSession(ctx, s, f, console.Options{}, func(*console.Console) error {
-		return startProgram(ctx, s, *f.timeout, fs.Args())
+		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
 	})
 }
 
@@ -217,6 +217,9 @@ func watchJob(s *launcher.Session, ending <-chan struct{}) {
 	if s.Starter != nil {
 		job, what = s.Starter, "the job's starter"
 	}
+	if job == nil {
+		return // the job runs elsewhere (reverse connect)
+	}
 	select {
 	case <-job.Done():
 		if err := job.Wait(); err != nil {
@@ -228,10 +231,9 @@ func watchJob(s *launcher.Session, ending <-chan struct{}) {
 	}
 }
 
-// startProgram has every rank load the program and fails, naming the
-// ranks, if any cannot.
-func startProgram(ctx context.Context, s *launcher.Session, timeout time.Duration, argv []string) error {
-	dir, _ := os.Getwd()
+// startProgram has every rank load the program, to run in dir, and fails,
+// naming the ranks, if any cannot.
+func startProgram(ctx context.Context, s *launcher.Session, timeout time.Duration, argv []string, dir string) error {
 	body, err := wire.Encode(wire.Start{Program: argv[0], Args: argv[1:], Dir: dir})
 	if err != nil {
 		return err

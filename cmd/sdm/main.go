@@ -22,7 +22,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
 
 func main() {
 	var err error
@@ -36,6 +41,12 @@ func main() {
 		err = runDebug(args[1:])
 	case "attach":
 		err = runAttach(args[1:])
+	case "connect":
+		err = runConnect(args[1:])
+	case "listen":
+		err = runListen(args[1:])
+	case "requests":
+		err = runRequests(args[1:])
 	case "routes":
 		err = runRoutes(args[1:])
 	case "help":
@@ -51,7 +62,7 @@ func main() {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		if code != 0 {
+		if code != 0 && err.Error() != "" {
 			fmt.Fprintln(os.Stderr, "sdm:", err)
 		}
 		os.Exit(code)
@@ -64,6 +75,9 @@ Front end:
   sdm debug [flags] -- PROGRAM [ARGS...]   start a job under the debugger (sdm debug --help)
   sdm debug --mpir [flags] -- PROGRAM ...  start it with its own launcher, acquire it through MPIR
   sdm attach --pid PID [flags]             take over a running job through its starter (sdm attach --help)
+  sdm connect [flags] COMMAND [ARGS...]    in a batch script: wait for a front end to debug COMMAND
+  sdm listen [flags]                       accept (or reject) jobs that wait in sdm connect
+  sdm requests                             list the jobs that wait
   sdm routes check FILE                    check a routing file
   sdm routes tree -n N [--fanout K]        print the tree of N servers
 

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sdm-hpc/sdm/connect"
+	"github.com/sdm-hpc/sdm/console"
+	"github.com/sdm-hpc/sdm/launcher"
+)
+
+const listenUsage = `usage: sdm listen [flags]
+
+Waits for jobs that ask to be debugged (sdm connect, in a batch script)
+and debugs each one that is accepted, one session after another. On a
+terminal it shows each request and asks; in scripts, --accept ID,
+--accept-all and --reject ID decide without asking. Requests are read from
+$SDM_CONNECT_DIR (default ~/.sdm/connect; yours, mode 0700); only your own
+are offered, and those of processes gone from this host are deleted.
+
+examples:
+  sdm listen                                                  # ask about each job
+  sdm listen --accept-all --max 1 -e 'break pass' -e run -e wait -e stacks
+  sdm listen --accept 3f9c01ab --batch cmds.txt
+  sdm listen --reject 3f9c01ab --reason 'not now'
+  sdm requests                                                # what waits
+
+Each accepted job connects back here (to this machine's host name, or
+--client-host, on a port chosen for it; to 127.0.0.1 for a job on this
+machine); the session key goes to it in its answer file, never on a command
+line. The commands (-e, --batch, or the terminal) run on every job that is
+accepted.
+
+Exit status: 0 when every session went well; 1 when one failed, or no
+request came within --wait; 2 on bad usage.
+
+flags:
+%s`
+
+func runListen(args []string) error {
+	fs := pflag.NewFlagSet("sdm listen", pflag.ContinueOnError)
+	accept := fs.String("accept", "", "accept this request (its ID, or the start of it), debug it, and end (--accept 3f9c01ab)")
+	acceptAll := fs.Bool("accept-all", false, "accept every request, one session after another")
+	reject := fs.String("reject", "", "reject this request and end (--reject 3f9c01ab)")
+	reason := fs.String("reason", "rejected by the front end", "with --reject: the reason the job is told")
+	max := fs.Int("max", 0, "end after this many sessions (--max 2; default: 1 with --accept, else no limit)")
+	wait := fs.Duration("wait", 0, "give up when no request comes in this time (--wait 10m; default: wait for ever)")
+	clientHost := fs.String("client-host", "", "how jobs on other hosts reach this machine (default: this machine's host name)")
+	f := addSessionFlags(fs)
+	if help, err := parseFlags(fs, args, listenUsage); help || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &exitError{2, fmt.Errorf("sdm listen: unexpected %q", fs.Arg(0))}
+	}
+	modes := 0
+	for _, on := range []bool{*accept != "", *acceptAll, *reject != ""} {
+		if on {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return &exitError{2, errors.New("sdm listen: --accept, --accept-all and --reject go alone")}
+	}
+	ask := modes == 0
+	if ask && !isTerminal(os.Stdin) {
+		return &exitError{2, errors.New("sdm listen: not on a terminal, so nobody can be asked: give --accept ID, --accept-all or --reject ID")}
+	}
+	if *accept != "" && *max == 0 {
+		*max = 1
+	}
+	dir, err := connect.Dir()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer stop()
+	l := &listener{dir: dir, flags: f, clientHost: *clientHost, seen: map[string]bool{}}
+	if *wait > 0 {
+		l.deadline = time.Now().Add(*wait)
+	}
+	in := bufio.NewReader(os.Stdin)
+	var failed error
+	for sessions := 0; *max == 0 || sessions < *max; {
+		reqs, err := l.next(ctx)
+		if err != nil {
+			return errors.Join(failed, err)
+		}
+		for _, r := range reqs {
+			switch {
+			case *reject != "":
+				if !matches(r.ID, *reject) {
+					continue
+				}
+				if err := connect.Reply(dir, r, connect.Answer{Reason: *reason}); err != nil {
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "sdm: rejected %s\n", r)
+				return nil
+			case *accept != "" && !matches(r.ID, *accept):
+				continue
+			case ask:
+				yes, why, err := askUser(in, r)
+				if err != nil {
+					return errors.Join(failed, err)
+				}
+				if !yes {
+					if err := connect.Reply(dir, r, connect.Answer{Reason: why}); err != nil {
+						fmt.Fprintln(os.Stderr, "sdm:", err)
+					}
+					continue
+				}
+			}
+			sessions++
+			if err := l.debug(ctx, r); err != nil {
+				fmt.Fprintf(os.Stderr, "sdm: request %s: %v\n", r.ID, err)
+				failed = &exitError{1, errors.New("some sessions failed (above)")}
+			}
+			if *max != 0 && sessions >= *max {
+				break
+			}
+		}
+	}
+	return failed
+}
+
+// matches says whether id is the request named by want (its start will do).
+func matches(id, want string) bool { return strings.HasPrefix(id, want) }
+
+// askUser shows a request and asks whether to debug it.
+func askUser(in *bufio.Reader, r *connect.Request) (yes bool, reason string, err error) {
+	fmt.Fprintf(os.Stderr, "sdm: a job asks to be debugged:\n  %s\naccept? [y/n] ", r)
+	line, err := in.ReadString('\n')
+	if err != nil {
+		return false, "", fmt.Errorf("no answer: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, "", nil
+	}
+	host, _ := os.Hostname()
+	return false, "rejected at " + host, nil
+}
+
+// listener is sdm listen's state between sessions.
+type listener struct {
+	dir        string
+	flags      *sessionFlags
+	clientHost string
+	deadline   time.Time
+	seen       map[string]bool // requests offered, and bad files reported
+}
+
+// next waits for requests not offered yet.
+func (l *listener) next(ctx context.Context) ([]*connect.Request, error) {
+	if !l.deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, l.deadline)
+		defer cancel()
+	}
+	reqs, err := connect.WaitRequests(ctx, l.dir, l.seen, func(err error) {
+		fmt.Fprintln(os.Stderr, "sdm: skipped:", err)
+	})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("no request came in %s", l.dir)
+		}
+		return nil, err
+	}
+	for _, r := range reqs {
+		l.seen[r.ID] = true
+	}
+	return reqs, nil
+}
+
+// debug accepts r and runs the session's commands on its job.
+func (l *listener) debug(ctx context.Context, r *connect.Request) error {
+	f := l.flags
+	o := launcher.Options{Log: log.New(os.Stderr, "sdm: ", 0)}
+	p, err := launcher.Await(r.Host, l.clientHost, o)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	answer := connect.Answer{Accept: true, Address: p.Address, Key: p.Key.String(), Fanout: *f.fanout, Debug: *f.verbose}
+	if err := connect.Reply(l.dir, r, answer); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "sdm: accepted %s\n", r)
+	progress := newProgress(isTerminal(os.Stderr))
+	waitCtx, cancel := context.WithTimeout(ctx, *f.connect)
+	defer cancel()
+	s, err := p.Accept(waitCtx, func(ctx context.Context) error { return connect.WaitFailed(ctx, l.dir, r) }, progress.show)
+	progress.clear()
+	r.Remove(l.dir)
+	if err != nil {
+		return err
+	}
+	return runSession(ctx, s, f, console.Options{}, func(*console.Console) error {
+		return startProgram(ctx, s, *f.timeout, r.Plan.Program, r.Dir)
+	})
+}
+
+const requestsUsage = `usage: sdm requests [--json]
+
+Lists the jobs that wait in sdm connect for a front end, oldest first: ID,
+user@host, batch job, pid, age, directory, command, and how sdm would debug
+it. Files in the directory that are not requests are reported and skipped;
+requests of processes gone from this host are deleted.
+
+flags:
+%s`
+
+func runRequests(args []string) error {
+	fs := pflag.NewFlagSet("sdm requests", pflag.ContinueOnError)
+	jsonOut := fs.Bool("json", false, "one JSON object per request")
+	if help, err := parseFlags(fs, args, requestsUsage); help || err != nil {
+		return err
+	}
+	dir, err := connect.Dir()
+	if err != nil {
+		return err
+	}
+	reqs, skipped, err := connect.Requests(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range skipped {
+		fmt.Fprintln(os.Stderr, "sdm: skipped:", e)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for _, r := range reqs {
+		if *jsonOut {
+			enc.Encode(r)
+		} else {
+			fmt.Println(r)
+		}
+	}
+	if len(reqs) == 0 && !*jsonOut {
+		fmt.Fprintln(os.Stderr, "sdm: no requests in", dir)
+	}
+	return nil
+}
