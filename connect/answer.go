@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,25 +71,41 @@ func WaitAnswer(ctx context.Context, dir string, r *Request) (*Answer, error) {
 // Fail tells the front end that accepted r that the job side could not
 // start: it stops waiting for the job's master at once, with this reason.
 func Fail(dir string, r *Request, err error) error {
-	return writeFile(dir, r.ID+".failed", []byte(err.Error()+"\n"))
+	return Post(dir, r, "failed", []byte(err.Error()+"\n"))
 }
 
 // WaitFailed returns when the job side of r reports a failure (its
 // reason), or ctx ends (nil).
 func WaitFailed(ctx context.Context, dir string, r *Request) error {
-	path := filepath.Join(dir, r.ID+".failed")
-	var reason error
-	routing.WaitFor(ctx, dir, r.ID+".failed", "the job of request "+r.ID, func() error {
-		data, err := readPrivate(path)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			reason = err
+	data, err := WaitPost(ctx, dir, r, "failed")
+	if err != nil {
+		if ctx.Err() != nil {
 			return nil
 		}
-		reason = errors.New(strings.TrimSpace(string(data)))
-		return nil
+		return err
+	}
+	return errors.New(strings.TrimSpace(string(data)))
+}
+
+// Post leaves data for the other side of an accepted request, in a file
+// ID.KIND of the directory.
+func Post(dir string, r *Request, kind string, data []byte) error {
+	return writeFile(dir, r.ID+"."+kind, data)
+}
+
+// WaitPost waits for the other side's ID.KIND, returns what it holds and
+// removes it.
+func WaitPost(ctx context.Context, dir string, r *Request, kind string) ([]byte, error) {
+	name := r.ID + "." + kind
+	path := filepath.Join(dir, name)
+	var data []byte
+	err := routing.WaitFor(ctx, dir, name, name+" in "+dir, func() (err error) {
+		data, err = readPrivate(path)
+		return err
 	})
-	return reason
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(path)
+	return data, nil
 }

@@ -12,7 +12,8 @@ import (
 // Plan is how a command is debugged.
 type Plan struct {
 	// Mode is "launcher" (a known launcher, each rank wrapped by a
-	// server through its resource-manager adapter) or "process" (the
+	// server through its resource-manager adapter), "mpir" (the command
+	// is a starter, its ranks acquired through MPIR) or "process" (the
 	// command itself, on this machine, as Size ranks of the local launcher).
 	Mode string `json:"mode"`
 	RM   string `json:"rm,omitempty"` // the adapter: local, openmpi, mpich, slurm, pe
@@ -28,6 +29,8 @@ func (p Plan) String() string {
 	switch p.Mode {
 	case "launcher":
 		return fmt.Sprintf("%d ranks of %s under %s", p.Size, p.Program[0], p.RM)
+	case "mpir":
+		return "a starter, its ranks acquired through MPIR"
 	}
 	if p.Size == 1 {
 		return "one process"
@@ -37,11 +40,11 @@ func (p Plan) String() string {
 
 func (p Plan) check() error {
 	switch p.Mode {
-	case "launcher", "process":
+	case "launcher", "process", "mpir":
 	default:
 		return fmt.Errorf("mode %q", p.Mode)
 	}
-	if p.Size < 1 || p.Size > 1<<22 {
+	if p.Mode != "mpir" && (p.Size < 1 || p.Size > 1<<22) {
 		return fmt.Errorf("%d ranks", p.Size)
 	}
 	if len(p.Program) == 0 || p.Program[0] == "" {

@@ -81,7 +81,7 @@ func (r *Request) Write(dir string) error {
 
 // Remove takes the request and whatever answered it out of dir.
 func (r *Request) Remove(dir string) {
-	for _, ext := range []string{".request", ".answer", ".failed"} {
+	for _, ext := range []string{".request", ".answer", ".failed", ".attach", ".release"} {
 		os.Remove(filepath.Join(dir, r.ID+ext))
 	}
 }

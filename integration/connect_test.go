@@ -55,11 +55,12 @@ func exitCode(t *testing.T, p *proc) int {
 	return 0
 }
 
-// Three batch jobs wait at once, under the local launcher, real mpirun and
-// real srun; one listener accepts and debugs each to a merged stop at a
-// breakpoint and lets it finish.
+// Four batch jobs wait at once, under the local launcher, real mpirun,
+// real srun, and mpirun acquired through MPIR; one listener accepts and
+// debugs each to a merged stop at a breakpoint and lets it finish.
 func TestConnect(t *testing.T) {
 	dir := connectDir(t)
+	t.Setenv("OMPI_MPIR_DO_NOT_WARN", "1")
 	testenv.RequireTool(t, "gdb")
 	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	adapter{rm: "slurm"}.prepare(t)
@@ -68,21 +69,27 @@ func TestConnect(t *testing.T) {
 		{"./ring"},
 		{"mpirun", "-np", "4", "--oversubscribe", "./ring"},
 		{"srun", "-n", "4", "--mpi=pmix", "./ring"},
+		{"--mpir", "mpirun", "--allow-run-as-root", "-np", "4", "--oversubscribe", "./ring"},
 	} {
 		p, _ := waiting(t, args...)
 		jobs = append(jobs, p)
 	}
 	batch := filepath.Join(t.TempDir(), "cmds")
 	os.WriteFile(batch, []byte("break pass\nrun\nwait\ndelete 1\ncontinue\nwait\n"), 0o600)
-	out, stderr, code := run(t, "", "listen", "--accept-all", "--max", "3", "--batch", batch)
+	out, stderr, code := run(t, "", "listen", "--accept-all", "--max", "4", "--batch", batch)
 	if code != 0 {
 		t.Fatalf("listen: exit %d\n%s\n%s", code, out, stderr)
 	}
 	// Each job's ranks stop as one.
 	if strings.Count(out, "[0] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)") != 1 ||
-		strings.Count(out, "[0-3] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)") != 2 ||
+		strings.Count(out, "[0-3] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)") != 3 ||
+		!strings.Contains(out, "attached: stopped") ||
 		strings.Count(out, "token after 3 rounds") != 3 {
 		t.Fatalf("listen did not stop and finish every job:\n%s\n%s", out, stderr)
+	}
+	// The starter acquired through MPIR prints its ranks' output itself.
+	if mpir := jobs[3]; exitCode(t, mpir) != 0 || !strings.Contains(mpir.out.String(), "token after 3 rounds") {
+		t.Errorf("mpirun under MPIR:\n%s", mpir.out.String())
 	}
 	for _, p := range jobs {
 		if code := exitCode(t, p); code != 0 {

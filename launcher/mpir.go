@@ -102,46 +102,11 @@ func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Sessio
 	if err := a.starter(ctx, progress); err != nil {
 		return nil, err
 	}
-	tab := a.result.Table
-	n := len(tab.Procs)
-	ranks := a.m.Ranks
-	if ranks.Count() == 0 {
-		ranks = wire.All(n)
+	o, pids, err := a.servers(ctx, progress)
+	if err != nil {
+		return nil, err
 	}
-	if extra := ranks.Minus(wire.All(n)); !extra.Empty() {
-		return nil, fmt.Errorf("ranks %v: the job has ranks 0-%d only", extra, n-1)
-	}
-	if ranks.Count() < n && !tab.PartialAttachOK {
-		return nil, fmt.Errorf("%s (pid %d) has no MPIR_partial_attach_ok: attach all %d ranks, not %v", a.starterName(), tab.Starter, n, ranks)
-	}
-	a.result.Ranks = ranks
-	pids := make([]int, n)
-	hosts := make([]string, n)
-	remote := false
-	here := map[string]bool{}
-	ranks.Each(func(r int) bool {
-		pids[r] = tab.Procs[r].Pid
-		h := tab.Procs[r].Host
-		if _, known := here[h]; !known {
-			here[h] = isLocal(h)
-		}
-		if !here[h] {
-			hosts[r] = h
-			remote = true
-		}
-		return true
-	})
-	o := a.o
-	o.Size, o.Program, o.Adapter = n, "", local.Adapter{}
-	if remote {
-		o.Adapter = ssh.Adapter{Hosts: hosts, SSH: strings.Fields(o.SSH)}
-	}
-	o.ConnectTimeout = time.Until(deadline(ctx))
-	o.Progress = func(p Progress) {
-		if p.Stage != "using" { // the servers' adapter is no news
-			progress(p)
-		}
-	}
+	tab, n, ranks := a.result.Table, len(a.result.Table.Procs), a.result.Ranks
 	s, err := Launch(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("start the rank servers: %w", err)
@@ -187,6 +152,53 @@ func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Sessio
 		s.Starter = a.job
 	}
 	return s, nil
+}
+
+// servers checks the ranks asked for against the starter's table and
+// says how to start a server beside each: the options, and the pid each
+// server's debugger attaches to (0 for a rank left alone).
+func (a *acquisition) servers(ctx context.Context, progress func(Progress)) (Options, []int, error) {
+	tab := a.result.Table
+	n := len(tab.Procs)
+	ranks := a.m.Ranks
+	if ranks.Count() == 0 {
+		ranks = wire.All(n)
+	}
+	if extra := ranks.Minus(wire.All(n)); !extra.Empty() {
+		return Options{}, nil, fmt.Errorf("ranks %v: the job has ranks 0-%d only", extra, n-1)
+	}
+	if ranks.Count() < n && !tab.PartialAttachOK {
+		return Options{}, nil, fmt.Errorf("%s (pid %d) has no MPIR_partial_attach_ok: attach all %d ranks, not %v", a.starterName(), tab.Starter, n, ranks)
+	}
+	a.result.Ranks = ranks
+	pids := make([]int, n)
+	hosts := make([]string, n)
+	remote := false
+	here := map[string]bool{}
+	ranks.Each(func(r int) bool {
+		pids[r] = tab.Procs[r].Pid
+		h := tab.Procs[r].Host
+		if _, known := here[h]; !known {
+			here[h] = isLocal(h)
+		}
+		if !here[h] {
+			hosts[r] = h
+			remote = true
+		}
+		return true
+	})
+	o := a.o
+	o.Size, o.Program, o.Adapter = n, "", local.Adapter{}
+	if remote {
+		o.Adapter = ssh.Adapter{Hosts: hosts, SSH: strings.Fields(o.SSH)}
+	}
+	o.ConnectTimeout = time.Until(deadline(ctx))
+	o.Progress = func(p Progress) {
+		if p.Stage != "using" { // the servers' adapter is no news
+			progress(p)
+		}
+	}
+	return o, pids, nil
 }
 
 // starter launches the starter, or reads the running one's table.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -20,8 +21,10 @@ import (
 // dials the front end.
 type Hosted struct {
 	Job, Master rm.Job
-	Dir         string // the session directory here: key, logs
-	s           *Session
+	// Starter is the starter of a job acquired through MPIR.
+	Starter rm.Job
+	Dir     string // the session directory here: key, logs
+	s       *Session
 }
 
 // Host checks and submits the job that o describes on this machine,
@@ -39,17 +42,23 @@ func Host(ctx context.Context, o Options, clientAddr string, key wire.Key) (*Hos
 		}
 		o.SDM = exe
 	}
-	adapter, _, err := Pick(o.RM)
-	if err != nil {
-		return nil, err
+	adapter := o.Adapter
+	if adapter == nil {
+		var err error
+		if adapter, _, err = Pick(o.RM); err != nil {
+			return nil, err
+		}
 	}
 	t := newTarget("", "")
 	if err := Check(ctx, o, adapter, t); err != nil {
 		return nil, err
 	}
-	dir, err := wire.PrivateDir("", "sdm-")
-	if err != nil {
-		return nil, err
+	dir := o.sessionDir
+	if dir == "" {
+		var err error
+		if dir, err = wire.PrivateDir("", "sdm-"); err != nil {
+			return nil, err
+		}
 	}
 	keyFile := filepath.Join(dir, "key")
 	if err := wire.WriteKeyFile(keyFile, key); err != nil {
@@ -80,10 +89,14 @@ func Host(ctx context.Context, o Options, clientAddr string, key wire.Key) (*Hos
 	return &Hosted{Job: s.Job, Master: s.Master, Dir: dir, s: s}, nil
 }
 
-// Wait waits for the job, then the master, to end, and removes the
-// session directory unless the job failed. The job's error is returned.
+// Wait waits for the job (and the starter), then the master, to end, and
+// removes the session directory unless the job failed. The job's error,
+// or the starter's, is returned.
 func (h *Hosted) Wait() error {
 	err := h.Job.Wait()
+	if h.Starter != nil {
+		err = h.Starter.Wait()
+	}
 	if h.Master != nil {
 		select {
 		case <-h.Master.Done():
@@ -98,8 +111,92 @@ func (h *Hosted) Wait() error {
 	return os.RemoveAll(h.Dir)
 }
 
-// Cancel stops the job and the master.
-func (h *Hosted) Cancel() { h.s.cancel() }
+// Cancel stops the job, the starter and the master.
+func (h *Hosted) Cancel() {
+	h.s.cancel()
+	if h.Starter != nil {
+		h.Starter.Cancel()
+	}
+}
+
+// Held is a starter launched under MPIR on the job side of a
+// reverse-connected session, held in MPIR_Breakpoint until the front end
+// has attached its ranks.
+type Held struct {
+	Table mpir.Table
+	// Attach is the body of the attach command the front end sends to
+	// every rank.
+	Attach []byte
+	a      *acquisition
+}
+
+// HostMPIR launches the starter command argv under MPIR here, holds it,
+// and starts a server beside every rank, pointed at the front end. The
+// front end attaches the ranks; then Release lets the starter go on (or
+// Kill ends it, when the front end could not attach them).
+func HostMPIR(ctx context.Context, o Options, argv []string, clientAddr string, key wire.Key) (*Hosted, *Held, error) {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 60 * time.Second
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+	dir, err := wire.PrivateDir("", "sdm-")
+	if err != nil {
+		return nil, nil, err
+	}
+	o.sessionDir = dir
+	a := &acquisition{o: o, m: MPIR{Argv: argv, Starter: true, Output: os.Stdout}, dir: dir}
+	fail := func(err error) (*Hosted, *Held, error) {
+		a.undo()
+		return nil, nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
+	if err := a.starter(ctx, progress); err != nil {
+		return fail(err)
+	}
+	so, pids, err := a.servers(ctx, progress)
+	if err != nil {
+		return fail(err)
+	}
+	so.sessionDir = dir
+	h, err := Host(ctx, so, clientAddr, key)
+	if err != nil {
+		return fail(err)
+	}
+	tab := a.result.Table
+	if !tab.IAmStarter && tab.Procs[0].Pid == tab.Starter {
+		// The starter is rank 0: let go, stopped, for its rank's debugger.
+		err := a.held.ReleaseStopped()
+		a.held = nil
+		if err != nil {
+			h.Cancel()
+			return fail(err)
+		}
+	}
+	h.Starter = a.job
+	body := wire.MustEncode(wire.Attach{Pids: pids, PreMain: tab.AcquiredPreMain, Stop: true, Kill: true})
+	return h, &Held{Table: tab, Attach: body, a: a}, nil
+}
+
+// Release lets the starter go on, its ranks attached.
+func (h *Held) Release() error {
+	a := h.a
+	if a.held != nil {
+		err := a.held.Release()
+		a.held = nil
+		if err != nil {
+			return err
+		}
+	}
+	a.job.Watch()
+	return nil
+}
+
+// Kill ends the held starter and its job.
+func (h *Held) Kill() { h.a.undo() }
 
 // Pending is a session port that waits for the master of a job something
 // else starts (reverse connect).

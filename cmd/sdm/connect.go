@@ -32,12 +32,15 @@ yours and mode 0700; it is made so when missing). On accept, the job
 starts here with a debug server beside every rank, and its tree connects to
 the front end that accepted: srun, mpirun, mpiexec and poe commands are
 run through their resource manager's adapter (the rank count comes from
-the command, or from the allocation for srun and poe); any other command
-is debugged as -n processes on this machine (one by default).
+the command, or from the allocation for srun and poe); with --mpir, the
+command runs as it is and its ranks are acquired through MPIR (the starter
+waits in MPIR_Breakpoint until the front end has attached them); any other
+command is debugged as -n processes on this machine (one by default).
 
 examples:
   sdm connect srun -n 4 --mpi=pmix ./ring
   sdm connect mpirun -np 8 --oversubscribe ./ring
+  sdm connect --mpir mpirun -np 8 ./ring                      # mpirun as it is, through MPIR
   sdm connect --timeout 30m ./plain                           # give up after 30 minutes
   sdm connect -n 4 ./plain                                    # 4 processes, no launcher
 
@@ -53,6 +56,7 @@ func runConnect(args []string) error {
 	fs := pflag.NewFlagSet("sdm connect", pflag.ContinueOnError)
 	fs.SetInterspersed(false) // the command's own flags are its own
 	timeout := fs.Duration("timeout", 0, "give up when no front end answered in this time, and delete the request (--timeout 30m; default: wait for ever)")
+	useMPIR := fs.Bool("mpir", false, "the command is a starter (mpirun, srun, …) started as it is: acquire its ranks through MPIR instead of wrapping them")
 	size := fs.IntP("np", "n", 0, "for a command that is not a launcher: how many processes (-n 4; default 1)")
 	connectTimeout := fs.Duration("connect-timeout", 60*time.Second, "once accepted, how long the job may take to come up (--connect-timeout 5m)")
 	if help, err := parseFlags(fs, args, connectUsage); help || err != nil {
@@ -61,9 +65,14 @@ func runConnect(args []string) error {
 	if fs.NArg() == 0 {
 		return &exitError{2, errors.New("sdm connect: no command given (sdm connect [flags] COMMAND [ARGS...])")}
 	}
-	plan, err := connect.PlanCommand(fs.Args(), *size, os.Getenv)
-	if err != nil {
-		return &exitError{2, fmt.Errorf("sdm connect: %w", err)}
+	plan := connect.Plan{Mode: "mpir", Program: fs.Args()}
+	if !*useMPIR {
+		var err error
+		if plan, err = connect.PlanCommand(fs.Args(), *size, os.Getenv); err != nil {
+			return &exitError{2, fmt.Errorf("sdm connect: %w", err)}
+		}
+	} else if *size != 0 {
+		return &exitError{2, errors.New("sdm connect: with --mpir, the rank count goes in the starter's command")}
 	}
 	dir, err := connect.Dir()
 	if err != nil {
@@ -112,7 +121,7 @@ func runConnect(args []string) error {
 	if err != nil {
 		return fmt.Errorf("request %s: the answer's session key: %w", req.ID, err)
 	}
-	h, err := host(ctx, plan, answer, key, *connectTimeout)
+	h, err := host(ctx, dir, req, answer, key, *connectTimeout)
 	if err != nil {
 		connect.Fail(dir, req, err)
 		return err
@@ -133,16 +142,46 @@ func runConnect(args []string) error {
 	return err
 }
 
-// host starts the job of an accepted request here.
-func host(ctx context.Context, plan connect.Plan, a *connect.Answer, key wire.Key, timeout time.Duration) (*launcher.Hosted, error) {
-	dir, _ := os.Getwd()
+// host starts the job of an accepted request here. A starter acquired
+// through MPIR is held until the front end says its ranks are attached.
+func host(ctx context.Context, dir string, req *connect.Request, a *connect.Answer, key wire.Key, timeout time.Duration) (*launcher.Hosted, error) {
+	plan := req.Plan
+	cwd, _ := os.Getwd()
 	o := launcher.Options{
 		RM: plan.RM, Size: plan.Size, Fanout: a.Fanout, Debugger: "gdb-mi",
-		Dir: dir, Launcher: plan.Launcher, LauncherArgs: plan.LauncherArgs,
+		Dir: cwd, Launcher: plan.Launcher, LauncherArgs: plan.LauncherArgs,
 		ConnectTimeout: timeout, Debug: a.Debug, Log: log.New(os.Stderr, "sdm connect: ", 0),
 	}
-	o.Program = plan.Program[0]
-	return launcher.Host(ctx, o, a.Address, key)
+	if plan.Mode != "mpir" {
+		o.Program = plan.Program[0]
+		return launcher.Host(ctx, o, a.Address, key)
+	}
+	h, held, err := launcher.HostMPIR(ctx, o, plan.Program, a.Address, key)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*launcher.Hosted, error) {
+		held.Kill()
+		h.Cancel()
+		h.Wait()
+		return nil, err
+	}
+	if err := connect.Post(dir, req, "attach", held.Attach); err != nil {
+		return fail(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	verdict, err := connect.WaitPost(waitCtx, dir, req, "release")
+	switch {
+	case err != nil:
+		return fail(fmt.Errorf("the front end did not attach the ranks: %w", err))
+	case string(verdict) != "ok":
+		return fail(fmt.Errorf("the front end could not attach the ranks: %s", verdict))
+	}
+	if err := held.Release(); err != nil {
+		return fail(err)
+	}
+	return h, nil
 }
 
 // signalError is a wait ended by a signal.

@@ -18,6 +18,7 @@ import (
 	"github.com/sdm-hpc/sdm/connect"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 const listenUsage = `usage: sdm listen [flags]
@@ -203,13 +204,52 @@ func (l *listener) debug(ctx context.Context, r *connect.Request) error {
 	defer cancel()
 	s, err := p.Accept(waitCtx, func(ctx context.Context) error { return connect.WaitFailed(ctx, l.dir, r) }, progress.show)
 	progress.clear()
-	r.Remove(l.dir)
 	if err != nil {
+		r.Remove(l.dir)
 		return err
 	}
-	return runSession(ctx, s, f, console.Options{}, func(*console.Console) error {
-		return startProgram(ctx, s, *f.timeout, r.Plan.Program, r.Dir)
+	if r.Plan.Mode != "mpir" {
+		return runSession(ctx, s, f, console.Options{}, func(*console.Console) error {
+			return startProgram(ctx, s, *f.timeout, r.Plan.Program, r.Dir)
+		})
+	}
+	groups, err := l.attach(waitCtx, s, r)
+	return runSession(ctx, s, f, console.Options{}, func(con *console.Console) error {
+		con.PrintAnswers(wire.OpAttach, groups)
+		return err
 	})
+}
+
+// attach has every rank of a job acquired through MPIR on the job side
+// attach its process, and tells the job side whether to let the starter go.
+func (l *listener) attach(ctx context.Context, s *launcher.Session, r *connect.Request) ([]wire.Group, error) {
+	body, err := connect.WaitPost(ctx, l.dir, r, "attach")
+	if err != nil {
+		return nil, fmt.Errorf("the job side sent no table: %w", err)
+	}
+	groups, err := s.Command(ctx, wire.All(s.Size()), wire.OpAttach, body, time.Until(deadline(ctx)))
+	if err == nil {
+		var errs []error
+		for _, g := range groups {
+			if g.Status != wire.StatusOK {
+				errs = append(errs, fmt.Errorf("ranks %v could not attach: %s: %s", g.Ranks, g.Status, g.Body))
+			}
+		}
+		err = errors.Join(errs...)
+	}
+	verdict := "ok"
+	if err != nil {
+		verdict = err.Error()
+	}
+	if perr := connect.Post(l.dir, r, "release", []byte(verdict)); perr != nil && err == nil {
+		err = perr
+	}
+	return groups, err
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 const requestsUsage = `usage: sdm requests [--json]
