@@ -121,6 +121,8 @@ func init() {
 			run: runUndefset},
 		{name: "sets", usage: "sets", help: "the named rank sets and the focus",
 			run: runSets},
+		{name: "listen", usage: "listen on|off|wait N", help: "take on every job that asks to be debugged (sdm connect) while this session runs, each as its own rank set jobN (off stops; wait N waits until the session holds N jobs)",
+			run: runListen},
 		{name: "help", usage: "help [COMMAND]", help: "list the commands, or explain one",
 			run: runHelp},
 		{name: "quit", aliases: []string{"q", "exit"}, usage: "quit", help: "end the session and the job",
@@ -313,6 +315,37 @@ func memWriteCmd(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 		return usageError("poke needs an address and hex bytes, such as poke &x 2a000000")
 	}
 	return c.sendQuiet(ctx, ranks, wire.OpMemSet, wire.MustEncode(wire.Memory{Addr: f[0], Hex: f[1]}))
+}
+
+func runListen(ctx context.Context, c *Console, _ wire.RankSet, args string) error {
+	f := strings.Fields(args)
+	n := 0
+	switch {
+	case len(f) == 1 && (f[0] == "on" || f[0] == "off"):
+	case len(f) == 2 && f[0] == "wait":
+		var err error
+		if n, err = strconv.Atoi(f[1]); err != nil || n < 1 {
+			return usageError("listen wait needs a number of jobs, 1 or more")
+		}
+	default:
+		return usageError("listen needs on, off, or wait N")
+	}
+	if c.opts.Jobs == nil {
+		return usageError("listen works in sessions of sdm listen, which takes on jobs that wait in sdm connect")
+	}
+	if n > 0 {
+		ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+		if err := c.opts.Jobs.Wait(ctx, n); err != nil {
+			return fmt.Errorf("listen wait %d: %w", n, err)
+		}
+		return nil
+	}
+	if err := c.opts.Jobs.Listen(f[0] == "on"); err != nil {
+		return err
+	}
+	c.println("listening for new jobs: " + f[0])
+	return nil
 }
 
 func runFocus(_ context.Context, c *Console, _ wire.RankSet, args string) error {

@@ -31,14 +31,34 @@ type Options struct {
 	// Focus is where commands without [SET] go at first (all ranks when
 	// empty).
 	Focus wire.RankSet
+	// Jobs, when set, takes on new jobs for the listen command; without
+	// it, listen says where it works.
+	Jobs Jobs
+}
+
+// Jobs takes on jobs that ask to be debugged while a session runs.
+type Jobs interface {
+	// Listen turns the taking on of new jobs on or off.
+	Listen(on bool) error
+	// Wait returns once the session holds n jobs, or ctx ends.
+	Wait(ctx context.Context, n int) error
+}
+
+// Tree is what a console drives: one job's client.Session, or the jobs of
+// a client.Joined.
+type Tree interface {
+	Size() int
+	NextEvent(ctx context.Context) (client.Event, error)
+	Done() <-chan struct{}
+	Command(ctx context.Context, ranks wire.RankSet, op string, body []byte, timeout time.Duration) ([]wire.Group, error)
 }
 
 // DefaultWindow is the default Options.Window: PTP's aggregation window.
 const DefaultWindow = 100 * time.Millisecond
 
-// Console runs commands against one session and prints what comes back.
+// Console runs commands against a tree and prints what comes back.
 type Console struct {
-	s    *client.Session
+	s    Tree
 	opts Options
 
 	mu          sync.Mutex // one printed line at a time
@@ -54,7 +74,7 @@ type Console struct {
 }
 
 // New returns a console on s printing to out, focused on opts.Focus.
-func New(s *client.Session, out io.Writer, opts Options) *Console {
+func New(s Tree, out io.Writer, opts Options) *Console {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}

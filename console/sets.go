@@ -34,7 +34,7 @@ func (c *Console) parseSet(text string) (wire.RankSet, error) {
 	}
 	ranks := b.Set()
 	if outside := ranks.Minus(wire.All(c.s.Size())); !outside.Empty() {
-		return ranks, usageError("ranks %v are not in this job (ranks 0-%d)", outside, c.s.Size()-1)
+		return ranks, usageError("ranks %v are not in this session (ranks 0-%d)", outside, c.s.Size()-1)
 	}
 	return ranks, nil
 }
@@ -72,11 +72,16 @@ func runDefset(_ context.Context, c *Console, _ wire.RankSet, args string) error
 	if err != nil {
 		return err
 	}
+	c.Define(name, ranks)
+	return nil
+}
+
+// Define names a rank set, as defset does, and says so.
+func (c *Console) Define(name string, ranks wire.RankSet) {
 	c.mu.Lock()
 	c.sets[name] = ranks
 	c.mu.Unlock()
 	c.note("defset "+name, ranks)
-	return nil
 }
 
 func runUndefset(_ context.Context, c *Console, _ wire.RankSet, args string) error {

@@ -180,3 +180,30 @@ func TestConnectRefusals(t *testing.T) {
 		}
 	})
 }
+
+// listen on takes on a job that asks while a session runs: it joins as
+// the rank set job2, and the two jobs are debugged as one.
+func TestConnectListenOn(t *testing.T) {
+	connectDir(t)
+	testenv.RequireTool(t, "gdb")
+	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	first, id := waiting(t, "./ring")
+	second, _ := waiting(t, "mpirun", "-np", "2", "--oversubscribe", "./ring")
+	out, stderr, code := run(t, "", "listen", "--accept", id,
+		"-e", "listen on", "-e", "listen wait 2", "-e", "[all] break pass", "-e", "[all] run", "-e", "[all] wait",
+		"-e", "[all] delete 1", "-e", "[all] continue", "-e", "[all] wait", "-e", "listen off")
+	if code != 0 {
+		t.Fatalf("listen: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"defset job1 [0]", "defset job2 [1-2]",
+		"[0-2] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)", "[0-2] exited with code 0", "listening for new jobs: off"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("listen: no %q in\n%s\n%s", want, out, stderr)
+		}
+	}
+	for _, p := range []*proc{first, second} {
+		if code := exitCode(t, p); code != 0 {
+			t.Errorf("%v: exit %d\n%s", p.cmd.Args, code, p.out.String())
+		}
+	}
+}

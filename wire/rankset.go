@@ -42,6 +42,16 @@ func Range(lo, hi int) RankSet {
 // All returns the set of ranks 0..n-1.
 func All(n int) RankSet { return Range(0, n-1) }
 
+// Shift returns s with d added to every rank; ranks that would fall
+// below 0 or above MaxRank are left out.
+func (s RankSet) Shift(d int) RankSet {
+	var b Builder
+	for _, sp := range s.spans {
+		b.AddRange(int(sp.lo)+d, int(sp.hi)+d)
+	}
+	return b.Set()
+}
+
 // Empty reports whether s holds no rank.
 func (s RankSet) Empty() bool { return len(s.spans) == 0 }
 

@@ -87,7 +87,7 @@ func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessio
 	if err != nil {
 		return err
 	}
-	return runSession(ctx, s, f, console.Options{Focus: acquired.Ranks}, func(con *console.Console) error {
+	return runSession(ctx, launched(s), f, console.Options{Focus: acquired.Ranks}, func(con *console.Console) error {
 		if out != nil {
 			out.to(con)
 		}

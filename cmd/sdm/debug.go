@@ -159,31 +159,46 @@ func runDebug(args []string) error {
 	if err != nil {
 		return err
 	}
-	return runSession(ctx, s, f, console.Options{}, func(*console.Console) error {
+	return runSession(ctx, launched(s), f, console.Options{}, func(*console.Console) error {
 		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
 	})
 }
 
+// session is what runSession drives: the tree the commands go to, how
+// the session ends, and what to watch while it runs.
+type session struct {
+	tree  console.Tree
+	end   func(time.Duration) error
+	watch func(ending <-chan struct{})
+}
+
+// launched is the session of one launched job.
+func launched(s *launcher.Session) session {
+	return session{tree: s.Session, end: s.End, watch: func(ending <-chan struct{}) { watchJob(s, ending) }}
+}
+
 // runSession runs the commands of a session that came up, after prepare,
 // ends it and says how it went in the exit status.
-func runSession(ctx context.Context, s *launcher.Session, f *sessionFlags, opts console.Options, prepare func(*console.Console) error) error {
+func runSession(ctx context.Context, s session, f *sessionFlags, opts console.Options, prepare func(*console.Console) error) error {
 	opts.JSON, opts.Timeout = *f.jsonOut, *f.timeout
 	opts.Color = !*f.jsonOut && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
-	con := console.New(s.Session, os.Stdout, opts)
+	con := console.New(s.tree, os.Stdout, opts)
 	printed := make(chan struct{})
 	go func() {
 		defer close(printed)
 		con.PrintEvents(ctx)
 	}()
 	ending := make(chan struct{})
-	go watchJob(s, ending)
+	if s.watch != nil {
+		go s.watch(ending)
+	}
 
 	runErr := prepare(con)
 	if runErr == nil {
 		runErr = runCommands(ctx, con, *f.exprs, *f.batch)
 	}
 	close(ending)
-	endErr := s.End(10 * time.Second)
+	endErr := s.end(10 * time.Second)
 	// The session is closed now: what events remain are printed, then the
 	// event channel closes.
 	<-printed

@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/connect"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/launcher"
@@ -35,7 +37,13 @@ examples:
   sdm listen --accept-all --max 1 -e 'break pass' -e run -e wait -e stacks
   sdm listen --accept 3f9c01ab --batch cmds.txt
   sdm listen --reject 3f9c01ab --reason 'not now'
+  sdm listen --accept 3f9c01ab -e 'listen on' -e 'listen wait 2' -e '[all] stacks'
   sdm requests                                                # what waits
+
+Inside a session, "listen on" takes on every job that asks while you
+debug: each joins the session with the next ranks, as the rank set jobN
+("[job2] break pass", "[all] stacks"); "listen wait N" waits until the
+session holds N jobs; "listen off" stops. Every job ends with the session.
 
 Each accepted job connects back here (to this machine's host name, or
 --client-host, on a port chosen for it; to 127.0.0.1 for a job on this
@@ -185,18 +193,43 @@ func (l *listener) next(ctx context.Context) ([]*connect.Request, error) {
 	return reqs, nil
 }
 
-// debug accepts r and runs the session's commands on its job.
+// debug accepts r and runs the session's commands on its job, and on the
+// jobs taken on meanwhile with listen on.
 func (l *listener) debug(ctx context.Context, r *connect.Request) error {
+	s, attached, err := l.take(ctx, r)
+	if err != nil {
+		return err
+	}
+	// Requests passed over before (not the one asked for) are offered
+	// again to listen on, which takes every job.
+	t := &taking{l: l, joined: client.NewJoined(), sessions: []*launcher.Session{s}, added: make(chan struct{}),
+		seen: map[string]bool{r.ID: true}}
+	t.joined.Add(s.Session)
+	t.ctx = ctx
+	opts := console.Options{Jobs: t}
+	return runSession(ctx, session{tree: t.joined, end: t.end}, l.flags, opts, func(con *console.Console) error {
+		t.con = con
+		if attached != nil {
+			con.PrintAnswers(wire.OpAttach, attached)
+		}
+		return nil
+	})
+}
+
+// take accepts r and brings its job up: every rank joined, and the
+// program loaded in each, or, for a job acquired through MPIR, every rank
+// attached (the answers are returned, to print).
+func (l *listener) take(ctx context.Context, r *connect.Request) (*launcher.Session, []wire.Group, error) {
 	f := l.flags
 	o := launcher.Options{Log: log.New(os.Stderr, "sdm: ", 0)}
 	p, err := launcher.Await(r.Host, l.clientHost, o)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer p.Close()
 	answer := connect.Answer{Accept: true, Address: p.Address, Key: p.Key.String(), Fanout: *f.fanout, Debug: *f.verbose}
 	if err := connect.Reply(l.dir, r, answer); err != nil {
-		return err
+		return nil, nil, err
 	}
 	fmt.Fprintf(os.Stderr, "sdm: accepted %s\n", r)
 	progress := newProgress(isTerminal(os.Stderr))
@@ -206,18 +239,153 @@ func (l *listener) debug(ctx context.Context, r *connect.Request) error {
 	progress.clear()
 	if err != nil {
 		r.Remove(l.dir)
-		return err
+		return nil, nil, err
 	}
-	if r.Plan.Mode != "mpir" {
-		return runSession(ctx, s, f, console.Options{}, func(*console.Console) error {
-			return startProgram(ctx, s, *f.timeout, r.Plan.Program, r.Dir)
+	var attached []wire.Group
+	if r.Plan.Mode == "mpir" {
+		attached, err = l.attach(waitCtx, s, r)
+	} else {
+		err = startProgram(ctx, s, *f.timeout, r.Plan.Program, r.Dir)
+	}
+	if err != nil {
+		s.End(10 * time.Second)
+		return nil, nil, err
+	}
+	return s, attached, nil
+}
+
+// taking is a session of sdm listen: its first job, and those taken on
+// while it runs (listen on), each its own rank set.
+type taking struct {
+	l        *listener
+	joined   *client.Joined
+	con      *console.Console
+	ctx      context.Context // the session's
+	seen     map[string]bool // requests taken or tried, and bad files reported
+	mu       sync.Mutex
+	sessions []*launcher.Session
+	added    chan struct{}      // closed and replaced when a job joins
+	stop     context.CancelFunc // ends the listening, when on
+	stopped  chan struct{}      // closed when it has ended
+}
+
+// Wait implements console.Jobs.
+func (t *taking) Wait(ctx context.Context, n int) error {
+	for {
+		t.mu.Lock()
+		have, added := len(t.sessions), t.added
+		t.mu.Unlock()
+		if have >= n {
+			return nil
+		}
+		select {
+		case <-added:
+		case <-ctx.Done():
+			return fmt.Errorf("the session holds %d jobs: %w", have, ctx.Err())
+		}
+	}
+}
+
+// Listen implements console.Jobs.
+func (t *taking) Listen(on bool) error {
+	ctx := t.ctx
+	t.mu.Lock()
+	stop, stopped := t.stop, t.stopped
+	if on && stop == nil {
+		ctx, t.stop = context.WithCancel(ctx)
+		t.stopped = make(chan struct{})
+		go t.loop(ctx, t.stopped)
+	}
+	if !on {
+		t.stop, t.stopped = nil, nil
+	}
+	t.mu.Unlock()
+	if !on && stop != nil {
+		stop()
+		<-stopped
+	}
+	return nil
+}
+
+// loop accepts every new request until ctx ends, and joins each job to
+// the session as the rank set jobN.
+func (t *taking) loop(ctx context.Context, stopped chan struct{}) {
+	defer close(stopped)
+	for {
+		reqs, err := connect.WaitRequests(ctx, t.l.dir, t.seen, func(err error) {
+			fmt.Fprintln(os.Stderr, "sdm: skipped:", err)
 		})
+		if err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "sdm: listen:", err)
+			}
+			return
+		}
+		for _, r := range reqs {
+			if ctx.Err() != nil {
+				return
+			}
+			t.seen[r.ID] = true
+			if err := t.add(ctx, r); err != nil {
+				fmt.Fprintf(os.Stderr, "sdm: request %s: %v\n", r.ID, err)
+			}
+		}
 	}
-	groups, err := l.attach(waitCtx, s, r)
-	return runSession(ctx, s, f, console.Options{}, func(con *console.Console) error {
-		con.PrintAnswers(wire.OpAttach, groups)
+}
+
+// add takes on the job of r and joins it to the session.
+func (t *taking) add(ctx context.Context, r *connect.Request) error {
+	s, attached, err := t.l.take(ctx, r)
+	if err != nil {
 		return err
-	})
+	}
+	first, err := t.joined.Add(s.Session)
+	if err != nil {
+		s.End(10 * time.Second)
+		return err
+	}
+	t.mu.Lock()
+	n := len(t.sessions) + 1
+	firstSize := t.sessions[0].Size()
+	t.mu.Unlock()
+	if n == 2 {
+		t.con.Define("job1", wire.All(firstSize))
+	}
+	t.con.Define(fmt.Sprintf("job%d", n), wire.Range(first, first+s.Size()-1))
+	// Counted once announced, so that listen wait returns with the job's
+	// set defined.
+	t.mu.Lock()
+	t.sessions = append(t.sessions, s)
+	close(t.added)
+	t.added = make(chan struct{})
+	t.mu.Unlock()
+	for i := range attached {
+		attached[i].Ranks = attached[i].Ranks.Shift(first)
+	}
+	if attached != nil {
+		t.con.PrintAnswers(wire.OpAttach, attached)
+	}
+	return nil
+}
+
+// end stops listening and ends every job of the session.
+func (t *taking) end(timeout time.Duration) error {
+	t.Listen(false)
+	t.mu.Lock()
+	sessions := t.sessions
+	t.mu.Unlock()
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.End(timeout)
+		}()
+	}
+	wg.Wait()
+	t.joined.Close()
+	return errors.Join(errs...)
 }
 
 // attach has every rank of a job acquired through MPIR on the job side
