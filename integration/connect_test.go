@@ -145,12 +145,19 @@ func TestConnectRefusals(t *testing.T) {
 	}
 
 	t.Run("timeout", func(t *testing.T) {
-		p, id := waiting(t, "--timeout", "1s", "./plain")
-		if code := exitCode(t, p); code != 1 || !strings.Contains(p.out.String(), "no front end answered request "+id+" within 1s") {
-			t.Fatalf("exit %d\n%s", code, p.out.String())
-		}
-		if _, err := os.Stat(request(id)); err == nil {
-			t.Error("the request is still there")
+		for _, env := range []bool{false, true} {
+			args := []string{"--timeout", "1s", "./plain"}
+			if env {
+				t.Setenv("SDM_CONNECT_TIMEOUT", "1s")
+				args = args[2:]
+			}
+			p, id := waiting(t, args...)
+			if code := exitCode(t, p); code != 1 || !strings.Contains(p.out.String(), "no front end answered request "+id+" within 1s") {
+				t.Fatalf("exit %d\n%s", code, p.out.String())
+			}
+			if _, err := os.Stat(request(id)); err == nil {
+				t.Error("the request is still there")
+			}
 		}
 	})
 
@@ -173,6 +180,7 @@ func TestConnectRefusals(t *testing.T) {
 			{[]string{"connect", "mpirun", "-np", "four", "./ring"}, `-np "four": want a number of ranks`},
 			{[]string{"connect", "mpirun", "-np", "2"}, "no program"},
 			{[]string{"listen"}, "not on a terminal"},
+			{[]string{"connect", "--timeout=-", "./plain"}, "invalid argument"},
 		} {
 			if _, stderr, code := run(t, "", c.args...); code != 2 || !strings.Contains(stderr, c.want) {
 				t.Errorf("%v: exit %d: %s", c.args, code, stderr)

@@ -28,7 +28,8 @@ rejects it (sdm listen, or sdm requests to see what waits):
   sdm connect srun -n 4 ./ring
 
 The request goes into $SDM_CONNECT_DIR (default ~/.sdm/connect, which must be
-yours and mode 0700; it is made so when missing). On accept, the job
+yours and mode 0700; it is made so when missing). $SDM_CONNECT_TIMEOUT sets
+a default --timeout for every sdm connect of a script. On accept, the job
 starts here with a debug server beside every rank, and its tree connects to
 the front end that accepted: srun, mpirun, mpiexec and poe commands are
 run through their resource manager's adapter (the rank count comes from
@@ -55,7 +56,7 @@ flags:
 func runConnect(args []string) error {
 	fs := pflag.NewFlagSet("sdm connect", pflag.ContinueOnError)
 	fs.SetInterspersed(false) // the command's own flags are its own
-	timeout := fs.Duration("timeout", 0, "give up when no front end answered in this time, and delete the request (--timeout 30m; default: wait for ever)")
+	timeout := fs.Duration("timeout", 0, "give up when no front end answered in this time, and delete the request (--timeout 30m; default: $SDM_CONNECT_TIMEOUT, else wait for ever)")
 	useMPIR := fs.Bool("mpir", false, "the command is a starter (mpirun, srun, …) started as it is: acquire its ranks through MPIR instead of wrapping them")
 	size := fs.IntP("np", "n", 0, "for a command that is not a launcher: how many processes (-n 4; default 1)")
 	connectTimeout := fs.Duration("connect-timeout", 60*time.Second, "once accepted, how long the job may take to come up (--connect-timeout 5m)")
@@ -64,6 +65,13 @@ func runConnect(args []string) error {
 	}
 	if fs.NArg() == 0 {
 		return &exitError{2, errors.New("sdm connect: no command given (sdm connect [flags] COMMAND [ARGS...])")}
+	}
+	if env := os.Getenv("SDM_CONNECT_TIMEOUT"); env != "" && !fs.Changed("timeout") {
+		d, err := time.ParseDuration(env)
+		if err != nil || d < 0 {
+			return &exitError{2, fmt.Errorf("SDM_CONNECT_TIMEOUT=%s: want a duration such as 30m", env)}
+		}
+		*timeout = d
 	}
 	plan := connect.Plan{Mode: "mpir", Program: fs.Args()}
 	if !*useMPIR {
