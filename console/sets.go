@@ -34,7 +34,7 @@ func (c *Console) parseSet(text string) (wire.RankSet, error) {
 	}
 	ranks := b.Set()
 	if outside := ranks.Minus(wire.All(c.s.Size())); !outside.Empty() {
-		return ranks, usageError("ranks %v are not in this session (ranks 0-%d)", outside, c.s.Size()-1)
+		return ranks, usageError("ranks %v are not in this job (ranks 0-%d)", outside, c.s.Size()-1)
 	}
 	return ranks, nil
 }

@@ -106,7 +106,6 @@ func frame(v Value) wire.Frame {
 type output struct {
 	b    *Backend
 	term *terminal
-	read chan struct{} // signalled after every read
 	// reading is held from a read of the terminal until what it got has
 	// gone to add.
 	reading sync.Mutex
@@ -120,7 +119,7 @@ type output struct {
 const partialWait = 100 * time.Millisecond
 
 func newOutput(b *Backend, term *terminal) *output {
-	o := &output{b: b, term: term, read: make(chan struct{}, 1)}
+	o := &output{b: b, term: term}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -130,8 +129,8 @@ func newOutput(b *Backend, term *terminal) *output {
 }
 
 // pump reads the program's output. Each read, and the handling of what
-// it got, happen under o.reading, so that drain can tell when what has
-// left the terminal's buffer has been sent too.
+// it got, happen under o.reading, so that a drain never runs between a
+// read and the sending of what it got.
 func (o *output) pump() {
 	rc, err := o.term.master.SyscallConn()
 	if err != nil {
@@ -157,10 +156,6 @@ func (o *output) pump() {
 		}
 		if locked {
 			o.reading.Unlock()
-		}
-		select {
-		case o.read <- struct{}{}:
-		default:
 		}
 		if err != nil || rerr != nil || n == 0 {
 			return
@@ -203,23 +198,29 @@ func (o *output) send(text []byte) {
 	o.b.emit(wire.EventOutput, wire.MustEncode(wire.Output{Stream: "tty", Text: string(text)}))
 }
 
-// drain waits (briefly) until what the program wrote before stopping has
-// been read, and sends it, so that output comes before the stop it led to.
+// drain takes in and sends what the program wrote before it stopped or
+// ended, so that its output comes before the news of the stop. The
+// program's writes have all reached the terminal by then, but may not
+// have passed its line discipline yet, where TIOCINQ would count them: a
+// read of the master pushes them through first, so drain reads until
+// the terminal says there is nothing more.
 func (o *output) drain() {
 	if o == nil {
 		return
 	}
-	deadline := time.After(partialWait)
-	for o.term.pending() > 0 {
-		select {
-		case <-o.read:
-		case <-deadline:
-			o.flush()
-			return
-		}
-	}
-	// The last read may still be on its way to add.
 	o.reading.Lock()
+	buf := make([]byte, 32<<10)
+	for {
+		var n int
+		control(o.term.master, func(fd int) (err error) {
+			n, err = unix.Read(fd, buf)
+			return err
+		})
+		if n <= 0 {
+			break
+		}
+		o.add(buf[:n])
+	}
 	o.reading.Unlock()
 	o.flush()
 }

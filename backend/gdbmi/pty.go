@@ -51,16 +51,6 @@ func openTerminal() (*terminal, error) {
 	return &terminal{master: master, slave: slave, name: name}, nil
 }
 
-// pending returns how many bytes of output wait to be read.
-func (t *terminal) pending() int {
-	var n int
-	control(t.master, func(fd int) (err error) {
-		n, err = unix.IoctlGetInt(fd, unix.TIOCINQ)
-		return err
-	})
-	return n
-}
-
 // control runs fn on f's descriptor without taking it out of the runtime's
 // poller, which os.File.Fd would do (it makes the descriptor blocking).
 func control(f *os.File, fn func(fd int) error) error {
