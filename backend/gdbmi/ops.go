@@ -184,7 +184,10 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		}
 		return wire.Encode(vars(frames[0].Get("args")))
 	case wire.OpGlobals:
-		return globals(run)
+		b.mu.Lock()
+		pid := b.pid
+		b.mu.Unlock()
+		return globals(run, pid)
 	case wire.OpPrint:
 		var e wire.Expr
 		if err := wire.Decode(body, &e); err != nil {
@@ -509,38 +512,6 @@ func thread(v Value, current int) wire.Thread {
 
 // startTimeout bounds gdb's start-up commands.
 const startTimeout = 30 * time.Second
-
-// maxGlobals bounds the globals listed, each of which costs an evaluation.
-const maxGlobals = 64
-
-// globals lists the global and static variables of the program's own
-// sources (those gdb can find on disk, which leaves out the C library's),
-// with their values.
-func globals(run func(string) (Record, string, error)) ([]byte, error) {
-	r, _, err := run("-symbol-info-variables")
-	if err != nil {
-		return nil, err
-	}
-	out := []wire.Var{}
-	for _, file := range r.Results.Get("symbols").Get("debug").Items() {
-		if _, err := os.Stat(file.S("fullname")); err != nil {
-			continue
-		}
-		for _, sym := range file.Get("symbols").Items() {
-			if len(out) == maxGlobals {
-				return wire.Encode(out)
-			}
-			value := ""
-			if r, _, err := run("-data-evaluate-expression " + Quote(sym.S("name"))); err != nil {
-				value = "<" + err.Error() + ">"
-			} else {
-				value = r.Results.S("value")
-			}
-			out = append(out, wire.Var{Name: sym.S("name"), Type: sym.S("type"), Value: value})
-		}
-	}
-	return wire.Encode(out)
-}
 
 // console runs a CLI command and answers with what it printed.
 func console(run func(string) (Record, string, error), command string) ([]byte, error) {
