@@ -55,7 +55,7 @@ func init() {
 
 		// Breakpoints.
 		{name: "break", aliases: []string{"b"}, usage: "break LOCATION [if COND]",
-			help: "stop at a function, FILE:LINE or *ADDRESS; pending until its library loads",
+			help: "stop at a function, FILE:LINE or *ADDRESS; pending until its library is read (help set)",
 			run:  breakCmd(false)},
 		{name: "tbreak", usage: "tbreak LOCATION [if COND]", help: "a breakpoint that is deleted when hit",
 			run: breakCmd(true)},

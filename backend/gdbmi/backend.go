@@ -57,8 +57,10 @@ type Backend struct {
 	// stepping: the process was last set going by a step.
 	started, unread, held, stepping bool
 	quietRuns                       int // *running records of the backend's own continues: no news
-	cuda                            string
-	cudaWarned                      bool
+	// cuda is the CUDA driver's path once loaded; cudaWarned says the
+	// current setting has been warned about leaving it out.
+	cuda       string
+	cudaWarned bool
 }
 
 // ErrClosed answers commands that arrive after Close.
