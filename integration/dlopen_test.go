@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -220,4 +221,23 @@ func gdbSession(t testing.TB, n int) *launcher.Session {
 	}
 	t.Cleanup(func() { s.End(10 * time.Second) })
 	return s
+}
+
+// sdm attach takes the dlopen flags too, for the loads after the attach.
+func TestDlopenAttach(t *testing.T) {
+	bin := testenv.Examples(t)
+	testenv.RequireTool(t, "gdb")
+	job, starter := detached(t, nil, filepath.Join(bin, "mpir-starter"), "-n", "2", "--hang")
+	job.lines(t, 1, "started 2 ranks")
+	out, stderr, code := runEnv(t, nil, "attach", "--pid", strconv.Itoa(starter), "--dlopen-mode", "medium", "--dlopen-match", "libcuda.so*",
+		"-e", "show dlopen", "-e", "halt", "-e", "wait", "-e", "where")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{"[0-1] dlopen medium: every load stops, loads of libcuda.so* are reported\n", "__libc_pause"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	free(t, children(starter)...)
 }

@@ -442,15 +442,22 @@ func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd s
 	if err := b.beforeResume(g, step); err != nil {
 		return nil, err
 	}
+	// A hold at a load ends before the process goes on, since the next
+	// load may hold it again before run returns.
 	b.mu.Lock()
-	reported := b.reported
+	reported, held := b.reported, b.held
+	b.held = false
 	b.mu.Unlock()
 	if _, _, err := run(cmd); err != nil {
+		b.mu.Lock()
+		if b.reported == reported {
+			b.held = held
+		}
+		b.mu.Unlock()
 		return nil, err
 	}
 	running := wire.State{State: wire.StateRunning}
 	b.mu.Lock()
-	b.held = false
 	if b.reported == reported {
 		b.state = running
 	}

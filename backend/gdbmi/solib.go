@@ -231,14 +231,26 @@ func (b *Backend) plant(g *GDB) ([]byte, error) {
 	if err := b.setSolib(g, v); err != nil {
 		return nil, err
 	}
+	// The hold ends before the process goes on: the next load may hold it
+	// again before continueQuietly returns, and that hold must stand.
+	b.mu.Lock()
+	reported := b.reported
+	b.held = false
+	b.mu.Unlock()
 	if err := b.continueQuietly(g); err != nil {
+		b.mu.Lock()
+		if b.reported == reported {
+			b.held = true // still stopped at the load
+		}
+		b.mu.Unlock()
 		return nil, err
 	}
 	running := wire.State{State: wire.StateRunning}
 	b.mu.Lock()
-	b.held = false
-	b.state = running
-	b.report()
+	if b.reported == reported {
+		b.state = running
+		b.report()
+	}
 	b.mu.Unlock()
 	if readErr != nil {
 		return nil, fmt.Errorf("%w (the rank went on)", readErr)

@@ -143,6 +143,20 @@ func TestDlopenSlow(t *testing.T) {
 	}
 }
 
+// Loads back to back, each answered at once: the next load may hold the
+// rank again before the answer to the last one has returned, and every
+// hold must reach the front end and be answered.
+func TestDlopenSlowBackToBack(t *testing.T) {
+	bin := testenv.Examples(t)
+	r := newRank(t, 0, 1, "")
+	r.start(filepath.Join(bin, "dlopen"), "-c", "200")
+	r.must(wire.OpRun, nil, nil)
+	s := r.until(wire.EventExited, nil)
+	if len(s.loads) != 201 || s.last.Code != 0 {
+		t.Fatalf("%d loads reported, exit %+v", len(s.loads), s.last)
+	}
+}
+
 // Medium: every load stops, but only one matching the list is reported;
 // the breakpoint in that library is hit at its first call.
 func TestDlopenMediumMatch(t *testing.T) {
