@@ -181,8 +181,11 @@ func (b *Backend) hold(added []string) {
 // while it looks to be running.
 func (b *Backend) goOnQuietly(g *GDB) {
 	if err := b.continueQuietly(g); err != nil {
-		if strings.Contains(err.Error(), "running") {
-			return // the user's own continue came first
+		b.mu.Lock()
+		gone := b.state.State == wire.StateExited || b.pid == 0
+		b.mu.Unlock()
+		if gone || strings.Contains(err.Error(), "running") {
+			return // the user's own kill or continue came first
 		}
 		b.emit(wire.EventWarning, []byte("could not let a library load go on: "+err.Error()))
 		st := wire.State{State: wire.StateStopped, Reason: "solib-event", Frame: wire.Frame{Func: "??"}}
