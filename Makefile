@@ -17,7 +17,9 @@ STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
 EXAMPLES := $(OUT)/plain $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
-            $(STARTERS)
+            $(OUT)/dlopen-libs $(STARTERS)
+# How many libraries examples/dlopen may load (`dlopen K`, K up to this).
+DLOPEN_LIBS ?= 1000
 # A static binary starts faster, which counts when a node starts hundreds.
 export CGO_ENABLED := 0
 
@@ -39,6 +41,15 @@ $(OUT)/dlopen: examples/dlopen/dlopen.c
 $(OUT)/libplugin.so: examples/dlopen/plugin.c
 	@mkdir -p $(OUT)
 	$(CC) $(CFLAGS) -shared -fPIC -o $@ $<
+
+# One small library, copied DLOPEN_LIBS times as libgen-0000.so and on:
+# copies, not links, since the dynamic linker takes two names of one file
+# for one library. tee writes many copies in one process, 500 at a time
+# to stay well within the open-files limit.
+$(OUT)/dlopen-libs: examples/dlopen/gen.c
+	@rm -rf $@ && mkdir -p $@
+	$(CC) $(CFLAGS) -shared -fPIC -Wl,-z,noseparate-code -o $@/libgen.so $<
+	cd $@ && seq -f 'libgen-%04g.so' 0 $$(($(DLOPEN_LIBS) - 1)) | xargs -n 500 sh -c 'tee "$$@" < libgen.so > /dev/null' tee
 
 $(OUT)/mpir-starter: examples/mpir-starter/mpir-starter.c
 	@mkdir -p $(OUT)
@@ -83,6 +94,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'GDB64' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'Launchers' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'MPIR' -benchtime 3x ./integration/
+	$(GO) test -run '^$$' -bench 'Dlopen' -benchtime 1x -timeout 60m ./integration/
 
 # A short run of every fuzz target; the seeds run in every `make test`.
 fuzz:
@@ -91,6 +103,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 20s ./wire/
 	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime 20s ./wire/
 	$(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime 20s ./connect/
+	$(GO) test -run '^$$' -fuzz FuzzParseMatch -fuzztime 20s ./dlopen/
 
 demo: build examples
 	$(BIN) debug -n 8 \

@@ -1,7 +1,9 @@
 // Package client is the front end's side of the tree: it binds the session
 // port, lets the master in once it proves it holds the session key, sends
-// commands to rank sets and hands back merged replies and events. The
-// console and every other front end talk to the tree only through it.
+// commands to rank sets and hands back merged replies and events. It also
+// answers the library loads that ranks report and wait on (loads.go), so
+// that every front end does. The console and every other front end talk to
+// the tree only through it.
 package client
 
 import (
@@ -27,6 +29,8 @@ type Session struct {
 	size   int
 	nextID atomic.Uint64
 	events *queue
+	// loadTrips counts the answers to reported loads (loads.go).
+	loadTrips atomic.Int64
 
 	mu        sync.Mutex
 	pending   map[uint64]chan *wire.Message
@@ -221,6 +225,12 @@ func (s *Session) readControl() {
 		case wire.KindEvent:
 			s.track(m)
 			s.push(m)
+			if m.Op == wire.EventLoaded {
+				for _, g := range m.Groups {
+					// Not here: the answer comes back through this loop.
+					go s.answerLoad(g)
+				}
+			}
 		}
 	}
 }

@@ -18,6 +18,7 @@ type command struct {
 	aliases []string
 	usage   string
 	help    string
+	more    string // what help COMMAND adds to help
 	run     func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error
 }
 
@@ -54,7 +55,7 @@ func init() {
 
 		// Breakpoints.
 		{name: "break", aliases: []string{"b"}, usage: "break LOCATION [if COND]",
-			help: "stop at a function, FILE:LINE or *ADDRESS; pending until its library loads",
+			help: "stop at a function, FILE:LINE or *ADDRESS; pending until its library is read (help set)",
 			run:  breakCmd(false)},
 		{name: "tbreak", usage: "tbreak LOCATION [if COND]", help: "a breakpoint that is deleted when hit",
 			run: breakCmd(true)},
@@ -111,6 +112,13 @@ func init() {
 			run: textCmd(wire.OpHandle, "handle needs a signal and actions, such as handle SIGUSR1 nostop noprint")},
 		{name: "gdb", usage: "gdb COMMAND", help: "run a gdb command (CLI, or MI when it starts with -) as it is",
 			run: textCmd(wire.OpRaw, "gdb needs a command, such as gdb info registers rip")},
+
+		// Settings.
+		{name: "set", usage: "set dlopen slow|medium|fast [GLOBS]",
+			help: "what library loads do, from the next one on (help set)",
+			more: dlopenHelp, run: runSet},
+		{name: "show", usage: "show dlopen", help: "the dlopen mode and match list of each rank",
+			run: runShow},
 
 		// The console itself.
 		{name: "focus", usage: "focus SET", help: "make SET the ranks that commands without [SET] go to",
@@ -368,6 +376,9 @@ func runHelp(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 			return usageError("no command %q", args)
 		}
 		text := "[SET] " + cmd.usage + "\n    " + cmd.help
+		if cmd.more != "" {
+			text += "\n" + cmd.more
+		}
 		if len(cmd.aliases) > 0 {
 			text += "\n    also: " + strings.Join(cmd.aliases, ", ")
 		}

@@ -155,8 +155,16 @@ func describe(op string, g wire.Group) (any, []string) {
 
 func decode(op string, body []byte) (any, []string, error) {
 	switch op {
-	case wire.EventLost, wire.EventError:
+	case wire.EventLost, wire.EventError, wire.EventWarning:
 		return string(body), []string{op + ": " + string(body)}, nil
+	case wire.EventLoaded:
+		var l wire.Loaded
+		err := wire.Decode(body, &l)
+		return l, []string{"loaded " + strings.Join(l.Libraries, ", ")}, err
+	case wire.OpDlopen:
+		var d wire.Dlopen
+		err := wire.Decode(body, &d)
+		return d, dlopenText(d), err
 	case wire.EventRunning:
 		return nil, []string{"running"}, nil
 	case wire.OpWhere:
@@ -289,6 +297,10 @@ func stateText(st wire.State) string {
 	case wire.StateNotStarted:
 		if st.Reason != "" {
 			return "not started (" + st.Reason + ")"
+		}
+	case wire.StateRunning:
+		if st.Reason == wire.ReasonLoad {
+			return "running (held at a library load until the front end plants its breakpoints)"
 		}
 	}
 	return st.State

@@ -45,6 +45,16 @@ const (
 	OpHandle  = "handle"  // B: Text ("SIGUSR1 nostop noprint"); A: Text
 	OpRaw     = "gdb"     // B: Text (a CLI command, or an MI command starting with -); A: Text
 
+	// OpDlopen sets what the rank's debugger does when the program loads
+	// a library (package dlopen); an empty body only asks. B: Dlopen; A:
+	// Dlopen, the setting as it stands.
+	OpDlopen = "dlopen"
+	// OpPlant is the front end's answer to EventLoaded: the debugger reads
+	// the symbols of the libraries loaded since it last did, which plants
+	// the pending breakpoints they hold, and the rank held at the load goes
+	// on. A rank that is not held only reads them (if it is stopped). A: State.
+	OpPlant = "plant"
+
 	// OpQuit ends the session: every node answers it, sends what events
 	// it still holds, and exits. It is handled by the tree, not the backend.
 	OpQuit = "quit"
@@ -59,6 +69,10 @@ const (
 	EventExited    = "exited"    // B: State
 	EventOutput    = "output"    // B: Output
 	EventError     = "error"     // B: text: the rank's debugger failed
+	// EventLoaded: the ranks stopped at a library load that their dlopen
+	// setting reports, and wait for the front end's OpPlant. B: Loaded.
+	EventLoaded  = "library-loaded"
+	EventWarning = "warning" // B: text: something the user should know, such as a setting that leaves out CUDA
 )
 
 // Attach names the processes of a job to debug: rank r takes Pids[r], or
@@ -128,6 +142,11 @@ type State struct {
 	Breakpoint int    // the breakpoint hit
 	Code       int    // exit code
 }
+
+// ReasonLoad is the Reason of a rank held at a library load until the
+// front end answers (OpPlant). Its State is running: it goes on without
+// the user doing anything, so a wait goes on waiting for it.
+const ReasonLoad = "library-loaded"
 
 // Output is a piece of the program's output. The program writes to a
 // terminal of its own, so standard output and standard error arrive as

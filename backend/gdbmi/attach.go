@@ -49,8 +49,13 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) ([]byte, error) {
 	if _, err := b.waitStop(ctx, since); err != nil {
 		return nil, fmt.Errorf("attach to pid %d: %w", pid, err)
 	}
+	// Every library the process has loaded is read, whatever the dlopen
+	// setting: it applies to the loads from now on.
+	if err := b.readSymbols(g); err != nil {
+		return nil, fmt.Errorf("attach to pid %d: %w", pid, err)
+	}
 	b.mu.Lock()
-	b.attached, b.killOnClose = true, a.Kill
+	b.attached, b.killOnClose, b.started = true, a.Kill, true
 	b.mu.Unlock()
 
 	if _, _, err := run("-data-evaluate-expression " + Quote("*(int*)&MPIR_debug_gate = 1")); err != nil && !noSymbol(err) {
@@ -65,7 +70,7 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) ([]byte, error) {
 			return nil, fmt.Errorf("run to main: %w", err)
 		}
 		since := b.reports()
-		if _, err := b.resume(run, "-exec-continue"); err != nil {
+		if _, err := b.resume(g, run, "-exec-continue"); err != nil {
 			return nil, fmt.Errorf("run to main: %w", err)
 		}
 		if _, err := b.waitStop(ctx, since); err != nil {
@@ -73,7 +78,7 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) ([]byte, error) {
 		}
 	}
 	if !a.Stop {
-		if _, err := b.resume(run, "-exec-continue"); err != nil {
+		if _, err := b.resume(g, run, "-exec-continue"); err != nil {
 			return nil, err
 		}
 	}

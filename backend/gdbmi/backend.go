@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -45,6 +46,21 @@ type Backend struct {
 	// not news.
 	attaching bool
 	closed    bool
+
+	// Libraries the program loads (solib.go).
+	dl      dlopen.Setting
+	solib   solibVars  // gdb's settings as they stand
+	solibMu sync.Mutex // held while they change
+	// started: the libraries the program started with have been read;
+	// unread: gdb announced libraries whose symbols it has not read;
+	// held: stopped at a reported load until the front end's OpPlant;
+	// stepping: the process was last set going by a step.
+	started, unread, held, stepping bool
+	quietRuns                       int // *running records of the backend's own continues: no news
+	// cuda is the CUDA driver's path once loaded; cudaWarned says the
+	// current setting has been warned about leaving it out.
+	cuda       string
+	cudaWarned bool
 }
 
 // ErrClosed answers commands that arrive after Close.
@@ -59,6 +75,7 @@ func New(cfg backend.Config) *Backend {
 		events:  make(chan backend.Event, 256),
 		state:   wire.State{State: wire.StateNotStarted},
 		changed: make(chan struct{}),
+		dl:      dlopen.Default(),
 	}
 	b.queue.init()
 	b.wg.Add(1)
@@ -176,11 +193,12 @@ func (b *Backend) halt() ([]byte, error) {
 	return wire.Encode(state)
 }
 
-// setState records the process state as gdb reported it.
+// setState records the process state as gdb reported it; whatever it is,
+// the process is no longer held at a load.
 func (b *Backend) setState(st wire.State) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.state = st
+	b.state, b.held = st, false
 	b.report()
 }
 

@@ -69,7 +69,8 @@ func (r *rank) must(op string, body any, v any) {
 	}
 }
 
-// event waits for the next event called op, collecting output on the way.
+// event waits for the next event called op, collecting output on the way
+// and answering the loads reported on the way as the front end does.
 func (r *rank) event(op string) wire.State {
 	r.t.Helper()
 	deadline := time.After(20 * time.Second)
@@ -79,10 +80,15 @@ func (r *rank) event(op string) wire.State {
 			if !ok {
 				r.t.Fatalf("events closed while waiting for %s", op)
 			}
-			if ev.Op == wire.EventOutput {
+			switch ev.Op {
+			case wire.EventOutput:
 				var o wire.Output
 				wire.Decode(ev.Body, &o)
 				r.output.WriteString(o.Text)
+			case wire.EventLoaded:
+				if op != wire.EventLoaded {
+					r.must(wire.OpPlant, nil, nil)
+				}
 			}
 			if ev.Op != op {
 				continue

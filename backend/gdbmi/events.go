@@ -2,6 +2,7 @@ package gdbmi
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 	"sync"
 	"time"
@@ -17,10 +18,22 @@ func (b *Backend) watch(g *GDB) {
 	for r := range g.Async() {
 		switch {
 		case r.Type == Exec && r.Class == "running":
-			b.setState(wire.State{State: wire.StateRunning})
-			b.emit(wire.EventRunning, nil)
+			b.mu.Lock()
+			quiet := b.quietRuns > 0
+			if quiet {
+				b.quietRuns--
+			}
+			b.mu.Unlock()
+			if !quiet {
+				b.setState(wire.State{State: wire.StateRunning})
+				b.emit(wire.EventRunning, nil)
+			}
+		case r.Type == Exec && r.Class == "stopped" && r.Results.S("reason") == "solib-event":
+			b.solibStop(g, r.Results)
 		case r.Type == Exec && r.Class == "stopped":
-			b.stopped(r.Results)
+			b.stopped(g, r.Results)
+		case r.Type == Notify && r.Class == "library-loaded":
+			b.libraryLoaded(r.Results.S("target-name"), r.Results.S("symbols-loaded") == "1")
 		case r.Type == Notify && r.Class == "thread-group-started":
 			pid, _ := strconv.Atoi(r.Results.S("pid"))
 			b.mu.Lock()
@@ -45,7 +58,9 @@ func (b *Backend) watch(g *GDB) {
 }
 
 // stopped handles a *stopped record: a stop, or the end of the program.
-func (b *Backend) stopped(res Value) {
+// Libraries loaded since the last read are read before the stop is
+// reported, and its frame asked again, since it may lie in one of them.
+func (b *Backend) stopped(g *GDB, res Value) {
 	reason := res.S("reason")
 	switch reason {
 	case "exited-normally":
@@ -69,16 +84,37 @@ func (b *Backend) stopped(res Value) {
 	if st.Reason == "" {
 		st.Reason = "stopped"
 	}
+	b.mu.Lock()
+	unread := b.unread
+	b.mu.Unlock()
+	if unread {
+		if err := b.readSymbols(g); err != nil {
+			b.emit(wire.EventWarning, []byte(err.Error()))
+		} else if f, err := currentFrame(g); err == nil {
+			st.Frame = f
+		}
+	}
 	b.out.drain()
 	b.setState(st)
 	b.emit(wire.EventStopped, wire.MustEncode(st))
+}
+
+// currentFrame asks gdb for the selected frame.
+func currentFrame(g *GDB) (wire.Frame, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	r, _, err := g.Run(ctx, "-stack-info-frame")
+	if err != nil {
+		return wire.Frame{}, err
+	}
+	return frame(r.Results.Get("frame")), nil
 }
 
 func (b *Backend) exited(st wire.State) {
 	b.mu.Lock()
 	already := b.state.State == wire.StateExited
 	if !already {
-		b.state, b.pid = st, 0
+		b.state, b.pid, b.held = st, 0, false
 		b.report()
 	}
 	b.mu.Unlock()

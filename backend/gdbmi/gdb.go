@@ -22,6 +22,7 @@ type GDB struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	async chan Record
+	queue records // async records read, waiting for Async's reader
 	done  chan struct{}
 
 	run sync.Mutex // one command at a time
@@ -39,10 +40,6 @@ type pending struct {
 	console strings.Builder
 }
 
-// asyncBuffer is how many asynchronous records may wait for the reader
-// before gdb's output is no longer read; the backend reads them at once.
-const asyncBuffer = 1024
-
 // Start runs path (gdb) with the MI interpreter and no init files.
 func Start(path string) (*GDB, error) {
 	if path == "" {
@@ -52,7 +49,8 @@ func Start(path string) (*GDB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
 	}
-	g := &GDB{path: resolved, async: make(chan Record, asyncBuffer), done: make(chan struct{})}
+	g := &GDB{path: resolved, async: make(chan Record), done: make(chan struct{})}
+	g.queue.wake = make(chan struct{}, 1)
 	g.cmd = exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
 	// gdb must not share our process group: a ^C meant for the front end
 	// would otherwise reach it, and it would stop the program.
@@ -69,6 +67,7 @@ func Start(path string) (*GDB, error) {
 		return nil, fmt.Errorf("start %s: %w", resolved, err)
 	}
 	go g.read(stdout)
+	go g.forward()
 	return g, nil
 }
 
@@ -146,7 +145,7 @@ func (g *GDB) Close() error {
 func (g *GDB) Kill() { g.cmd.Process.Kill() }
 
 func (g *GDB) read(stdout io.Reader) {
-	defer close(g.async)
+	defer g.queue.close()
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 64<<20) // a large struct prints on one line
 	for sc.Scan() {
@@ -168,7 +167,7 @@ func (g *GDB) read(stdout io.Reader) {
 			}
 			g.mu.Unlock()
 		case Exec, Status, Notify:
-			g.async <- r
+			g.queue.push(r)
 		}
 	}
 	err := g.cmd.Wait()
@@ -184,6 +183,73 @@ func (g *GDB) read(stdout io.Reader) {
 		g.err = fmt.Errorf("gdb (%s) exited", g.path)
 	}
 	close(g.done)
+}
+
+// forward hands the queued records to Async's reader, and closes Async
+// after the last one once gdb has ended.
+func (g *GDB) forward() {
+	defer close(g.async)
+	for {
+		r, ok := g.queue.pop()
+		if !ok {
+			return
+		}
+		g.async <- r
+	}
+}
+
+// records is an unbounded FIFO between gdb's reader and Async. The
+// backend runs gdb commands of its own while it handles a record (it reads
+// the symbols of new libraries at a stop, it lets a load go on), and gdb
+// must be read meanwhile, however much it prints, or the answer those
+// commands wait for would never be seen.
+type records struct {
+	mu     sync.Mutex
+	items  []Record
+	closed bool
+	wake   chan struct{} // a token when items arrive or the queue closes
+}
+
+func (q *records) push(r Record) {
+	q.mu.Lock()
+	q.items = append(q.items, r)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *records) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *records) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop returns the next record, waiting for one; false once the queue is
+// closed and empty.
+func (q *records) pop() (Record, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			r := q.items[0]
+			q.items[0] = Record{}
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return r, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return Record{}, false
+		}
+		<-q.wake
+	}
 }
 
 type lockedWriter struct {

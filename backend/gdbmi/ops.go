@@ -30,6 +30,8 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 			return nil, err
 		}
 		return b.attach(ctx, a)
+	case wire.OpDlopen:
+		return b.setDlopen(body) // also before there is a gdb: it applies from the start
 	}
 	g, err := b.debugger()
 	if err != nil {
@@ -42,13 +44,19 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		attached := b.attached
 		b.mu.Unlock()
 		if attached {
-			return b.resume(run, "-exec-continue") // it runs already: run it on
+			return b.resume(g, run, "-exec-continue") // it runs already: run it on
 		}
-		return b.resume(run, "-exec-run")
+		// A new process: its libraries are all to be read again.
+		b.mu.Lock()
+		b.started, b.unread, b.held = false, false, false
+		b.mu.Unlock()
+		return b.resume(g, run, "-exec-run")
+	case wire.OpPlant:
+		return b.plant(g)
 	case wire.OpDetach:
 		return b.detach(ctx, g)
 	case wire.OpCont:
-		return b.resume(run, "-exec-continue")
+		return b.resume(g, run, "-exec-continue")
 	case wire.OpStep, wire.OpNext:
 		var c wire.Count
 		if err := decodeOptional(body, &c); err != nil {
@@ -58,9 +66,9 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		if c.N > 1 {
 			cmd += " " + strconv.Itoa(c.N)
 		}
-		return b.resume(run, cmd)
+		return b.resume(g, run, cmd)
 	case wire.OpFinish:
-		return b.resume(run, "-exec-finish")
+		return b.resume(g, run, "-exec-finish")
 	case wire.OpKill:
 		if _, _, err := run(`-interpreter-exec console "kill"`); err != nil {
 			return nil, err
@@ -365,6 +373,11 @@ func (b *Backend) launch() (*GDB, error) {
 		// A debuginfod lookup per library per rank would stall a large job
 		// on the network, or on its absence.
 		"-gdb-set debuginfod enabled off",
+		// Loads are the backend's to handle, by the dlopen setting
+		// (solib.go): gdb reads no library on its own, and stops at each
+		// load until the program's start-up libraries have been read.
+		"-gdb-set auto-solib-add off",
+		"-gdb-set stop-on-solib-events 1",
 	} {
 		if _, _, err := g.Run(ctx, cmd); err != nil {
 			g.Kill()
@@ -387,6 +400,7 @@ func (b *Backend) launch() (*GDB, error) {
 		b.out = newOutput(b, term)
 	}
 	b.gdb = g
+	b.solib = solibVars{stop: true}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -426,11 +440,23 @@ func program(name, dir string) (string, error) {
 // reaches the watcher: unless gdb has reported something since (the
 // running, or even the stop), the state is set to running here, so that a
 // status asked right after this answer does not see the old stop.
-func (b *Backend) resume(run func(string) (Record, string, error), cmd string) ([]byte, error) {
+func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd string) ([]byte, error) {
+	step := cmd != "-exec-continue" && cmd != "-exec-run"
+	if err := b.beforeResume(g, step); err != nil {
+		return nil, err
+	}
+	// A hold at a load ends before the process goes on, since the next
+	// load may hold it again before run returns.
 	b.mu.Lock()
-	reported := b.reported
+	reported, held := b.reported, b.held
+	b.held = false
 	b.mu.Unlock()
 	if _, _, err := run(cmd); err != nil {
+		b.mu.Lock()
+		if b.reported == reported {
+			b.held = held
+		}
+		b.mu.Unlock()
 		return nil, err
 	}
 	running := wire.State{State: wire.StateRunning}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -34,6 +35,9 @@ type Sim struct {
 	stack    []wire.Frame
 	runTimer *time.Timer
 	closed   bool
+	// dl is kept and shown as a real debugger's would be; simulated
+	// programs load no library.
+	dl dlopen.Setting
 }
 
 // New returns the simulator of rank cfg.Rank of cfg.Size.
@@ -42,6 +46,7 @@ func New(cfg backend.Config) *Sim {
 		cfg:    cfg,
 		events: make(chan backend.Event, 64),
 		state:  wire.State{State: wire.StateNotStarted},
+		dl:     dlopen.Default(),
 	}
 }
 
@@ -117,8 +122,31 @@ func (s *Sim) do(op string, body []byte) ([]byte, error) {
 		return s.halt("signal-received")
 	case wire.OpKill:
 		return s.kill()
+	case wire.OpDlopen:
+		return s.setDlopen(body)
+	case wire.OpPlant:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return wire.Encode(s.state) // no load ever waits
 	}
 	return nil, fmt.Errorf("%w %q", backend.ErrUnknownOp, op)
+}
+
+func (s *Sim) setDlopen(body []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(body) > 0 {
+		var d wire.Dlopen
+		if err := wire.Decode(body, &d); err != nil {
+			return nil, err
+		}
+		dl, err := s.dl.Apply(d)
+		if err != nil {
+			return nil, err
+		}
+		s.dl = dl
+	}
+	return wire.Encode(s.dl.Answer(""))
 }
 
 // need fails unless the process is in state want. s.mu must be held.

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sdm-hpc/sdm/console"
+	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -34,6 +35,8 @@ examples:
   sdm attach --pid 4242 --ranks 0-3 --stop -e where           # some ranks only (MPIR_partial_attach_ok)
   sdm attach --pid 4242 --json -e halt -e where               # for scripts
 
+` + dlopenUsage + `
+
 Exit status: as sdm debug's: 0 when every command ran and every rank answered
 it; 1 on errors from ranks or a failed attach; 2 on a command typed wrong.
 
@@ -47,6 +50,10 @@ func runAttach(args []string) error {
 	stop := fs.Bool("stop", false, "leave the ranks stopped once attached (default: they go on as they were)")
 	f := addSessionFlags(fs)
 	if help, err := parseFlags(fs, args, attachUsage); help || err != nil {
+		return err
+	}
+	dl, err := f.dlopen()
+	if err != nil {
 		return err
 	}
 	if *pid <= 0 {
@@ -66,11 +73,13 @@ func runAttach(args []string) error {
 	defer cancel()
 	o := launcher.Options{Fanout: *f.fanout, Debugger: "gdb-mi", SSH: *f.sshCommand,
 		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0)}
-	return acquire(ctx, o, launcher.MPIR{Pid: *pid, Ranks: set, Stop: *stop}, f, nil, false)
+	return acquire(ctx, o, launcher.MPIR{Pid: *pid, Ranks: set, Stop: *stop}, f, dl, nil, false)
 }
 
 // acquire takes over a job through MPIR and runs the session's commands.
-func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessionFlags, out *starterOutput, sayStarter bool) error {
+// The libraries loaded when the ranks are attached are all read; dl
+// applies to the loads after.
+func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessionFlags, dl dlopen.Setting, out *starterOutput, sayStarter bool) error {
 	progress := newProgress(isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
 		switch {
@@ -92,7 +101,7 @@ func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessio
 			out.to(con)
 		}
 		con.PrintAnswers(wire.OpAttach, acquired.Answers)
-		return nil
+		return applyDlopen(ctx, s, dl, *f.timeout)
 	})
 }
 

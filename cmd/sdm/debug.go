@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sdm-hpc/sdm/console"
+	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -51,8 +52,10 @@ Every command may start with a rank set ([0-3,7], [all], or a name given
 with defset); type help for the list: run, continue, next, step, finish,
 halt, kill, wait, status, break, tbreak, watch, delete, enable, disable,
 condition, ignore, breakpoints, where, stacks, frame, print, ptype, locals,
-args, globals, threads, thread, x, poke, signals, handle, gdb, focus,
-defset, sets, quit.
+args, globals, threads, thread, x, poke, signals, handle, gdb, set, show,
+focus, defset, sets, quit.
+
+` + dlopenUsage + `
 
 Exit status: 0 when every command ran and every rank answered it without
 error; 1 when some rank answered with an error, timed out or was lost, or
@@ -64,18 +67,23 @@ flags:
 
 // sessionFlags are the flags of every command that ends in a session.
 type sessionFlags struct {
-	batch      *string
-	exprs      *[]string
-	jsonOut    *bool
-	fanout     *int
-	timeout    *time.Duration
-	connect    *time.Duration
-	verbose    *bool
-	sshCommand *string
+	fs          *pflag.FlagSet
+	dlopenMode  *string
+	dlopenMatch *string
+	batch       *string
+	exprs       *[]string
+	jsonOut     *bool
+	fanout      *int
+	timeout     *time.Duration
+	connect     *time.Duration
+	verbose     *bool
+	sshCommand  *string
 }
 
 func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
-	f := &sessionFlags{exprs: new([]string)}
+	f := &sessionFlags{fs: fs, exprs: new([]string)}
+	f.dlopenMode = fs.String("dlopen-mode", string(dlopen.Default().Mode), "what a library load does: slow (stop, report, plant breakpoints), medium (report only --dlopen-match), fast (never stop); see below")
+	f.dlopenMatch = fs.String("dlopen-match", "", "medium mode's colon-separated list of library names, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
 	f.batch = fs.String("batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
 	fs.StringArrayVarP(f.exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
 	f.jsonOut = fs.Bool("json", false, "print one JSON object per line, each with a ranks field such as \"0-2,4-7\"")
@@ -115,6 +123,10 @@ func runDebug(args []string) error {
 	if help, err := parseFlags(fs, args, debugUsage); help || err != nil {
 		return err
 	}
+	dl, err := f.dlopen()
+	if err != nil {
+		return err
+	}
 	if fs.NArg() == 0 {
 		return &exitError{2, errors.New("sdm debug: no program given (sdm debug [flags] -- PROGRAM [ARGS...])")}
 	}
@@ -145,7 +157,7 @@ func runDebug(args []string) error {
 	}
 	if *useMPIR {
 		out := newStarterOutput()
-		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Output: out}, f, out, *rmName == "auto" || *starter)
+		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Output: out}, f, dl, out, *rmName == "auto" || *starter)
 	}
 	progress := newProgress(isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
@@ -160,6 +172,9 @@ func runDebug(args []string) error {
 		return err
 	}
 	return runSession(ctx, launched(s), f, console.Options{}, func(*console.Console) error {
+		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
+			return err
+		}
 		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
 	})
 }

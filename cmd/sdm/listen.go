@@ -19,6 +19,7 @@ import (
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/connect"
 	"github.com/sdm-hpc/sdm/console"
+	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -51,6 +52,8 @@ machine); the session key goes to it in its answer file, never on a command
 line. The commands (-e, --batch, or the terminal) run on every job that is
 accepted.
 
+` + dlopenUsage + `
+
 Exit status: 0 when every session went well; 1 when one failed, or no
 request came within --wait; 2 on bad usage.
 
@@ -72,6 +75,10 @@ func runListen(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return &exitError{2, fmt.Errorf("sdm listen: unexpected %q", fs.Arg(0))}
+	}
+	dl, err := f.dlopen()
+	if err != nil {
+		return err
 	}
 	modes := 0
 	for _, on := range []bool{*accept != "", *acceptAll, *reject != ""} {
@@ -95,7 +102,7 @@ func runListen(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	defer stop()
-	l := &listener{dir: dir, flags: f, clientHost: *clientHost, seen: map[string]bool{}}
+	l := &listener{dir: dir, flags: f, dl: dl, clientHost: *clientHost, seen: map[string]bool{}}
 	if *wait > 0 {
 		l.deadline = time.Now().Add(*wait)
 	}
@@ -166,6 +173,7 @@ func askUser(in *bufio.Reader, r *connect.Request) (yes bool, reason string, err
 type listener struct {
 	dir        string
 	flags      *sessionFlags
+	dl         dlopen.Setting
 	clientHost string
 	deadline   time.Time
 	seen       map[string]bool // requests offered, and bad files reported
@@ -243,8 +251,10 @@ func (l *listener) take(ctx context.Context, r *connect.Request) (*launcher.Sess
 	}
 	var attached []wire.Group
 	if r.Plan.Mode == "mpir" {
-		attached, err = l.attach(waitCtx, s, r)
-	} else {
+		if attached, err = l.attach(waitCtx, s, r); err == nil {
+			err = applyDlopen(ctx, s, l.dl, *f.timeout)
+		}
+	} else if err = applyDlopen(ctx, s, l.dl, *f.timeout); err == nil {
 		err = startProgram(ctx, s, *f.timeout, r.Plan.Program, r.Dir)
 	}
 	if err != nil {

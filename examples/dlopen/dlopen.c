@@ -1,25 +1,88 @@
-/* dlopen: loads the plugin next to the executable at run time and calls it. */
+/* dlopen: loads shared libraries at run time, as programs built of
+ * plugins, Python extensions or CUDA do, and calls into them.
+ *
+ *   dlopen                 loads libplugin.so and calls plugin_function
+ *   dlopen [-c] K [LIB...] first loads the K generated libraries
+ *                          dlopen-libs/libgen-0000.so ... (make examples
+ *                          generates DLOPEN_LIBS of them) and calls
+ *                          gen_function in each, then loads each LIB
+ *                          given, then libplugin.so as above; with -c it
+ *                          closes each generated library after the call,
+ *                          so that no more than one is loaded at a time
+ *
+ * Libraries are looked up next to the executable. Before the call into
+ * libplugin.so the program calls loaded(), a function of its own: a
+ * breakpoint there is a stop after every load. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int main(void)
+static char dir[PATH_MAX];
+
+static void *load(const char *path)
 {
-    char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
-    if (n < 0)
-        return 1;
-    path[n] = 0;
-    strcat(dirname(path), "/libplugin.so");
     void *lib = dlopen(path, RTLD_NOW);
     if (!lib) {
         fprintf(stderr, "dlopen: %s\n", dlerror());
-        return 1;
+        exit(1);
     }
-    int (*fn)(int) = (int (*)(int))dlsym(lib, "plugin_function");
+    return lib;
+}
+
+static void *symbol(void *lib, const char *name)
+{
+    void *fn = dlsym(lib, name);
+    if (!fn) {
+        fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
+        exit(1);
+    }
+    return fn;
+}
+
+/* Called once everything is loaded, before any call into a library. */
+void __attribute__((noinline)) loaded(int libraries)
+{
+    printf("%d loads done\n", libraries);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    char path[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n < 0)
+        return 1;
+    dir[n] = 0;
+    dirname(dir);
+
+    int arg = 1, close = 0;
+    if (arg < argc && strcmp(argv[arg], "-c") == 0) {
+        close = 1;
+        arg++;
+    }
+    int k = arg < argc ? atoi(argv[arg++]) : 0, count = 0, sum = 0;
+    for (int i = 0; i < k; i++, count++) {
+        snprintf(path, sizeof path, "%s/dlopen-libs/libgen-%04d.so", dir, i);
+        void *lib = load(path);
+        int (*gen)(int) = (int (*)(int))symbol(lib, "gen_function");
+        sum += gen(0);
+        if (close)
+            dlclose(lib);
+    }
+    if (k > 0)
+        printf("%d generated libraries said %d\n", k, sum);
+    for (; arg < argc; arg++, count++)
+        load(argv[arg]);
+    snprintf(path, sizeof path, "%s/libplugin.so", dir);
+    void *plugin = load(path);
+    count++;
+
+    loaded(count);
+    int (*fn)(int) = (int (*)(int))symbol(plugin, "plugin_function");
     printf("plugin says %d\n", fn(21));
     return 0;
 }

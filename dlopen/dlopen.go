@@ -1,0 +1,175 @@
+// Package dlopen holds the setting that decides what a rank's debugger
+// does when the program loads a shared library (TotalView's dlopen event
+// filtering): the mode, the glob list that medium mode reports, their
+// parsing, the matching of a library against the list, and the seed's two
+// environment variables.
+//
+// A setting enters as flags, environment variables or a console command,
+// travels to the rank servers as a wire.Dlopen body, and is applied by
+// each rank's backend.
+package dlopen
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Mode says which library loads stop the process and reach the front end.
+type Mode string
+
+// The three modes.
+const (
+	// Slow stops the process at every load that adds a library and
+	// reports it to the front end, which has the debugger read the new
+	// libraries' symbols (planting pending breakpoints there) and go on.
+	Slow Mode = "slow"
+	// Medium stops the process at every load, but reports only libraries
+	// that match the glob list; the rank server lets the others go on at
+	// once, and their breakpoints are planted at the next reported stop.
+	Medium Mode = "medium"
+	// Fast never stops the process for a load; breakpoints in new
+	// libraries are planted at the next stop for another reason.
+	Fast Mode = "fast"
+)
+
+// ParseMode reads a mode's name.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.TrimSpace(s)); m {
+	case Slow, Medium, Fast:
+		return m, nil
+	}
+	return "", fmt.Errorf("dlopen mode %q: want slow, medium or fast", s)
+}
+
+// Setting is a mode and its glob list. The list is kept in every mode, so
+// that switching to medium and back loses nothing; only medium uses it.
+type Setting struct {
+	Mode  Mode
+	Match Match
+}
+
+// Default is the setting of a session that asks for nothing: slow, as in
+// TotalView. Every breakpoint in a library is planted when the library
+// loads, which is what people expect of a pending breakpoint, and ranks
+// that load the same library together merge into one report on the way
+// up, so a job pays once per library rather than once per rank.
+func Default() Setting { return Setting{Mode: Slow} }
+
+// Reports says whether a load that added library goes to the front end.
+func (s Setting) Reports(library string) bool {
+	switch s.Mode {
+	case Slow:
+		return true
+	case Medium:
+		return s.Match.Matches(library)
+	}
+	return false
+}
+
+// Stops says whether loads stop the process at all.
+func (s Setting) Stops() bool { return s.Mode != Fast }
+
+// String describes the setting as the console shows it.
+func (s Setting) String() string {
+	text := string(s.Mode)
+	if !s.Match.Empty() {
+		text += " " + s.Match.String()
+	}
+	return text
+}
+
+// Match is a glob list: library file names, each of which may end in *
+// to match every name that begins with the rest ("libcuda.so*").
+type Match struct {
+	patterns []string // in the order given, each with its * if it has one
+}
+
+// ParseMatch reads a colon-separated glob list, such as
+// "libcuda.so*:libmine.so". An empty string is the empty list, which
+// matches nothing. Spaces around a pattern are ignored; anything that
+// would not match the way a reader expects is refused: empty patterns,
+// paths, a * that is not last, and the other glob characters.
+func ParseMatch(s string) (Match, error) {
+	if strings.TrimSpace(s) == "" {
+		return Match{}, nil
+	}
+	var m Match
+	for i, p := range strings.Split(s, ":") {
+		p = strings.TrimSpace(p)
+		if err := checkPattern(p); err != nil {
+			return Match{}, fmt.Errorf("dlopen match list %q: pattern %d: %w", s, i+1, err)
+		}
+		m.patterns = append(m.patterns, p)
+	}
+	return m, nil
+}
+
+func checkPattern(p string) error {
+	if p == "" {
+		return fmt.Errorf("empty (patterns are separated by single colons)")
+	}
+	if strings.ContainsRune(p, '/') {
+		return fmt.Errorf("%q is a path: patterns match a library's file name, such as libcuda.so*", p)
+	}
+	if i := strings.IndexByte(p, '*'); i >= 0 && i != len(p)-1 {
+		return fmt.Errorf("%q: * may only end a pattern (it matches names that begin with the rest)", p)
+	}
+	for _, r := range p {
+		switch {
+		case r == '?' || r == '[' || r == ']' || r == '\\':
+			return fmt.Errorf("%q: %q is not supported: only a final * is", p, r)
+		case r <= ' ' || r == 0x7f:
+			return fmt.Errorf("%q: contains a space or control character", p)
+		}
+	}
+	return nil
+}
+
+// Matches says whether library (a path or a file name) matches a
+// pattern of the list, by its file name.
+func (m Match) Matches(library string) bool {
+	name := filepath.Base(library)
+	for _, p := range m.patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		} else if name == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Empty says whether the list has no pattern.
+func (m Match) Empty() bool { return len(m.patterns) == 0 }
+
+// String is the list as ParseMatch reads it.
+func (m Match) String() string { return strings.Join(m.patterns, ":") }
+
+// CUDA is the pattern of the CUDA driver library. A debugger that follows
+// CUDA kernels must see that library load, so medium mode's list should
+// hold it whenever the program uses CUDA.
+const CUDA = "libcuda.so*"
+
+// LeavesOutCUDA says whether library is the CUDA driver and the setting
+// is medium with a list that does not report its load. (Fast mode reports
+// no load at all, by choice; slow reports every one.)
+func (s Setting) LeavesOutCUDA(library string) bool {
+	return s.Mode == Medium && IsCUDA(library) && !s.Match.Matches(library)
+}
+
+// IsCUDA says whether library is the CUDA driver (matches CUDA).
+func IsCUDA(library string) bool {
+	return Match{patterns: []string{CUDA}}.Matches(library)
+}
+
+// CUDAWarning is what a rank says when LeavesOutCUDA holds.
+func (s Setting) CUDAWarning(library string) string {
+	list := CUDA
+	if !s.Match.Empty() {
+		list = s.Match.String() + ":" + CUDA
+	}
+	return fmt.Sprintf("%s is loaded, but dlopen medium does not report it (its list is %q): CUDA debugging needs that load reported; set dlopen medium %s", library, s.Match.String(), list)
+}
