@@ -279,7 +279,11 @@ func TestMPIRSlurm(t *testing.T) {
 	})
 
 	t.Run("attach", func(t *testing.T) {
-		p, pid := detached(t, nil, "srun", "-n", strconv.Itoa(n), "--mpi=pmix", filepath.Join(bin, "hang"))
+		// srun killed by the test's cleanup would leave its job step
+		// running (hang never ends): the job is cancelled by name.
+		name := fmt.Sprintf("sdm-test-hang-%d", os.Getpid())
+		t.Cleanup(func() { exec.Command("scancel", "--name", name).Run() })
+		p, pid := detached(t, nil, "srun", "-n", strconv.Itoa(n), "--mpi=pmix", "--job-name", name, filepath.Join(bin, "hang"))
 		p.lines(t, n, "rank ")
 		s, acq := acquire(t, mpirOptions(), launcher.MPIR{Pid: pid})
 		attached(t, acq, wire.All(n), wire.StateRunning)
