@@ -16,7 +16,14 @@ import (
 // and exit code.
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return runWith(t, nil, stdin, args...)
+}
+
+// runWith is run in the environment env (this process's when nil).
+func runWith(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(sdmBin, args...)
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

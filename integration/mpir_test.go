@@ -207,6 +207,27 @@ func debugHang(t *testing.T, s *job, n int, recv string) {
 	}
 }
 
+// attachHung starts argv, a starter of n ranks of examples/hang, waits
+// until every rank runs, attaches to the starter by pid, finds the stuck
+// rank apart, detaches, and checks that the starter and every rank run on,
+// neither stopped nor traced.
+func attachHung(t *testing.T, n int, env []string, argv ...string) {
+	t.Helper()
+	p, pid := detached(t, env, argv...)
+	p.lines(t, n, "rank ")
+	s, acq := acquire(t, mpirOptions(), launcher.MPIR{Pid: pid})
+	attached(t, acq, wire.All(n), wire.StateRunning)
+	// Open MPI's MPI_Recv is an alias of PMPI_Recv, the name gdb shows.
+	debugHang(t, s, n, "PMPI_Recv")
+	if err := s.end(); err != nil {
+		t.Fatal(err)
+	}
+	free(t, pid)
+	for _, pr := range acq.Table.Procs {
+		free(t, pr.Pid)
+	}
+}
+
 // Open MPI's mpirun, both ways: a job launched under MPIR is debugged as
 // a wrapped one is; a hung job is attached to by pid, seen, and left to
 // run on.
@@ -232,19 +253,7 @@ func TestMPIROpenMPI(t *testing.T) {
 	})
 
 	t.Run("attach", func(t *testing.T) {
-		p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
-		p.lines(t, n, "rank ")
-		s, acq := acquire(t, mpirOptions(), launcher.MPIR{Pid: pid})
-		attached(t, acq, wire.All(n), wire.StateRunning)
-		// Open MPI's MPI_Recv is an alias of PMPI_Recv, the name gdb shows.
-		debugHang(t, s, n, "PMPI_Recv")
-		if err := s.end(); err != nil {
-			t.Fatal(err)
-		}
-		free(t, pid)
-		for _, pr := range acq.Table.Procs {
-			free(t, pr.Pid)
-		}
+		attachHung(t, n, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
 	})
 }
 
@@ -283,18 +292,7 @@ func TestMPIRSlurm(t *testing.T) {
 		// running (hang never ends): the job is cancelled by name.
 		name := fmt.Sprintf("sdm-test-hang-%d", os.Getpid())
 		t.Cleanup(func() { exec.Command("scancel", "--name", name).Run() })
-		p, pid := detached(t, nil, "srun", "-n", strconv.Itoa(n), "--mpi=pmix", "--job-name", name, filepath.Join(bin, "hang"))
-		p.lines(t, n, "rank ")
-		s, acq := acquire(t, mpirOptions(), launcher.MPIR{Pid: pid})
-		attached(t, acq, wire.All(n), wire.StateRunning)
-		debugHang(t, s, n, "PMPI_Recv")
-		if err := s.end(); err != nil {
-			t.Fatal(err)
-		}
-		free(t, pid)
-		for _, pr := range acq.Table.Procs {
-			free(t, pr.Pid)
-		}
+		attachHung(t, n, nil, "srun", "-n", strconv.Itoa(n), "--mpi=pmix", "--job-name", name, filepath.Join(bin, "hang"))
 	})
 }
 
