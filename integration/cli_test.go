@@ -22,7 +22,7 @@ func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 // runWith is run in the environment env (this process's when nil).
 func runWith(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(sdmBin, args...)
+	cmd := testenv.Command(t, sdmBin, args...)
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
@@ -158,7 +158,7 @@ func TestServerRefusesBadSetup(t *testing.T) {
 		{[]string{"SDM_SESSION_KEY=" + strings.Repeat("ab", 32)}, []string{"--server=0", "--debugger=lldb"}, "--debugger=lldb"},
 		{[]string{"SDM_SESSION_KEY=" + strings.Repeat("ab", 32)}, []string{"--server=0", "surplus"}, "unexpected argument"},
 	} {
-		cmd := exec.Command(sdmBin, tc.args...)
+		cmd := testenv.Command(t, sdmBin, tc.args...)
 		cmd.Env = append(cleanEnv(), tc.env...)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tc.want) {

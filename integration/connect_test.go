@@ -27,7 +27,7 @@ func connectDir(t *testing.T) string {
 // written.
 func waiting(t *testing.T, args ...string) (*proc, string) {
 	t.Helper()
-	cmd := exec.Command(sdmBin, append([]string{"connect"}, args...)...)
+	cmd := testenv.Command(t, sdmBin, append([]string{"connect"}, args...)...)
 	cmd.Dir = testenv.Examples(t)
 	p := start(t, cmd)
 	p.lines(t, 1, " waits in ")
@@ -162,6 +162,11 @@ func TestConnectRefusals(t *testing.T) {
 	})
 
 	t.Run("insecure", func(t *testing.T) {
+		// Made here, so that this case stands whether the ones before
+		// made it or failed before they could.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
 		os.Chmod(dir, 0o755)
 		defer os.Chmod(dir, 0o700)
 		for _, args := range [][]string{{"connect", "./plain"}, {"listen", "--accept-all"}, {"requests"}} {

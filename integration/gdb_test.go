@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -73,7 +72,7 @@ func gdbTree(t *testing.T, n int, program string, args ...string) *client.Sessio
 	s := newSession(t, n)
 	s.master()
 	serverArgs := []string{sdmBin, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=gdb-mi"}
-	start(t, exec.Command(mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, serverArgs...)...))
+	start(t, testenv.Command(t, mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, serverArgs...)...))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := s.ln.Accept(ctx, n)

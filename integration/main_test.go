@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,7 +31,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	sdmBin = filepath.Join(dir, "sdm")
-	build := exec.Command("go", "build", "-o", sdmBin, "github.com/sdm-hpc/sdm/cmd/sdm")
+	build, cancel := testenv.CommandTimeout(5*time.Minute, "go", "build", "-o", sdmBin, "github.com/sdm-hpc/sdm/cmd/sdm")
+	defer cancel()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -129,8 +129,9 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// start runs a command in the background; its output is shown if the test
-// fails, and it is killed, with everything it started, when the test ends.
+// start runs a command made by testenv.Command in the background; its
+// output is shown if the test fails, and it is killed, with everything it
+// started, when the test ends (or at its deadline).
 func start(t testing.TB, cmd *exec.Cmd) *proc {
 	t.Helper()
 	p := &proc{cmd: cmd, done: make(chan struct{}), wrote: make(chan struct{}, 1)}
@@ -146,11 +147,6 @@ func start(t testing.TB, cmd *exec.Cmd) *proc {
 		cmd.Stdout = &p.out
 	}
 	cmd.Stderr = &p.out
-	// Launchers leave children behind when killed: a group of their own
-	// lets the cleanup kill them all, and WaitDelay stops the wait for
-	// output from orphans that still hold the pipe.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +166,7 @@ func start(t testing.TB, cmd *exec.Cmd) *proc {
 
 func (s *session) master() *proc {
 	port := strconv.Itoa(s.ln.Addr().Port)
-	return start(s.t, exec.Command(sdmBin, "--master", "--host=127.0.0.1", "--port="+port,
+	return start(s.t, testenv.Command(s.t, sdmBin, "--master", "--host=127.0.0.1", "--port="+port,
 		"--routing_file="+s.routes, "--key-file="+s.keyFile))
 }
 
@@ -223,7 +219,7 @@ func TestOpenMPIStartsServers(t *testing.T) {
 	s := newSession(t, n)
 	master := s.master()
 	args := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, s.serverArgs()...)
-	servers := start(t, exec.Command(mpirun, args...))
+	servers := start(t, testenv.Command(t, mpirun, args...))
 	s.debugHang(n, master, servers)
 }
 
@@ -234,14 +230,14 @@ func TestMPICHStartsServers(t *testing.T) {
 	const n = 8
 	s := newSession(t, n)
 	args := append([]string{"-n", strconv.Itoa(n)}, s.serverArgs()...)
-	servers := start(t, exec.Command(mpiexec, args...))
+	servers := start(t, testenv.Command(t, mpiexec, args...))
 	master := s.master()
 	s.debugHang(n, servers, master)
 }
 
 // startServer starts rank i's server by hand, as a launcher would.
 func (s *session) startServer(args []string, i int) *proc {
-	cmd := exec.Command(args[0], append(args[1:], "--server="+strconv.Itoa(i))...)
+	cmd := testenv.Command(s.t, args[0], append(args[1:], "--server="+strconv.Itoa(i))...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	return start(s.t, cmd)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,7 +82,7 @@ func (p *proc) lines(t testing.TB, n int, what string) {
 // process and its pid, once it is there.
 func detached(t testing.TB, env []string, argv ...string) (*proc, int) {
 	t.Helper()
-	cmd := exec.Command("sh", append([]string{"-c", `"$@" & echo "detached pid $!"; wait`, "sh"}, argv...)...)
+	cmd := testenv.Command(t, "sh", append([]string{"-c", `"$@" & echo "detached pid $!"; wait`, "sh"}, argv...)...)
 	cmd.Env = append(os.Environ(), env...)
 	p := start(t, cmd)
 	p.lines(t, 1, "detached pid ")
@@ -291,7 +290,7 @@ func TestMPIRSlurm(t *testing.T) {
 		// srun killed by the test's cleanup would leave its job step
 		// running (hang never ends): the job is cancelled by name.
 		name := fmt.Sprintf("sdm-test-hang-%d", os.Getpid())
-		t.Cleanup(func() { exec.Command("scancel", "--name", name).Run() })
+		t.Cleanup(func() { testenv.Command(t, "scancel", "--name", name).Run() })
 		attachHung(t, n, nil, "srun", "-n", strconv.Itoa(n), "--mpi=pmix", "--job-name", name, filepath.Join(bin, "hang"))
 	})
 }
@@ -442,7 +441,7 @@ func TestMPIRAttachErrors(t *testing.T) {
 	// A starter that gdb debugs already may not be traced again.
 	job, pid := detached(t, nil, filepath.Join(bin, "mpir-starter"), "-n", "2", "--hang")
 	job.lines(t, 1, "started 2 ranks")
-	gdb := exec.Command("gdb", "-q", "-nx", "-p", strconv.Itoa(pid))
+	gdb := testenv.Command(t, "gdb", "-q", "-nx", "-p", strconv.Itoa(pid))
 	in, _ := gdb.StdinPipe()
 	g := start(t, gdb)
 	fmt.Fprintln(in, "echo attached\\n")

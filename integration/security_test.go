@@ -6,12 +6,12 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -66,12 +66,12 @@ func TestListeningMasterServesOnlyTheKeyHolder(t *testing.T) {
 	const n = 4
 	s := newSession(t, n)
 	port := freePort(t)
-	master := start(t, exec.Command(sdmBin, "--master", "--port="+strconv.Itoa(port),
+	master := start(t, testenv.Command(t, sdmBin, "--master", "--port="+strconv.Itoa(port),
 		"--routing_file="+s.routes, "--key-file="+s.keyFile))
 	args := append([]string{}, s.serverArgs()[1:]...)
 	var servers []*proc
 	for i := 0; i < n; i++ {
-		servers = append(servers, start(t, exec.Command(sdmBin, append(args, "--server="+strconv.Itoa(i))...)))
+		servers = append(servers, start(t, testenv.Command(t, sdmBin, append(args, "--server="+strconv.Itoa(i))...)))
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -121,7 +121,7 @@ func TestStdioMasterGeneratesRoutes(t *testing.T) {
 	os.Remove(s.routes) // the master writes it
 	args := append([]string{}, s.serverArgs()[1:]...)
 	for i := 0; i < n; i++ {
-		start(t, exec.Command(sdmBin, append(args, "--server="+strconv.Itoa(i))...))
+		start(t, testenv.Command(t, sdmBin, append(args, "--server="+strconv.Itoa(i))...))
 	}
 	toMaster, masterIn, err := os.Pipe()
 	if err != nil {
@@ -131,7 +131,7 @@ func TestStdioMasterGeneratesRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(sdmBin, "--master", "--proxy=stdio", "--generate_routes=127.0.0.1,127.0.0.1,127.0.0.1",
+	cmd := testenv.Command(t, sdmBin, "--master", "--proxy=stdio", "--generate_routes=127.0.0.1,127.0.0.1,127.0.0.1",
 		"--routing_file="+s.routes, "--key-file="+s.keyFile)
 	cmd.Stdin, cmd.Stdout = toMaster, fromMaster
 	start(t, cmd)

@@ -1,11 +1,12 @@
 package integration
 
 import (
-	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sdm-hpc/sdm/internal/testenv"
 )
 
 // SIGTERM stops a master and its servers promptly, even when the front end
@@ -13,7 +14,7 @@ import (
 func TestSIGTERMStopsEveryone(t *testing.T) {
 	const n = 3
 	s := newSession(t, n)
-	master := start(t, exec.Command(sdmBin, "--master", "--port="+strconv.Itoa(freePort(t)),
+	master := start(t, testenv.Command(t, sdmBin, "--master", "--port="+strconv.Itoa(freePort(t)),
 		"--routing_file="+s.routes, "--key-file="+s.keyFile, "--debug"))
 	procs := []*proc{master}
 	for i := 0; i < n; i++ {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ func sshd(t *testing.T) (string, *proc) {
 	keygen := testenv.RequireTool(t, "ssh-keygen")
 	dir := t.TempDir()
 	for _, k := range []string{"host", "user"} {
-		out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput()
+		out, err := testenv.Command(t, keygen, "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ssh-keygen: %v: %s", err, out)
 		}
@@ -51,7 +50,7 @@ StrictModes no
 AllowTcpForwarding yes
 LogLevel DEBUG1
 `, port, filepath.Join(dir, "host"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))), 0o600)
-	p := start(t, exec.Command(daemon, "-D", "-e", "-f", config))
+	p := start(t, testenv.Command(t, daemon, "-D", "-e", "-f", config))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))

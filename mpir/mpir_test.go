@@ -27,7 +27,7 @@ type started struct {
 
 func starter(t *testing.T, argv ...string) (StartFunc, *started) {
 	t.Helper()
-	s := &started{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan error, 1)}
+	s := &started{cmd: testenv.Command(t, argv[0], argv[1:]...), done: make(chan error, 1)}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestAttachErrors(t *testing.T) {
 
 	// A process that gdb traces already.
 	gdb := testenv.RequireTool(t, "gdb")
-	g := exec.Command(gdb, "-q", "-nx", "-p", strconv.Itoa(pid))
+	g := testenv.Command(t, gdb, "-q", "-nx", "-p", strconv.Itoa(pid))
 	in, _ := g.StdinPipe()
 	out, _ := g.StdoutPipe()
 	g.Stderr = g.Stdout

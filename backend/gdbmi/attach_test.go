@@ -18,7 +18,7 @@ import (
 // hello, with a channel closed when it ends.
 func sleeper(t *testing.T) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testenv.Examples(t), "plain"), "60")
+	cmd := testenv.Command(t, filepath.Join(testenv.Examples(t), "plain"), "60")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -52,7 +53,8 @@ func Examples(t testing.TB) string {
 		if buildDir, buildErr = os.MkdirTemp("", "sdm-examples-"); buildErr != nil {
 			return
 		}
-		cmd := exec.Command("make", "-s", "-C", repoRoot(), "examples", "OUT="+buildDir)
+		cmd, cancel := CommandTimeout(10*time.Minute, "make", "-s", "-C", repoRoot(), "examples", "OUT="+buildDir)
+		defer cancel()
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
 	if buildErr != nil {
@@ -139,7 +141,8 @@ func SLURM(t testing.TB) string {
 	slurmOnce.Do(func() {
 		script := filepath.Join(repoRoot(), "scripts", "slurm-local.sh")
 		for _, conf := range []string{os.Getenv("SLURM_CONF"), "/tmp/sdm-slurm/etc/slurm.conf"} {
-			sinfo := exec.Command("sinfo", "-h")
+			sinfo, cancel := CommandTimeout(30*time.Second, "sinfo", "-h")
+			defer cancel()
 			sinfo.Env = append(os.Environ(), "SLURM_CONF="+conf)
 			if conf != "" && sinfo.Run() == nil {
 				slurmConf = conf
@@ -151,7 +154,8 @@ func SLURM(t testing.TB) string {
 			slurmErr = err
 			return
 		}
-		cmd := exec.Command(script, "up")
+		cmd, cancel := CommandTimeout(2*time.Minute, script, "up")
+		defer cancel()
 		cmd.Env = append(os.Environ(), "BASE="+base)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			slurmErr = fmt.Errorf("%s up: %v\n%s", script, err, out)
@@ -170,7 +174,8 @@ func StopSLURM() {
 	if slurmStarted == "" {
 		return
 	}
-	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "slurm-local.sh"), "down")
+	cmd, cancel := CommandTimeout(time.Minute, filepath.Join(repoRoot(), "scripts", "slurm-local.sh"), "down")
+	defer cancel()
 	cmd.Env = append(os.Environ(), "BASE="+slurmStarted)
 	cmd.Run()
 	os.RemoveAll(slurmStarted)
