@@ -23,12 +23,17 @@ DLOPEN_LIBS ?= 1000
 # A static binary starts faster, which counts when a node starts hundreds.
 export CGO_ENABLED := 0
 
-.PHONY: build examples test bench demo lint fuzz clean
+.PHONY: build examples thirdparty test bench demo lint fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sdm
 
 examples: $(EXAMPLES)
+
+# MPI programs nobody here wrote, from Debian's source packages, built for
+# both MPIs into a cache (the tests do this themselves when they need them).
+thirdparty:
+	scripts/thirdparty.sh
 
 $(OUT)/plain: examples/plain/plain.c
 	@mkdir -p $(OUT)

@@ -1,0 +1,282 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Programs that nobody here wrote (Open MPI's examples, MPICH's test
+// suite, HPCC; scripts/thirdparty.sh), debugged as their users run them:
+// built for one MPI, started by that MPI's launcher or by srun, four ranks.
+
+// mpiRun is a way to run a program of one MPI's build.
+type mpiRun struct {
+	name string
+	mpi  string // the build: openmpi or mpich
+	rm   string
+	args []string
+}
+
+var mpiRuns = []mpiRun{
+	{"openmpi", "openmpi", "openmpi", []string{"--launcher-arg=--oversubscribe"}},
+	{"mpich", "mpich", "mpich", nil},
+	{"slurm-openmpi", "openmpi", "slurm", []string{"--launcher-arg=--mpi=pmix"}},
+	{"slurm-mpich", "mpich", "slurm", []string{"--launcher-arg=--mpi=pmi2"}},
+}
+
+// prepare readies the launcher of r.
+func (r mpiRun) prepare(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	switch r.rm {
+	case "openmpi":
+		testenv.RequireTool(t, "mpirun.openmpi")
+	case "mpich":
+		testenv.RequireTool(t, "mpiexec.hydra")
+	case "slurm":
+		t.Setenv("SLURM_CONF", testenv.SLURM(t))
+	}
+}
+
+// debugSession is one sdm debug of a third-party program: the commands,
+// and what the output must say.
+type debugSession struct {
+	name     string
+	program  string // in the build's directory, or hpcc
+	commands []string
+	// want maps a pattern of the text after a line's rank set to the
+	// ranks whose lines must match it, all together ("0-3").
+	want map[string]string
+	// slurm: also run under srun (the others run under the MPI's own
+	// launcher only, to keep the suite short).
+	slurm bool
+}
+
+var thirdPartySessions = []debugSession{{
+	// C: a line of the application, next, print merged by value, a break
+	// in an MPI function, where, finish, and the ring run to its end.
+	name: "ring_c", program: "ring_c", slurm: true,
+	commands: []string{"break ring_c.c:27", "run", "wait", "next", "print next", "print size",
+		"break MPI_Send", "continue", "[0] wait", "[0] where", "delete 2", "[0] finish",
+		"delete 1", "[0] continue", "wait"},
+	want: map[string]string{
+		`^breakpoint 1 at ring_c\.c:27 in main$`:                   "0-3",
+		`^stopped in main at ring_c\.c:27 \(breakpoint 1\)$`:       "0-3",
+		`^stopped in main at ring_c\.c:28 \(end-stepping-range\)$`: "0-3",
+		`^next = 1$`: "0",
+		`^next = 0$`: "3",
+		`^size = 4$`: "0-3",
+		`^stopped in P?MPI_Send from \S+ \(breakpoint 2\)$`:            "0",
+		`^P?MPI_Send from \S+ < main at ring_c\.c:39$`:                 "0",
+		`^stopped in main at ring_c\.c:40 `:                            "0",
+		`^Process 0 sending 10 to 1, tag 201 \(4 processes in ring\)$`: "0",
+		`^Process \d exiting$`:                                         "0-3",
+		`^exited with code 0$`:                                         "0-3",
+	},
+}, {
+	name: "ring_cxx", program: "ring_cxx",
+	commands: []string{"break ring_cxx.cc:34", "run", "wait", "next", "print next",
+		"delete 1", "continue", "wait"},
+	want: map[string]string{
+		`^stopped in main at ring_cxx\.cc:34 \(breakpoint 1\)$`: "0-3",
+		`^next = 2$`:           "1",
+		`^exited with code 0$`: "0-3",
+	},
+}, {
+	// Fortran, the three ways of using MPI. (rank and size are names of
+	// Fortran's intrinsics to gdb, which parses print rank as a call.)
+	name: "ring_usempif08", program: "ring_usempif08", slurm: true,
+	commands: []string{"break ring_usempif08.f90:29", "run", "wait", "print tag", "next", "print next",
+		"delete 1", "continue", "wait"},
+	want: map[string]string{
+		`^stopped in ring at ring_usempif08\.f90:29 \(breakpoint 1\)$`: "0-3",
+		`^tag = 201$`: "0-3",
+		`^stopped in ring at ring_usempif08\.f90:30 \(end-stepping-range\)$`: "0-3",
+		`^next = 3$`:           "2",
+		`^exited with code 0$`: "0-3",
+	},
+}, {
+	name: "ring_usempi", program: "ring_usempi",
+	commands: []string{"break ring_usempi.f90:25", "run", "wait", "next", "print next", "delete 1", "continue", "wait"},
+	want: map[string]string{
+		`^stopped in ring at ring_usempi\.f90:25 \(breakpoint 1\)$`: "0-3",
+		`^next = 0$`:           "3",
+		`^exited with code 0$`: "0-3",
+	},
+}, {
+	name: "ring_mpifh", program: "ring_mpifh",
+	commands: []string{"break ring_mpifh.f:26", "run", "wait", "next", "print next", "delete 1", "continue", "wait"},
+	want: map[string]string{
+		`^stopped in ring_f77 at ring_mpifh\.f:26 \(breakpoint 1\)$`: "0-3",
+		`^next = 2$`:           "1",
+		`^exited with code 0$`: "0-3",
+	},
+}, {
+	name: "connectivity_c", program: "connectivity_c",
+	commands: []string{"run", "wait"},
+	want: map[string]string{
+		`^Connectivity test on 4 processes PASSED\.$`: "0",
+		`^exited with code 0$`:                        "0-3",
+	},
+}, {
+	// MPICH's test suite: a break in MPI_Waitall, the merged stack tree,
+	// a frame up, finish back into the test.
+	name: "isendirecv", program: "isendirecv", slurm: true,
+	commands: []string{"break MPI_Waitall", "run", "wait", "stacks", "frame 1", "frame 0", "finish",
+		"print nproc", "print elems", "delete 1", "continue", "wait"},
+	want: map[string]string{
+		`^stopped in P?MPI_Waitall from \S+ \(breakpoint 1\)$`: "0-3",
+		`^main at isendirecv\.c:39 \(4 ranks\)$`:               "0-3",
+		`^  \[0-3\] P?MPI_Waitall from \S+ \(4 ranks\)$`:       "",
+		`^main at isendirecv\.c:39$`:                           "0-3",
+		`^nproc = 4$`:                                          "0-3",
+		`^elems = 20$`:                                         "0-3",
+		`^stopped in main at isendirecv\.c:41 `:                "0-3",
+		`^ No Errors$`:                                         "0",
+		`^exited with code 0$`:                                 "0-3",
+	},
+}, {
+	// Arrays of structs, and values that differ by rank.
+	name: "opminloc", program: "opminloc",
+	commands: []string{"break opminloc.c:55", "run", "wait", "print cinbuf", "print cinbuf[2]", "print coutbuf[0]",
+		"print sizeof(cinbuf)", "next", "delete 1", "continue", "wait"},
+	want: map[string]string{
+		`^cinbuf = \{\{val = 1, loc = 0\}, \{val = 0, loc = 0\}, \{val = 0, loc = 0\}\}$`: "0",
+		`^cinbuf = \{\{val = 1, loc = 3\}, \{val = 0, loc = 3\}, \{val = 3, loc = 3\}\}$`: "3",
+		`^cinbuf\[2\] = \{val = 2, loc = 2\}$`:                                            "2",
+		`^coutbuf\[0\] = \{val = 0, loc = -1\}$`:                                          "0-3",
+		`^sizeof\(cinbuf\) = 24$`:                                                         "0-3",
+		`^stopped in main at opminloc\.c:56 \(end-stepping-range\)$`:                      "0-3",
+		`^exited with code 0$`:                                                            "0-3",
+	},
+}, {
+	// Fortran arrays around MPI_Allreduce with a user-defined operation,
+	// and a break in that operation, which MPI calls.
+	name: "uallreducef90", program: "uallreducef90",
+	commands: []string{"break uallreducef90.f90:45 if count == 4", "run", "wait", "print vin(1:4)", "print vout(1:2)",
+		"next", "print vout(1:4)", "break uop", "continue", "wait", "print count", "print cin(2)", "finish",
+		"delete 1 2", "continue", "wait"},
+	want: map[string]string{
+		`^stopped in MAIN__ at uallreducef90\.f90:46 \(breakpoint 1\)$`:       "0-3",
+		`^vin\(1:4\) = \(1, 2, 3, 4\)$`:                                       "0-3",
+		`^vout\(1:2\) = \(-1, -1\)$`:                                          "0-3",
+		`^stopped in MAIN__ at uallreducef90\.f90:48 \(end-stepping-range\)$`: "0-3",
+		`^vout\(1:4\) = \(4, 8, 12, 16\)$`:                                    "0-3",
+		`^stopped in uop at uallreducef90\.f90:\d+ \(breakpoint 2\)$`:         "0-3",
+		`^count = 8$`:          "0-3",
+		`^exited with code 0$`: "0-3",
+	},
+}, {
+	// HPCC: a break in MPI_Allreduce, the stack tree through HPCC's own
+	// functions, finish, then HPL's solver and its structures.
+	name: "hpcc", program: "hpcc", slurm: true,
+	commands: []string{"break MPI_Allreduce", "run", "wait", "stacks", "finish", "delete 1",
+		"break HPL_pdgesv", "continue", "wait", "print GRID->myrow", "print *GRID", "print A->n",
+		"delete 2", "continue", "wait"},
+	want: map[string]string{
+		`^stopped in P?MPI_Allreduce from \S+ \(breakpoint 1\)$`:                     "0-3",
+		`^main at \S*src/hpcc\.c:\d+ \(4 ranks\)$`:                                   "0-3",
+		`^  \[0-3\] HPCC_Init at \S*src/io\.c:\d+ \(4 ranks\)$`:                      "",
+		`^stopped in ErrorReduce at \S*src/io\.c:\d+ `:                               "0-3",
+		`^stopped in HPL_pdgesv at \S*src/pgesv/HPL_pdgesv\.c:\d+ \(breakpoint 2\)$`: "0-3",
+		`^GRID->myrow = 0$`: "0-1",
+		`^GRID->myrow = 1$`: "2-3",
+		`^\*GRID = \{.*iam = 2, myrow = 1, mycol = 0, nprow = 2, npcol = 2, nprocs = 4,`: "2",
+		`^A->n = 200$`:         "0-3",
+		`^exited with code 0$`: "0-3",
+	},
+}}
+
+func TestThirdPartyPrograms(t *testing.T) {
+	tp := testenv.ThirdParty(t)
+	for _, r := range mpiRuns {
+		t.Run(r.name, func(t *testing.T) {
+			r.prepare(t)
+			for _, s := range thirdPartySessions {
+				if r.rm == "slurm" && !s.slurm {
+					continue
+				}
+				t.Run(s.name, func(t *testing.T) {
+					program, dir := tp.Program(t, r.mpi, s.program), t.TempDir()
+					if s.program == "hpcc" {
+						// HPCC reads its input from the working directory.
+						input, err := os.ReadFile(filepath.Join(filepath.Dir(program), "hpccinf.txt"))
+						if err != nil {
+							t.Fatal(err)
+						}
+						os.WriteFile(filepath.Join(dir, "hpccinf.txt"), input, 0o644)
+					}
+					args := append([]string{"debug", "--rm", r.rm, "-n", "4", "--timeout", "90s"}, r.args...)
+					for _, c := range s.commands {
+						args = append(args, "-e", c)
+					}
+					out, stderr, code := runIn(t, dir, append(args, "--", program)...)
+					if code != 0 {
+						t.Fatalf("sdm %s: exit %d\n%s\n%s", strings.Join(args, " "), code, out, stderr)
+					}
+					for pattern, ranks := range s.want {
+						checkLines(t, out, pattern, ranks)
+					}
+				})
+			}
+		})
+	}
+}
+
+// checkLines fails unless the lines of out whose text after the rank set
+// matches pattern are, together, of exactly the ranks given ("" for a
+// line that has no rank set of its own, which must be there).
+func checkLines(t *testing.T, out, pattern, ranks string) {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	var got wire.RankSet
+	found := false
+	for _, line := range strings.Split(out, "\n") {
+		if ranks == "" {
+			found = found || re.MatchString(line)
+			continue
+		}
+		end := strings.IndexByte(line, ']')
+		if !strings.HasPrefix(line, "[") || end < 0 || !re.MatchString(strings.TrimPrefix(line[end+1:], " ")) {
+			continue
+		}
+		r, err := wire.ParseRankSet(line[1:end])
+		if err != nil {
+			continue
+		}
+		got, found = got.Union(r), true
+	}
+	switch {
+	case ranks == "" && !found:
+		t.Errorf("no line matches %q in\n%s", pattern, out)
+	case ranks == "":
+	case !found:
+		t.Errorf("no line matches [%s] %q in\n%s", ranks, pattern, out)
+	case got.String() != ranks:
+		t.Errorf("lines matching %q have ranks %v, want %s, in\n%s", pattern, got, ranks, out)
+	}
+}
+
+// runIn runs the sdm binary in dir and returns its standard output,
+// standard error and exit code.
+func runIn(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := testenv.Command(t, sdmBin, args...)
+	cmd.Dir = dir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.String(), errOut.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), 0
+}
