@@ -48,8 +48,9 @@ func init() {
 			run: control(wire.OpKill)},
 		{name: "detach", usage: "detach", help: "let attached processes go on without the debugger",
 			run: simple(wire.OpDetach, noArgs)},
-		{name: "wait", usage: "wait [SECONDS]", help: "wait until no process of the set is running",
-			run: runWait},
+		{name: "wait", usage: "wait [any] [SECONDS]",
+			help: "wait until no process of the set runs (any: until one stops, exits or is lost); say which still run",
+			more: waitHelp, run: runWait},
 		{name: "status", usage: "status", help: "what each process is doing",
 			run: simple(wire.OpStatus, noArgs)},
 
@@ -137,6 +138,17 @@ func init() {
 			run: func(context.Context, *Console, wire.RankSet, string) error { return ErrQuit }},
 	}
 }
+
+// waitHelp is what help wait adds: how a wait ends, for steps too.
+const waitHelp = `    SECONDS (default: --timeout) bounds the wait. When it runs out, the ranks that
+    still run are listed, "[1-3] still running after 30s", and the next command
+    runs (halt, then wait and stacks, shows where they are); a script's exit
+    status is then 1. wait any lists the ranks still running when it returns.
+    step, next and finish wait the same way; one that does not come back says
+    where it began: "[2] still running next from pass at ring.c:12 after 30s: a
+    call there may wait for other ranks (continue them, or halt)".
+    ^C stops a wait and leaves the ranks running ("interrupted: [2-3] still
+    running"); ^C at the prompt then halts them, as in gdb.`
 
 func lookup(name string) (*command, bool) {
 	for _, cmd := range commands {
@@ -392,6 +404,7 @@ func runHelp(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	sort.Strings(lines)
 	c.println("Every command may start with a rank set, such as [0-3,7] or [all]; without one it goes\n" +
 		"to the focus set (focus SET). Answers print once per distinct value, ranks first.\n" +
+		"^C at the prompt halts the ranks of the focus set that run; during a command it stops waiting.\n" +
 		strings.Join(lines, "\n"))
 	return nil
 }

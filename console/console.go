@@ -258,9 +258,11 @@ func (c *Console) printEvents(batch []client.Event) {
 
 // RunScript executes the commands read from r, one per line; blank lines
 // and lines starting with # are skipped. A command typed wrong (ErrUsage)
-// is reported to complain, naming name:line, and the script goes on; any
-// other failure ends it. It returns ErrQuit after a quit, and
-// ErrScriptErrors at the end of a script in which something was wrong.
+// is reported to complain, naming name:line, and the script goes on; so
+// does a wait, step, next or finish whose ranks still run at its deadline
+// (it says which, and Failed tells). Any other failure ends the script.
+// It returns ErrQuit after a quit, and ErrScriptErrors at the end of a
+// script in which something was wrong.
 func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, complain func(error)) error {
 	sc := bufio.NewScanner(r)
 	failed := false
@@ -290,7 +292,8 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 // commands were typed wrong.
 var ErrScriptErrors = errors.New("some commands were not understood")
 
-// Exec runs one command line.
+// Exec runs one command line. A command that ctx ends (a ^C) says what it
+// left behind and returns ErrInterrupted.
 func (c *Console) Exec(ctx context.Context, line string) error {
 	line = strings.TrimSpace(line)
 	if line == "" || strings.HasPrefix(line, "#") {
@@ -309,7 +312,7 @@ func (c *Console) Exec(ctx context.Context, line string) error {
 	if !ok {
 		return usageError("unknown command %q (try help)", name)
 	}
-	return cmd.run(ctx, c, ranks, strings.TrimSpace(args))
+	return c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, strings.TrimSpace(args)))
 }
 
 // prefix splits an optional leading [SET] off line; without one the focus

@@ -87,7 +87,8 @@ func (c *Console) PrintAnswers(op string, groups []wire.Group) {
 }
 
 // Failed reports whether some rank answered some command with an error,
-// a timeout or a loss: what the exit status of a script tells.
+// a timeout or a loss, or still ran when a wait or a step ran out of
+// time: what the exit status of a script tells.
 func (c *Console) Failed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -299,8 +300,11 @@ func stateText(st wire.State) string {
 			return "not started (" + st.Reason + ")"
 		}
 	case wire.StateRunning:
-		if st.Reason == wire.ReasonLoad {
+		switch st.Reason {
+		case wire.ReasonLoad:
 			return "running (held at a library load until the front end plants its breakpoints)"
+		case wire.OpStep, wire.OpNext, wire.OpFinish:
+			return "running " + st.Reason + " from " + frameText(st.Frame)
 		}
 	}
 	return st.State
@@ -363,7 +367,8 @@ func state(st wire.State) map[string]any {
 	if st.Reason != "" {
 		obj["reason"] = st.Reason
 	}
-	if st.State == wire.StateStopped {
+	// A stop's frame, or the frame a running step began in.
+	if st.State == wire.StateStopped || st.State == wire.StateRunning && st.Frame.Func != "" {
 		obj["frame"] = frames([]wire.Frame{st.Frame})[0]
 	}
 	if st.Signal != "" {

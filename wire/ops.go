@@ -133,11 +133,15 @@ const (
 
 // State says what a rank's process is doing. A stop event carries the
 // reason, the signal, the breakpoint and the frame; two ranks whose stops
-// agree on these merge, whatever their thread ids and addresses.
+// agree on these merge, whatever their thread ids and addresses. A rank
+// running a step (OpStep, OpNext, OpFinish) has that op as its Reason and
+// the frame the step left as its Frame, so that ranks stepping from the
+// same line merge, and a step that does not come back can say where it
+// began.
 type State struct {
 	State      string
-	Reason     string // "breakpoint-hit", "signal-received", "end-stepping-range", "exited", …
-	Frame      Frame  // where it stopped (innermost frame)
+	Reason     string // "breakpoint-hit", "signal-received", "end-stepping-range", "exited", …; running: the step
+	Frame      Frame  // where it stopped (innermost frame); running: where the step began
 	Signal     string // the signal received, or the one that ended the process
 	Breakpoint int    // the breakpoint hit
 	Code       int    // exit code

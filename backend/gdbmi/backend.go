@@ -46,6 +46,11 @@ type Backend struct {
 	// not news.
 	attaching bool
 	closed    bool
+	// going is what the next *running record reports, set by the command
+	// that sets the process going: a step keeps its op and the frame it
+	// started from, so that status says what a rank that does not come
+	// back is doing. Taken by that record; empty means plain running.
+	going wire.State
 
 	// Libraries the program loads (solib.go).
 	dl      dlopen.Setting

@@ -1,6 +1,7 @@
 package gdbmi_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -329,6 +330,63 @@ func TestHaltAndProgramArguments(t *testing.T) {
 	r.must(wire.OpStatus, nil, &st)
 	if st.State != wire.StateStopped {
 		t.Fatalf("status after halt: %+v", st)
+	}
+}
+
+// A step that does not come back runs as itself from the frame it left:
+// next from the innermost frame, finish from the selected one. Ranks that
+// step from the same line answer status with the same bytes, so that they
+// merge; the stop that ends the step leaves that behind.
+func TestStepRunsFromWhereItBegan(t *testing.T) {
+	bin := testenv.Examples(t)
+	stepping := func(rank int, location, op string) (*rank, []byte) {
+		r := newRank(t, rank, 3, "")
+		r.start(filepath.Join(bin, "plain"), "30")
+		r.must(wire.OpBreak, wire.Break{Location: location}, nil)
+		r.must(wire.OpRun, nil, nil)
+		r.event(wire.EventStopped)
+		r.must(op, wire.Count{N: 1}, nil)
+		body, err := r.do(wire.OpStatus, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, body
+	}
+	// plain.c:46 is main's call of rest(30): next takes 30 s.
+	r0, next0 := stepping(0, "plain.c:46", wire.OpNext)
+	_, next1 := stepping(1, "plain.c:46", wire.OpNext)
+	var st wire.State
+	wire.Decode(next0, &st)
+	if st.State != wire.StateRunning || st.Reason != wire.OpNext || st.Frame.Func != "main" || st.Frame.Line != 46 {
+		t.Fatalf("status during next: %+v", st)
+	}
+	if !bytes.Equal(next0, next1) {
+		t.Fatal("two ranks stepping from the same line answer status with different bytes")
+	}
+	_, finish := stepping(2, "rest", wire.OpFinish)
+	wire.Decode(finish, &st)
+	if st.Reason != wire.OpFinish || st.Frame.Func != "rest" || !strings.HasSuffix(st.Frame.File, "plain.c") {
+		t.Fatalf("status during finish: %+v", st)
+	}
+
+	r0.must(wire.OpHalt, nil, nil)
+	if st := r0.event(wire.EventStopped); st.Signal != "SIGINT" {
+		t.Fatalf("halt during next: %+v", st)
+	}
+	r0.must(wire.OpStatus, nil, &st)
+	if st.State != wire.StateStopped || st.Reason == wire.OpNext {
+		t.Fatalf("status after the halt: %+v", st)
+	}
+	// A later continue runs plainly.
+	r0.must(wire.OpCont, nil, nil)
+	r0.must(wire.OpStatus, nil, &st)
+	if st.State != wire.StateRunning || st.Reason != "" || st.Frame.Func != "" {
+		t.Fatalf("status during continue after a step: %+v", st)
+	}
+	r0.event(wire.EventRunning)
+	r0.must(wire.OpStatus, nil, &st)
+	if st.Reason != "" || st.Frame.Func != "" {
+		t.Fatalf("status during continue after a step, once gdb said running: %+v", st)
 	}
 }
 

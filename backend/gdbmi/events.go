@@ -20,12 +20,15 @@ func (b *Backend) watch(g *GDB) {
 		case r.Type == Exec && r.Class == "running":
 			b.mu.Lock()
 			quiet := b.quietRuns > 0
+			st := wire.State{State: wire.StateRunning}
 			if quiet {
 				b.quietRuns--
+			} else if b.going.State != "" {
+				st, b.going = b.going, wire.State{}
 			}
 			b.mu.Unlock()
 			if !quiet {
-				b.setState(wire.State{State: wire.StateRunning})
+				b.setState(st)
 				b.emit(wire.EventRunning, nil)
 			}
 		case r.Type == Exec && r.Class == "stopped" && r.Results.S("reason") == "solib-event":

@@ -439,33 +439,61 @@ func program(name, dir string) (string, error) {
 // it arrives as an event. gdb answers ^running before its *running record
 // reaches the watcher: unless gdb has reported something since (the
 // running, or even the stop), the state is set to running here, so that a
-// status asked right after this answer does not see the old stop.
+// status asked right after this answer does not see the old stop. A step
+// (step, next, finish) runs as itself from the frame it leaves, which a
+// step over a call that waits for other ranks may never get back to.
 func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd string) ([]byte, error) {
-	step := cmd != "-exec-continue" && cmd != "-exec-run"
+	name := strings.TrimPrefix(strings.Fields(cmd)[0], "-exec-")
+	step := name != "continue" && name != "run"
 	if err := b.beforeResume(g, step); err != nil {
 		return nil, err
+	}
+	running := wire.State{State: wire.StateRunning}
+	if step {
+		running.Reason, running.Frame = name, b.stepFrom(run, name)
 	}
 	// A hold at a load ends before the process goes on, since the next
 	// load may hold it again before run returns.
 	b.mu.Lock()
 	reported, held := b.reported, b.held
-	b.held = false
+	b.held, b.going = false, running
 	b.mu.Unlock()
 	if _, _, err := run(cmd); err != nil {
 		b.mu.Lock()
 		if b.reported == reported {
 			b.held = held
 		}
+		b.going = wire.State{}
 		b.mu.Unlock()
 		return nil, err
 	}
-	running := wire.State{State: wire.StateRunning}
 	b.mu.Lock()
 	if b.reported == reported {
 		b.state = running
 	}
 	b.mu.Unlock()
 	return wire.Encode(running)
+}
+
+// stepFrom is the frame a step leaves: finish leaves the selected frame,
+// step and next the innermost one (gdb's rules). Should gdb not say, the
+// frame of the last stop stands in.
+func (b *Backend) stepFrom(run func(string) (Record, string, error), step string) wire.Frame {
+	cmd, innermost := "-stack-list-frames 0 0", true
+	if step == "finish" {
+		cmd, innermost = "-stack-info-frame", false
+	}
+	if r, _, err := run(cmd); err == nil {
+		if !innermost {
+			return frame(r.Results.Get("frame"))
+		}
+		if frames := r.Results.Get("stack").Items(); len(frames) > 0 {
+			return frame(frames[0])
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state.Frame
 }
 
 func breakInsert(run func(string) (Record, string, error), br wire.Break) ([]byte, error) {

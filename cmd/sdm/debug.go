@@ -57,10 +57,24 @@ focus, defset, sets, quit.
 
 ` + dlopenUsage + `
 
+A wait (or step, next, finish) whose ranks still run at its deadline
+(--timeout, or wait SECONDS) does not end a script: it lists them, such as
+"[1-3] still running after 30s", and the next command runs, so that halt,
+wait and stacks then show where they were. A step that does not come back
+says where it began; in an MPI program, a call there may wait for other
+ranks. wait any returns once one rank of the set stops, exits or is lost,
+and lists those still running. With --json these notes are objects with a
+note field (still-running, interrupted, halting), the command and the ranks.
+At the terminal, ^C at the prompt halts the running ranks of the focus set,
+as in gdb; ^C during a command stops it: a wait stops waiting, and leaves
+the ranks running ("interrupted: [2-3] still running").
+
 Exit status: 0 when every command ran and every rank answered it without
-error; 1 when some rank answered with an error, timed out or was lost, or
-the session failed; 2 when a flag or a command was typed wrong (the other
-commands still run). Colour only on a terminal, and never with $NO_COLOR.
+error; 1 when some rank answered with an error, timed out or was lost, when
+ranks still ran at the deadline of a wait or a step (the script asked for a
+stop it did not get), or when the session failed; 2 when a flag or a command
+was typed wrong (the other commands still run). Colour only on a terminal,
+and never with $NO_COLOR.
 
 flags:
 %s`
@@ -222,7 +236,7 @@ func runSession(ctx context.Context, s session, f *sessionFlags, opts console.Op
 		return errors.Join(quiet(runErr), endErr)
 	case errors.Is(runErr, console.ErrQuit) || runErr == nil:
 		if con.Failed() {
-			return &exitError{1, errors.New("some ranks answered with errors (above)")}
+			return &exitError{1, errors.New("some ranks answered with errors, or still ran when a wait ended (above)")}
 		}
 		return nil
 	case errors.Is(runErr, console.ErrScriptErrors):

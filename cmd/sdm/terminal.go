@@ -59,13 +59,24 @@ func (p *progress) clear() {
 
 // interactive reads commands until quit or the end of input; errors are
 // shown and the session goes on. On a terminal it offers line editing,
-// history and completion, and ^C interrupts the command running (a long
-// wait, say) instead of the session.
+// history and completion. ^C at the prompt halts the running ranks of the
+// focus set, as gdb's ^C stops the program (with none running it clears
+// the line); ^C during a command ends the command, not the session: a
+// wait stops waiting and says which ranks still run, and leaves them so.
+// sdm separates running (continue returns at once) from waiting, so ^C
+// stops what the console does, and a second ^C, at the prompt, what the
+// program does: a ^C never changes the program that the user did not see
+// coming, and gdb's "^C stops it" is one key away.
 func interactive(ctx context.Context, con *console.Console) error {
 	if !isTerminal(os.Stdin) {
 		// Commands piped in are a script like --batch.
 		return con.RunScript(ctx, os.Stdin, "stdin", func(err error) { fmt.Fprintln(os.Stderr, "sdm:", err) })
 	}
+	// From here on a ^C never ends sdm: during a command it interrupts
+	// that; at the prompt liner reads it as a key.
+	intr := make(chan os.Signal, 1)
+	signal.Notify(intr, os.Interrupt)
+	defer signal.Stop(intr)
 	line := liner.NewLiner()
 	defer line.Close()
 	line.SetCtrlCAborts(true)
@@ -82,33 +93,54 @@ func interactive(ctx context.Context, con *console.Console) error {
 		}
 	}()
 	fmt.Fprintln(os.Stderr, "sdm: type help for the commands, quit (or ^D) to end")
-	for {
+	for ctx.Err() == nil {
 		text, err := line.Prompt("(sdm) ")
+		run := func(ctx context.Context) error { return con.Exec(ctx, text) }
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
-			continue // ^C at the prompt clears the line
+			run = con.Interrupt
 		case errors.Is(err, io.EOF):
 			return nil
 		case err != nil:
 			return err
-		}
-		if text != "" {
+		case text != "":
 			line.AppendHistory(text)
 		}
-		if err := execInterruptible(ctx, con, text); err != nil {
-			if errors.Is(err, console.ErrQuit) {
-				return err
-			}
+		err = interruptible(ctx, intr, run)
+		switch {
+		case errors.Is(err, console.ErrQuit):
+			return err
+		case err != nil && !errors.Is(err, console.ErrInterrupted):
 			fmt.Fprintln(os.Stderr, "error:", err)
 		}
 	}
+	return ctx.Err()
 }
 
-// execInterruptible runs one command; a ^C meanwhile cancels it.
-func execInterruptible(ctx context.Context, con *console.Console, text string) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
-	return con.Exec(ctx, text)
+// interruptible runs one command, which a ^C (intr) meanwhile cancels.
+// A ^C that comes as the command ends is dropped with it, so that it
+// cannot cancel the next one.
+func interruptible(ctx context.Context, intr <-chan os.Signal, run func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-intr:
+			cancel()
+		case <-done:
+		}
+	}()
+	err := run(ctx)
+	close(done)
+	<-watched
+	select {
+	case <-intr:
+	default:
+	}
+	return err
 }
 
 // historyFile is ~/.sdm_history, or a file in the temporary directory for
