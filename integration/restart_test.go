@@ -60,6 +60,27 @@ func (c *typing) expect(n int, what string) {
 	}
 }
 
+// said is how much sdm has said so far, for expectRanks.
+func (c *typing) said() int { return len(c.p.out.String()) }
+
+// expectRanks waits until lines ending in what, said after the first
+// from bytes, name every rank of want between them: ranks that get to the
+// same stop are not always one line, since a rank's news (a library it
+// loaded) keeps its order around another rank's stop.
+func (c *typing) expectRanks(from int, what string, want wire.RankSet) {
+	c.t.Helper()
+	deadline := time.After(120 * time.Second)
+	for !ranksOf(c.p.out.String()[from:], what).Equal(want) {
+		select {
+		case <-c.p.wrote:
+		case <-c.p.done:
+			c.t.Fatalf("sdm ended before ranks %v said %q:\n%s", want, what, c.p.out.String())
+		case <-deadline:
+			c.t.Fatalf("ranks %v did not say %q within 120 s:\n%s", want, what, c.p.out.String())
+		}
+	}
+}
+
 // end types quit, and returns sdm's exit status and all it said.
 func (c *typing) end() (int, string) {
 	c.t.Helper()
@@ -108,24 +129,28 @@ func onlySession(t *testing.T, mark []byte) string {
 // and the job then runs to its end.
 func restartRing(t *testing.T, program, launcherName, summary string, args ...string) {
 	mark := marked(t)
+	all := wire.All(4)
 	argv := append(append([]string{"debug", "-n", "4", "--timeout", "60s"}, args...), "--", program)
 	c := typeInto(t, argv...)
-	stop := "[0-3] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)\n"
+	stop := " stopped in pass at examples/ring/ring.c:8 (breakpoint 1)"
+	from := c.said()
 	c.send("break pass", "run", "wait")
-	c.expect(1, stop)
+	c.expectRanks(from, stop, all)
 	old := onlySession(t, mark)
 	c.send("kill", "run")
 	c.expect(1, "[0-3] were started by "+launcherName+" as one job: run cannot start them again alone (they would die in MPI_Init); restart relaunches the whole job\n")
+	from = c.said()
 	c.send("restart", "wait")
 	c.expect(1, "restarted: "+summary+"; 1 breakpoint planted\n")
-	c.expect(2, stop)
+	c.expectRanks(from, stop, all)
 	noStrays(t, old)
 	now := onlySession(t, mark)
 	if now == old {
 		t.Fatalf("the job after restart runs in the old session %s", old)
 	}
+	from = c.said()
 	c.send("delete 1", "continue", "wait")
-	c.expect(1, "[0-3] exited with code 0\n")
+	c.expectRanks(from, " exited with code 0", all)
 	code, out := c.end()
 	// The refused run counts as a failure in the exit status.
 	if code != 1 || !strings.Contains(out, "token after 3 rounds: 18") {
