@@ -27,8 +27,12 @@ var commands []*command
 func init() {
 	commands = []*command{
 		// Running.
-		{name: "run", aliases: []string{"r"}, usage: "run", help: "start the loaded program on every rank of the set",
-			run: control(wire.OpRun)},
+		{name: "run", aliases: []string{"r"}, usage: "run",
+			help: "start the loaded program on every rank of the set (once per job under mpirun, mpiexec, srun or poe: then restart)",
+			run:  runRun},
+		{name: "restart", usage: "restart",
+			help: "end the whole job and start it again through its launcher, keeping breakpoints, dlopen settings, rank sets and focus, and run it (then wait)",
+			more: restartHelp, run: runRestart},
 		{name: "continue", aliases: []string{"c", "cont"}, usage: "continue", help: "let stopped processes run",
 			run: control(wire.OpCont)},
 		{name: "next", aliases: []string{"n"}, usage: "next [N]", help: "run to the next line, over calls (N times)",

@@ -92,6 +92,8 @@ type Session struct {
 	files   string       // the session directory on the target, when it is remote
 	forward *exec.Cmd    // the ssh that forwards the session port
 	mpir    *acquisition // how the job was acquired, if through MPIR
+	origin  origin       // how the job was started (relaunch.go)
+	ended   bool         // End was called
 }
 
 // Launch starts the job and returns once every rank's server has joined.
@@ -139,7 +141,9 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	s := &Session{Dir: dir, target: t}
+	again := o
+	again.Adapter, again.sessionDir = adapter, ""
+	s := &Session{Dir: dir, target: t, origin: origin{o: again, launcher: launcherName(adapter, o.Launcher)}}
 	fail := func(err error) (*Session, error) {
 		s.cleanup()
 		return nil, err
@@ -383,6 +387,7 @@ func (s *Session) cleanup() {
 // count: mpirun, for one, calls a job whose program was killed before
 // MPI_Finalize a failure, while the session ended as the user asked.
 func (s *Session) End(timeout time.Duration) error {
+	s.ended = true
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	groups, err := s.Quit(ctx, timeout)

@@ -71,6 +71,10 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 	if err != nil {
 		return nil, nil, err
 	}
+	again := origin{o: o, m: &m}
+	if m.Pid != 0 {
+		again = origin{refusal: attachRefusal(m.Pid)}
+	}
 	o.sessionDir = dir
 	a := &acquisition{o: o, m: m, dir: dir}
 	s, err := a.run(ctx, progress)
@@ -83,6 +87,8 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 		}
 		return nil, nil, err
 	}
+	again.launcher = a.launcher
+	s.origin = again
 	return s, &a.result, nil
 }
 
@@ -94,6 +100,8 @@ type acquisition struct {
 	held   *mpir.Starter // a launched starter in MPIR_Breakpoint
 	job    *rm.Process   // the launched starter's process
 	result Acquired
+	// launcher names the launched starter, as Session.Launcher does.
+	launcher string
 }
 
 func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Session, error) {
@@ -242,6 +250,7 @@ func (a *acquisition) command() (argv, env []string, err error) {
 		return nil, nil, errors.New("no program given")
 	}
 	if a.m.Starter {
+		a.launcher = filepath.Base(a.m.Argv[0])
 		return a.m.Argv, nil, nil
 	}
 	adapter, _, err := Pick(a.o.RM)
@@ -253,6 +262,7 @@ func (a *acquisition) command() (argv, env []string, err error) {
 		return nil, nil, fmt.Errorf("--rm %s has no launcher to start the job under MPIR: use openmpi or slurm, or give the starter's own command line", adapter.Name())
 	}
 	argv, env = c.Command(rm.Spec{Size: a.o.Size, Launcher: a.o.Launcher, LauncherArgs: a.o.LauncherArgs}, a.m.Argv)
+	a.launcher = launcherName(adapter, a.o.Launcher)
 	return argv, env, nil
 }
 

@@ -27,7 +27,8 @@ starts a debug server beside every rank on the rank's host (ssh for other
 hosts) and has its gdb attach to the rank. The job goes on running unless
 --stop; halt stops it, detach lets the ranks go on undebugged, and quit
 (or the end of the commands) detaches from every rank, so the job runs on
-as before.
+as before. sdm did not start the job, so it cannot start it again: for
+restart, start the job under sdm (sdm debug --mpir --starter -- CMD...).
 
 examples:
   sdm attach --pid $(pgrep -n mpirun)                        # interactive
@@ -96,7 +97,7 @@ func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessio
 	if err != nil {
 		return err
 	}
-	return runSession(ctx, launched(s), f, console.Options{Focus: acquired.Ranks}, func(con *console.Console) error {
+	return runSession(ctx, launched(s, nil, progress.clear), f, console.Options{Focus: acquired.Ranks}, func(con *console.Console) error {
 		if out != nil {
 			out.to(con)
 		}

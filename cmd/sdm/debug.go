@@ -49,11 +49,18 @@ gdb to every rank, and lets the starter go. The ranks wait, stopped, for
 the first command. To take over a job that runs already: sdm attach.
 
 Every command may start with a rank set ([0-3,7], [all], or a name given
-with defset); type help for the list: run, continue, next, step, finish,
-halt, kill, wait, status, break, tbreak, watch, delete, enable, disable,
-condition, ignore, breakpoints, where, stacks, frame, print, ptype, locals,
-args, globals, threads, thread, x, poke, signals, handle, gdb, set, show,
-focus, defset, sets, quit.
+with defset); type help for the list: run, restart, continue, next, step,
+finish, halt, kill, wait, status, break, tbreak, watch, delete, enable,
+disable, condition, ignore, breakpoints, where, stacks, frame, print, ptype,
+locals, args, globals, threads, thread, x, poke, signals, handle, gdb, set,
+show, focus, defset, sets, quit.
+
+To run the program again, restart: it ends the whole job and starts it
+again through its launcher (the same --rm, options, size, program and
+directory, or the same MPIR launch), with the breakpoints under their old
+numbers, the dlopen settings, the rank sets and the focus, and runs it.
+Under mpirun, mpiexec, srun or poe, run starts the ranks once only: run
+again alone, a rank would start outside its job and die in MPI_Init.
 
 ` + dlopenUsage + `
 
@@ -185,31 +192,31 @@ func runDebug(args []string) error {
 	if err != nil {
 		return err
 	}
-	return runSession(ctx, launched(s), f, console.Options{}, func(*console.Console) error {
+	load := func(ctx context.Context, s *launcher.Session) error {
+		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
+	}
+	return runSession(ctx, launched(s, load, progress.clear), f, console.Options{}, func(*console.Console) error {
 		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
 			return err
 		}
-		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
+		return load(ctx, s)
 	})
 }
 
 // session is what runSession drives: the tree the commands go to, how
-// the session ends, and what to watch while it runs.
+// the session ends, what to watch while it runs, and how restart starts
+// the job again (or says why it cannot).
 type session struct {
-	tree  console.Tree
-	end   func(time.Duration) error
-	watch func(ending <-chan struct{})
-}
-
-// launched is the session of one launched job.
-func launched(s *launcher.Session) session {
-	return session{tree: s.Session, end: s.End, watch: func(ending <-chan struct{}) { watchJob(s, ending) }}
+	tree    console.Tree
+	end     func(time.Duration) error
+	watch   func(ending <-chan struct{})
+	restart console.Restarter
 }
 
 // runSession runs the commands of a session that came up, after prepare,
 // ends it and says how it went in the exit status.
 func runSession(ctx context.Context, s session, f *sessionFlags, opts console.Options, prepare func(*console.Console) error) error {
-	opts.JSON, opts.Timeout = *f.jsonOut, *f.timeout
+	opts.JSON, opts.Timeout, opts.Restart = *f.jsonOut, *f.timeout, s.restart
 	opts.Color = !*f.jsonOut && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
 	con := console.New(s.tree, os.Stdout, opts)
 	printed := make(chan struct{})
