@@ -108,7 +108,8 @@ func parseFlags(fs *pflag.FlagSet, args []string, usage string) (help bool, err 
 
 func runDebug(args []string) error {
 	fs := pflag.NewFlagSet("sdm debug", pflag.ContinueOnError)
-	rmName := fs.String("rm", "local", "who starts the job: local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe), or auto (from the environment; says which)")
+	rmName := fs.String("rm", "auto", "who starts the job: auto (SLURM in an allocation, POE in a partition, else the MPI the program links, else local; says which), local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe)")
+	force := fs.Bool("force", false, "start the program under --rm even when it links another MPI (each rank then a job of its own)")
 	launcherPath := fs.String("launcher", "", "the launcher program instead of the one in $PATH (--launcher=/opt/ompi/bin/mpirun)")
 	var launcherArgs []string
 	fs.StringArrayVar(&launcherArgs, "launcher-arg", nil, "an argument for the launcher, before the program; repeatable (--launcher-arg=--oversubscribe)")
@@ -151,25 +152,23 @@ func runDebug(args []string) error {
 	dir, _ := os.Getwd()
 	o := launcher.Options{
 		RM: *rmName, Size: *size, Fanout: *f.fanout, Debugger: debugger,
-		Program: fs.Arg(0), Dir: dir, Launcher: *launcherPath, LauncherArgs: launcherArgs,
+		Program: fs.Arg(0), Dir: dir, Launcher: *launcherPath, LauncherArgs: launcherArgs, Force: *force,
 		Target: *target, SSH: *f.sshCommand, Forward: *forward != "", ClientHost: *clientHost,
 		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0),
 	}
 	if *useMPIR {
 		out := newStarterOutput()
-		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Output: out}, f, dl, out, *rmName == "auto" || *starter)
+		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Lines: out.line}, f, dl, out, *starter)
 	}
 	progress := newProgress(isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
-		if p.Stage == "using" && *rmName == "auto" {
-			fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
-		}
+		sayUsing(p)
 		progress.show(p)
 	}
 	s, err := launcher.Launch(ctx, o)
 	progress.clear()
 	if err != nil {
-		return err
+		return refused(err)
 	}
 	return runSession(ctx, launched(s), f, console.Options{}, func(*console.Console) error {
 		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
@@ -177,6 +176,24 @@ func runDebug(args []string) error {
 		}
 		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
 	})
+}
+
+// sayUsing says which resource manager starts the job and why, unless it
+// is simply the one the user named.
+func sayUsing(p launcher.Progress) {
+	if p.Stage == "using" && !strings.HasSuffix(p.Text, " (asked for)") {
+		fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
+	}
+}
+
+// refused gives a launch refused for what the user asked (the wrong MPI's
+// launcher, say) the exit status of a usage error.
+func refused(err error) error {
+	var r *launcher.RefusedError
+	if errors.As(err, &r) {
+		return &exitError{2, err}
+	}
+	return err
 }
 
 // session is what runSession drives: the tree the commands go to, how
