@@ -130,3 +130,24 @@ func TestForcedMismatchRefused(t *testing.T) {
 		t.Errorf("--force: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// Under --mpir auto picks the same way; a launcher without MPIR says
+// what to do instead.
+func TestAutoUnderMPIRWithoutMPIR(t *testing.T) {
+	bin := testenv.Examples(t)
+	testenv.RequireTool(t, "gdb")
+	testenv.RequireTool(t, "mpiexec.hydra")
+	mark := marked(t)
+	ring := filepath.Join(bin, "ring-mpich")
+	_, stderr, code := run(t, "", "debug", "--mpir", "-n", "2", "--", ring)
+	if code != 1 || !strings.Contains(stderr, "sdm: using mpich ("+ring+" links libmpich.so.12)\n") ||
+		!strings.Contains(stderr, "is not an MPIR starter") || !strings.Contains(stderr, "attach with sdm attach --starter PID") {
+		t.Errorf("MPICH under --mpir: exit %d\n%s", code, stderr)
+	}
+	plain := filepath.Join(bin, "plain")
+	_, stderr, code = run(t, "", "debug", "--mpir", "-n", "2", "--", plain)
+	if code != 1 || !strings.Contains(stderr, "sdm: using local ("+plain+" links no MPI library)\n") || !strings.Contains(stderr, "--rm local has no launcher to start the job under MPIR") {
+		t.Errorf("no MPI under --mpir: exit %d\n%s", code, stderr)
+	}
+	noStraysMarked(t, mark)
+}

@@ -116,6 +116,7 @@ type acquisition struct {
 	job    *rm.Process   // the launched starter's process
 	result Acquired
 	found  wire.RankSet // the ranks of a table made from /proc
+	rm     string       // the adapter that launched the starter
 }
 
 // launch says whether the acquisition starts the job, rather than taking
@@ -305,6 +306,7 @@ func (a *acquisition) command(progress func(Progress)) (argv, env []string, unla
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	a.rm = adapter.Name()
 	progress(Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")"})
 	c, ok := adapter.(rm.Commander)
 	if !ok {
@@ -321,6 +323,9 @@ func (a *acquisition) command(progress func(Progress)) (argv, env []string, unla
 // starterFailed explains a launch that did not reach the table, in the
 // starter's own words where it has some.
 func (a *acquisition) starterFailed(err error) error {
+	if errors.Is(err, mpir.ErrNotStarter) && a.rm == "mpich" {
+		err = fmt.Errorf("%w; MPICH's mpiexec has no MPIR: start the job without --mpir, or run it yourself and attach with sdm attach --starter PID", err)
+	}
 	if a.job == nil {
 		return err
 	}
