@@ -89,8 +89,11 @@ func Choose(o Options) (rm.Adapter, string, []string, error) {
 		if o.Target != "" {
 			return nil, "", nil, &RefusedError{fmt.Sprintf("--rm auto cannot read the program on %s: name the resource manager there (--rm slurm, openmpi, mpich or pe)", o.Target)}
 		}
-		if !readable {
-			program.Note = "is no program to read" // the sim backend's, or none
+		switch {
+		case o.Debugger == "sim":
+			program = Linked{Program: o.Program, Note: "is a simulated program"}
+		case !readable:
+			program = Linked{Program: "the job", Note: "has no program to read"}
 		}
 		name, why = Detect(os.LookupEnv, program)
 		if program.Library != "" && program.MPI == "" && name == "local" {

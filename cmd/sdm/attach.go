@@ -36,6 +36,7 @@ The ranks are found in one of three ways:
   --starter PID    the starter's descendant processes that carry a rank
                    variable, for starters without MPIR (MPICH's mpiexec);
                    helpers such as hydra_pmi_proxy carry none and are passed by
+
 --pids and --starter see the processes of this host only (what /proc
 shows): ranks on other hosts are left alone, and sdm says which. srun's
 tasks are not its descendants (slurmstepd starts them): use --pid for srun.
