@@ -21,12 +21,12 @@ func TestMPIROutputHasRanks(t *testing.T) {
 		args  []string
 		label string
 	}{
-		{"openmpi", []string{"--launcher-arg=--oversubscribe"}, "--tag-output"},
-		{"slurm", nil, "--label"},
+		{"openmpi", []string{"--rm", "auto", "--launcher-arg=--oversubscribe"}, "--tag-output"},
+		{"slurm", []string{"--rm", "slurm"}, "--label"}, // srun --mpi=pmix is added, and said
 	} {
 		t.Run(tc.rm, func(t *testing.T) {
 			adapter{rm: tc.rm}.prepare(t)
-			args := append(append([]string{"debug", "--mpir", "--rm", tc.rm, "-n", "4", "--timeout", "60s"}, tc.args...),
+			args := append(append([]string{"debug", "--mpir", "-n", "4", "--timeout", "60s"}, tc.args...),
 				"-e", "continue", "-e", "wait", "--", ring)
 			out, stderr, code := run(t, "", args...)
 			if code != 0 || !strings.Contains(stderr, " "+tc.label+" "+ring+"\n") {

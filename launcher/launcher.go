@@ -76,8 +76,14 @@ type Options struct {
 // Progress is a step of a job coming up.
 type Progress struct {
 	Stage string // "using", "submitted", "published", "connected"
-	Text  string // for "using": which adapter and why
-	Done  int    // ranks done at this stage
+	// Text, for "using", is the adapter's name, with Why in parentheses
+	// when there is one.
+	Text string
+	// Why, for "using", is why sdm chose the adapter, or what it added to
+	// its launcher's arguments: "./ring links libmpi.so.40"; empty when the
+	// user named it and it is used as named.
+	Why   string
+	Done  int // ranks done at this stage
 	Total int
 }
 
@@ -118,7 +124,7 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		return nil, err
 	}
 	o.LauncherArgs = args
-	progress(Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")"})
+	progress(using(adapter, why))
 	t := newTarget(o.Target, o.SSH)
 	if o.Forward && !t.remote() {
 		return nil, errors.New("forwarding the session port needs a target host to forward it to")

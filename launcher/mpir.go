@@ -64,7 +64,6 @@ type StarterLine struct {
 type Acquired struct {
 	Table   mpir.Table
 	Ranks   wire.RankSet // the ranks attached
-	Note    string       // how the ranks were found, and which were not
 	Answers []wire.Group // of attach: where each rank was, its MPIR_dll_name
 }
 
@@ -253,7 +252,7 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 		if err != nil {
 			return err
 		}
-		a.result.Table, a.result.Note, a.found = tab, note, found
+		a.result.Table, a.found = tab, found
 		progress(Progress{Stage: "acquired", Done: found.Count(), Total: len(tab.Procs), Text: note})
 		return nil
 	}
@@ -307,7 +306,7 @@ func (a *acquisition) command(progress func(Progress)) (argv, env []string, unla
 		return nil, nil, nil, err
 	}
 	a.rm = adapter.Name()
-	progress(Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")"})
+	progress(using(adapter, why))
 	c, ok := adapter.(rm.Commander)
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("--rm %s has no launcher to start the job under MPIR: use openmpi or slurm, or give the starter's own command line", adapter.Name())

@@ -65,8 +65,9 @@ type RefusedError struct{ Reason string }
 func (e *RefusedError) Error() string { return e.Reason }
 
 // Choose returns the adapter for the job o describes (o.Adapter when set),
-// why it was chosen, and the launcher arguments the program needs under
-// it. The default, "auto", is Detect's choice. A program that links
+// why it was chosen ("" for the one the user named, as it was named, and
+// for local when there is no program to read), and
+// the launcher arguments the program needs under it. The default, "auto", is Detect's choice. A program that links
 // another MPI than the one the adapter starts is refused (RefusedError)
 // unless o.Force: its ranks would not find each other. Under SLURM, a
 // program that links an MPI gets the srun --mpi plugin that suits it,
@@ -89,23 +90,17 @@ func Choose(o Options) (rm.Adapter, string, []string, error) {
 		if o.Target != "" {
 			return nil, "", nil, &RefusedError{fmt.Sprintf("--rm auto cannot read the program on %s: name the resource manager there (--rm slurm, openmpi, mpich or pe)", o.Target)}
 		}
-		switch {
-		case o.Debugger == "sim":
-			program = Linked{Program: o.Program, Note: "is a simulated program"}
-		case !readable:
-			program = Linked{Program: "the job", Note: "has no program to read"}
-		}
 		name, why = Detect(os.LookupEnv, program)
+		if !readable && name == "local" {
+			why = "" // no program, no news: the sim backend's, say
+		}
 		if program.Library != "" && program.MPI == "" && name == "local" {
 			return nil, "", nil, &RefusedError{program.Why()}
 		}
 	}
-	adapter, asked, err := Pick(name)
+	adapter, _, err := Pick(name)
 	if err != nil {
 		return nil, "", nil, err
-	}
-	if why == "" {
-		why = asked
 	}
 	if err := mismatch(adapter, program, o.Size); err != nil && !o.Force {
 		return nil, "", nil, err
@@ -113,7 +108,10 @@ func Choose(o Options) (rm.Adapter, string, []string, error) {
 	args := o.LauncherArgs
 	if plugin := srunPlugin[program.MPI]; adapter.Name() == "slurm" && plugin != "" && !rm.HasArg(args, "--mpi") {
 		args = append([]string{"--mpi=" + plugin}, args...)
-		why += fmt.Sprintf("; %s links %s: srun --mpi=%s", program.Program, program.Name(), plugin)
+		if why != "" {
+			why += "; "
+		}
+		why += fmt.Sprintf("%s links %s: srun --mpi=%s", program.Program, program.Name(), plugin)
 	}
 	return adapter, why, args, nil
 }
@@ -137,4 +135,13 @@ func mismatch(adapter rm.Adapter, program Linked, size int) error {
 	}
 	return &RefusedError{fmt.Sprintf("%s links %s (%s): under --rm %s each rank would be a separate one-rank job; use --rm %s (the default, auto, picks it) or --force",
 		program.Program, program.Name(), program.Library, adapter.Name(), program.MPI)}
+}
+
+// using is the progress report of the adapter chosen: its name, and why
+// when there is more to say than that the user named it.
+func using(adapter rm.Adapter, why string) Progress {
+	if why == "" {
+		return Progress{Stage: "using", Text: adapter.Name()}
+	}
+	return Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")", Why: why}
 }

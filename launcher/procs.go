@@ -85,13 +85,18 @@ type rankProc struct {
 func number(procs []rankProc) (int, error) {
 	size := len(procs)
 	with := map[int]rankProc{}
-	var without []int
+	var first, without *rankProc // the first with a rank variable, and without
 	for i := range procs {
 		p := &procs[i]
 		if p.from == "" {
-			without = append(without, p.pid)
+			if without == nil {
+				without = p
+			}
 			p.rank = i
 			continue
+		}
+		if first == nil {
+			first = p
 		}
 		if q, ok := with[p.rank]; ok {
 			return 0, fmt.Errorf("pids %d and %d are both rank %d (%s)", q.pid, p.pid, p.rank, p.from)
@@ -99,13 +104,9 @@ func number(procs []rankProc) (int, error) {
 		with[p.rank] = *p
 		size = max(size, p.rank+1, p.size)
 	}
-	if len(with) > 0 && len(without) > 0 {
-		var some rankProc
-		for _, some = range with {
-			break
-		}
+	if first != nil && without != nil {
 		return 0, fmt.Errorf("pid %d has no rank variable (%s), while pid %d is rank %d (%s): give the ranks of one job",
-			without[0], strings.Join(routing.IndexEnv, ", "), some.pid, some.rank, some.from)
+			without.pid, strings.Join(routing.IndexEnv, ", "), first.pid, first.rank, first.from)
 	}
 	return size, nil
 }

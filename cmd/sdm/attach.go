@@ -121,7 +121,7 @@ func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessio
 		switch p.Stage {
 		case "using":
 			sayUsing(p)
-			sayStarter = true
+			sayStarter = sayStarter || p.Why != ""
 		case "starting":
 			if sayStarter {
 				fmt.Fprintln(os.Stderr, "sdm: starting", p.Text)

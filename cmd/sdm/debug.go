@@ -196,10 +196,10 @@ func runDebug(args []string) error {
 	})
 }
 
-// sayUsing says which resource manager starts the job and why, unless it
-// is simply the one the user named.
+// sayUsing says which resource manager starts the job and why, when sdm
+// chose it or added to what the user said.
 func sayUsing(p launcher.Progress) {
-	if p.Stage == "using" && !strings.HasSuffix(p.Text, " (asked for)") {
+	if p.Stage == "using" && p.Why != "" {
 		fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
 	}
 }
