@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/sdm-hpc/sdm/dlopen"
@@ -94,7 +95,7 @@ func showDlopen(ctx context.Context, c *Console, ranks wire.RankSet, args string
 func setVerbose(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	what, value, _ := strings.Cut(args, " ")
 	if what != "loads" {
-		return usageError("set verbose loads on|off: there is no verbose %q", what)
+		return usageError("set verbose loads on|off: %s", noVerbose(what))
 	}
 	var on bool
 	switch value = strings.TrimSpace(value); value {
@@ -112,7 +113,7 @@ func setVerbose(_ context.Context, c *Console, _ wire.RankSet, args string) erro
 
 func showVerbose(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	if args != "loads" {
-		return usageError("show verbose loads: there is no verbose %q", args)
+		return usageError("show verbose loads: %s", noVerbose(args))
 	}
 	value := "off"
 	if c.showsLoads() {
@@ -124,6 +125,14 @@ func showVerbose(_ context.Context, c *Console, _ wire.RankSet, args string) err
 	}
 	c.println("verbose loads: " + value)
 	return nil
+}
+
+// noVerbose says why what is not a verbose setting.
+func noVerbose(what string) string {
+	if what == "" {
+		return "verbose what? sdm has verbose loads"
+	}
+	return fmt.Sprintf("there is no verbose %q, only verbose loads", what)
 }
 
 // showsLoads says whether the text console prints reported loads.

@@ -97,7 +97,7 @@ func BenchmarkDlopen(b *testing.B) {
 // on all of them alike; the figures are the means over the iterations,
 // with the CPU of the whole job from launch to end (mpirun, servers, gdbs,
 // ranks: the children this process reaped), the front end's round trips,
-// and default's wall time over fast's. The program is examples/ring, or
+// and default's wall time and CPU over fast's. The program is examples/ring, or
 // the program and arguments in $SDM_BENCH_MPI_PROGRAM (an Open MPI build:
 // Open MPI's own examples/ring_c, say).
 func BenchmarkDlopenMPI(b *testing.B) {
@@ -127,6 +127,7 @@ func BenchmarkDlopenMPI(b *testing.B) {
 		b.ReportMetric(float64(m.trips)/float64(runs), m.name+"-round-trips/run")
 	}
 	b.ReportMetric(modes[0].wall.Seconds()/modes[1].wall.Seconds(), "default/fast")
+	b.ReportMetric(modes[0].cpu.Seconds()/modes[1].cpu.Seconds(), "default/fast-cpu")
 }
 
 // mpiRun is one mode of BenchmarkDlopenMPI and what its runs took.
