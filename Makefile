@@ -105,7 +105,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'GDB64' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'Launchers' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'MPIR' -benchtime 3x ./integration/
-	$(GO) test -run '^$$' -bench 'Dlopen' -benchtime 1x -timeout 60m ./integration/
+	$(GO) test -run '^$$' -bench 'Dlopen$$' -benchtime 1x -timeout 60m ./integration/
+	$(GO) test -run '^$$' -bench 'DlopenMPI' -benchtime 5x -timeout 60m ./integration/
 
 # A short run of every fuzz target; the seeds run in every `make test`.
 fuzz:

@@ -119,10 +119,10 @@ func init() {
 			run: textCmd(wire.OpRaw, "gdb needs a command, such as gdb info registers rip")},
 
 		// Settings.
-		{name: "set", usage: "set dlopen slow|medium|fast [GLOBS]",
-			help: "what library loads do, from the next one on (help set)",
-			more: dlopenHelp, run: runSet},
-		{name: "show", usage: "show dlopen", help: "the dlopen mode and match list of each rank",
+		{name: "set", usage: "set dlopen MODE [GLOBS]",
+			help: "what library loads do (auto, slow, medium, fast), from the next one on; set verbose loads on|off prints them (help set)",
+			more: setHelp, run: runSet},
+		{name: "show", usage: "show dlopen|verbose loads", help: "the dlopen mode and match list of each rank, or whether loads are printed",
 			run: runShow},
 
 		// The console itself.

@@ -92,6 +92,8 @@ type Console struct {
 	sets        map[string]wire.RankSet // named rank sets (defset)
 	failed      bool                    // some rank answered some command with a failure
 	ran         wire.RankSet            // ranks the user ran since the job (re)started
+	// verboseLoads: the text prints reported loads (set verbose loads).
+	verboseLoads bool
 }
 
 // New returns a console on s printing to out, focused on opts.Focus.
@@ -268,10 +270,14 @@ func sameEvent(a, b *client.Event) bool {
 }
 
 func (c *Console) printEvents(batch []client.Event) {
+	loads := c.opts.JSON || c.showsLoads()
 	for _, ev := range outputFirst(batch) {
 		// In text, running is implied by the command just typed; the stop
-		// that ends it is what people look for.
-		if ev.Op != wire.EventRunning || c.opts.JSON {
+		// that ends it is what people look for. Loads are news only to
+		// whoever asked for them (set verbose loads on): an MPI start
+		// reports tens, which would bury the stops. JSON has them all, for
+		// programs that keep track of the libraries.
+		if (ev.Op != wire.EventRunning || c.opts.JSON) && (ev.Op != wire.EventLoaded || loads) {
 			c.printEvent(ev)
 		}
 	}

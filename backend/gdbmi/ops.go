@@ -81,7 +81,11 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		if err := wire.Decode(body, &br); err != nil {
 			return nil, err
 		}
-		return breakInsert(run, br)
+		out, err := breakInsert(run, br)
+		if err == nil {
+			b.breakpointsChanged(g)
+		}
+		return out, err
 	case wire.OpWatch:
 		var w wire.Watch
 		if err := wire.Decode(body, &w); err != nil {
@@ -116,6 +120,9 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 			args[i] = strconv.Itoa(id)
 		}
 		_, _, err := run("-break-" + op + " " + strings.Join(args, " "))
+		if err == nil {
+			b.breakpointsChanged(g)
+		}
 		return nil, err
 	case wire.OpCondition:
 		var c wire.Condition
@@ -284,6 +291,8 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		if err := wire.Decode(body, &t); err != nil {
 			return nil, err
 		}
+		// gdb's own commands may set or delete breakpoints too.
+		defer b.breakpointsChanged(g)
 		if strings.HasPrefix(t.Text, "-") {
 			r, text, err := run(t.Text)
 			if err != nil {

@@ -121,8 +121,8 @@ type sessionFlags struct {
 
 func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 	f := &sessionFlags{fs: fs, exprs: new([]string)}
-	f.dlopenMode = fs.String("dlopen-mode", string(dlopen.Default().Mode), "what a library load does: slow (stop, report, plant breakpoints), medium (report only --dlopen-match), fast (never stop); see below")
-	f.dlopenMatch = fs.String("dlopen-match", "", "medium mode's colon-separated list of library names, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
+	f.dlopenMode = fs.String("dlopen-mode", string(dlopen.Default().Mode), "what a library load does: auto (stop only while a breakpoint is pending), slow (stop, report, plant breakpoints), medium (report only --dlopen-match), fast (never stop); see below")
+	f.dlopenMatch = fs.String("dlopen-match", "", "the colon-separated list of library names whose loads medium and auto mode report, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
 	f.batch = fs.String("batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
 	fs.StringArrayVarP(f.exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
 	f.jsonOut = fs.Bool("json", false, "print one JSON object per line, each with a ranks field such as \"0-2,4-7\"")
