@@ -97,14 +97,14 @@ func BenchmarkDlopen(b *testing.B) {
 // on all of them alike; the figures are the means over the iterations,
 // with the CPU of the whole job from launch to end (mpirun, servers, gdbs,
 // ranks: the children this process reaped), the front end's round trips,
-// and default's wall time and CPU over fast's. The program is examples/ring, or
-// the program and arguments in $SDM_BENCH_MPI_PROGRAM (an Open MPI build:
-// Open MPI's own examples/ring_c, say).
+// and default's wall time and CPU over fast's. The program is Open MPI's
+// own examples/ring_c (scripts/thirdparty.sh), or the program and
+// arguments in $SDM_BENCH_MPI_PROGRAM (an Open MPI build).
 func BenchmarkDlopenMPI(b *testing.B) {
-	bin := testenv.Examples(b)
-	a := adapter{rm: "openmpi", program: "ring", args: []string{"--oversubscribe"}}
+	a := adapter{rm: "openmpi", args: []string{"--oversubscribe"}}
 	a.prepare(b)
-	argv := []string{filepath.Join(bin, a.program)}
+	argv := []string{testenv.ThirdParty(b).Program(b, "openmpi", "ring_c")}
+	bin := filepath.Dir(argv[0])
 	if p := strings.Fields(os.Getenv("SDM_BENCH_MPI_PROGRAM")); len(p) > 0 {
 		argv = p
 	}

@@ -45,6 +45,7 @@ type Backend struct {
 	// attaching: the stops on the way are the attach command's answer,
 	// not news.
 	attaching bool
+	exiting   bool // the end is being reported (exited)
 	closed    bool
 	// going is what the next *running record reports, set by the command
 	// that sets the process going: a step keeps its op and the frame it
