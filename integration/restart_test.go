@@ -212,7 +212,7 @@ func TestRestartKeepsBreakpoints(t *testing.T) {
 		"[0-3] breakpoint 1 at examples/plain/plain.c:15 in compute if rank == 1\n" +
 			"      hw watchpoint 4 on counter, disabled\n",
 		"[0-1] dlopen medium: every load stops, loads of libplugin.so are reported\n" +
-			"[2-3] dlopen slow: every load stops and is reported\n",
+			"[2-3] dlopen auto: loads stop only while a breakpoint is pending, which the rank plants itself\n",
 		"focus = [1,3]\nodd = [1,3]\n",
 		"[1,3] breakpoint 5 at examples/plain/plain.c:29 in rest\n",
 	} {
