@@ -19,7 +19,7 @@ import (
 // status at once.
 type newsFirst struct{ events chan backend.Event }
 
-const burst = 200
+const burst = 2000
 
 func (b *newsFirst) Do(_ context.Context, _ string, _ []byte, done func([]byte, error)) {
 	for i := range burst {
@@ -78,25 +78,36 @@ func TestAnswerAfterNews(t *testing.T) {
 	if err := s.WaitConnected(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	for round := range 20 {
-		if _, err := s.Command(ctx, wire.All(1), wire.OpStatus, nil, 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
-		// Only what has arrived already: a cancelled context does not wait.
-		now, stop := context.WithCancel(ctx)
-		stop()
-		got := 0
-		for {
-			ev, err := s.NextEvent(now)
-			if err != nil {
-				break
+	check := func(tree interface {
+		Command(context.Context, wire.RankSet, string, []byte, time.Duration) ([]wire.Group, error)
+		NextEvent(context.Context) (client.Event, error)
+	}) {
+		t.Helper()
+		for round := range 10 {
+			if _, err := tree.Command(ctx, wire.All(1), wire.OpStatus, nil, 10*time.Second); err != nil {
+				t.Fatal(err)
 			}
-			if ev.Op == wire.EventWarning {
-				got++
+			// Only what has arrived already: a cancelled context does not wait.
+			now, stop := context.WithCancel(ctx)
+			stop()
+			got := 0
+			for {
+				ev, err := tree.NextEvent(now)
+				if err != nil {
+					break
+				}
+				if ev.Op == wire.EventWarning {
+					got++
+				}
 			}
-		}
-		if got != burst {
-			t.Fatalf("round %d: %d of the %d events sent before the answer had arrived with it", round, got, burst)
+			if got != burst {
+				t.Fatalf("%T, round %d: %d of the %d events sent before the answer had arrived with it", tree, round, got, burst)
+			}
 		}
 	}
+	check(s)
+	// The front end's relay (restart) keeps the order too.
+	relay := client.NewRelay(s)
+	defer relay.Close()
+	check(relay)
 }
