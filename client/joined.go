@@ -29,6 +29,44 @@ type joinedJob struct {
 	s         *Session
 	first     int
 	forwarded chan struct{} // closed when the job's events have all moved
+	moved     *progress     // how many of the job's events have moved
+	before    int           // how many its session had given out before it joined
+}
+
+// progress is a count that can be waited for.
+type progress struct {
+	mu   sync.Mutex
+	n    int
+	wake chan struct{} // closed and replaced at each step
+}
+
+func newProgress() *progress { return &progress{wake: make(chan struct{})} }
+
+func (p *progress) step() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	close(p.wake)
+	p.wake = make(chan struct{})
+}
+
+// reach waits until the count is at least n, done is closed or ctx ends.
+func (p *progress) reach(ctx context.Context, n int, done <-chan struct{}) {
+	for {
+		p.mu.Lock()
+		at, wake := p.n, p.wake
+		p.mu.Unlock()
+		if at >= n {
+			return
+		}
+		select {
+		case <-wake:
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // NewJoined returns a Joined with no job yet.
@@ -48,7 +86,7 @@ func (j *Joined) Add(s *Session) (first int, err error) {
 		return 0, fmt.Errorf("%d ranks more would pass the largest rank, %d", s.Size(), wire.MaxRank)
 	}
 	first = j.size
-	job := joinedJob{s: s, first: first, forwarded: make(chan struct{})}
+	job := joinedJob{s: s, first: first, forwarded: make(chan struct{}), moved: newProgress(), before: s.events.taken()}
 	j.jobs = append(j.jobs, job)
 	j.size += s.Size()
 	go j.forward(job)
@@ -67,6 +105,7 @@ func (j *Joined) forward(job joinedJob) {
 		}
 		ev.Group.Ranks = ev.Group.Ranks.Shift(job.first)
 		j.events.push(ev)
+		job.moved.step()
 	}
 }
 
@@ -128,6 +167,9 @@ func (j *Joined) Command(ctx context.Context, ranks wire.RankSet, op string, bod
 		go func() {
 			defer wg.Done()
 			groups, err := job.s.Command(ctx, mine.Shift(-job.first), op, body, timeout)
+			// The job's events that came before its answer are moved
+			// before the answer is given, as a session gives them.
+			job.moved.reach(ctx, job.s.events.count()-job.before, job.forwarded)
 			if err != nil {
 				answers[i] = []wire.Group{{Ranks: mine, Status: wire.StatusError, Body: []byte(err.Error())}}
 				return

@@ -13,6 +13,7 @@ import (
 type queue struct {
 	mu     sync.Mutex
 	items  []Event
+	pushed int // how many were ever queued
 	closed bool
 	wake   chan struct{} // closed and replaced when items arrive or the queue closes
 }
@@ -25,9 +26,24 @@ func (q *queue) push(e Event) bool {
 	defer q.mu.Unlock()
 	if !q.closed {
 		q.items = append(q.items, e)
+		q.pushed++
 		q.signal()
 	}
 	return !q.closed
+}
+
+// count is how many events were ever queued.
+func (q *queue) count() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pushed
+}
+
+// taken is how many events were ever read.
+func (q *queue) taken() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pushed - len(q.items)
 }
 
 // close lets readers take what is queued, then tells them io.EOF.

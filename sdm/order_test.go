@@ -110,4 +110,11 @@ func TestAnswerAfterNews(t *testing.T) {
 	relay := client.NewRelay(s)
 	defer relay.Close()
 	check(relay)
+	// And the view of several jobs as one (sdm listen).
+	joined := client.NewJoined()
+	defer joined.Close()
+	if _, err := joined.Add(s); err != nil {
+		t.Fatal(err)
+	}
+	check(joined)
 }
