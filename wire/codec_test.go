@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -82,6 +83,42 @@ func TestDecodeRefusesBadMessages(t *testing.T) {
 	nonCanonical, _ := Encode([]any{uint8(KindCommand), 1, "where", []uint32{5, 9, 3, 4}, int64(time.Second), nil, nil})
 	if _, err := DecodeMessage(nonCanonical); !errors.Is(err, ErrMessage) {
 		t.Errorf("non-canonical rank set: %v", err)
+	}
+}
+
+// A length announced by a frame is checked against what the frame holds
+// before anything is allocated for it: 11 bytes announcing a 4 GiB body,
+// and a body announcing a 4 GiB binary, cost next to nothing.
+func TestDecodeChecksLengthsBeforeAllocating(t *testing.T) {
+	huge := map[string]func() error{
+		"message body": func() error {
+			_, err := DecodeMessage([]byte{0x97, 0x00, 0x00, 0xa0, 0x90, 0x00, 0xc6, 0xff, 0xff, 0xff, 0xf0})
+			return err
+		},
+		"op string": func() error {
+			_, err := DecodeMessage([]byte{0x97, 0x00, 0x00, 0xdb, 0xff, 0xff, 0xff, 0xf0})
+			return err
+		},
+		"groups": func() error {
+			_, err := DecodeMessage([]byte{0x97, 0x03, 0x00, 0xa0, 0x90, 0x00, 0xc0, 0xdd, 0xff, 0xff, 0xff, 0xff})
+			return err
+		},
+		"body field": func() error {
+			var v struct{ Data []byte }
+			return Decode([]byte{0x81, 0xa4, 'D', 'a', 't', 'a', 0xc6, 0xff, 0xff, 0xff, 0xf0}, &v)
+		},
+	}
+	for name, decode := range huge {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := decode()
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrMessage) {
+			t.Errorf("%s: %v, want ErrMessage", name, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Errorf("%s: decoding 12 bytes allocated %d bytes", name, grew)
+		}
 	}
 }
 
