@@ -15,6 +15,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("1\n0 a 1"))
 	f.Add([]byte("3\n0 a 1\n1 a"))
 	f.Add([]byte("2\n0 a 1\n\n1 a 2\n"))
+	f.Add([]byte("2\n0 h 1\n1 127.0.0.1 4"))
+	f.Add([]byte("2\r\n0 h 1\r\n1 h\xc3\xa9 4\r\n"))
+	f.Add([]byte("1\n0 h\xff 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := Parse(bytes.NewReader(data), "fuzz")
 		if err != nil {
