@@ -35,7 +35,7 @@ func TestTreePortsRefuseStrangers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := wire.NewLink(conn, true, wrong); !errors.Is(err, wire.ErrAuth) {
+		if _, err := wire.NewLink(conn, wire.ToParent(e.Index, n), wrong); !errors.Is(err, wire.ErrAuth) {
 			t.Errorf("%s with the wrong key: %v, want ErrAuth", e.Addr(), err)
 		}
 		// Raw bytes, as a port scanner or a forged message would send:

@@ -64,7 +64,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	node, err := sdm.New(sdm.Config{
 		Index: table.Size(), Tree: routing.Tree{Size: table.Size(), Fanout: o.Fanout},
-		Listener: ln, DialUp: dial, AcceptsStrangers: o.Client == "" && o.Stdio == nil,
+		Listener: ln, DialUp: dial, AcceptsFrontEnd: o.Client == "" && o.Stdio == nil,
 		ConnectTimeout: o.Timeout, Link: o.Link, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})
 	if err != nil {

@@ -33,7 +33,7 @@ func (n *Node) connectUp(ctx context.Context) (*wire.Link, error) {
 		}
 		refused := errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrNotSDM)
 		switch {
-		case refused && n.cfg.AcceptsStrangers:
+		case refused && n.cfg.AcceptsFrontEnd:
 			n.log.Printf("dropped a front end: %v", err)
 		case refused:
 			return nil, fmt.Errorf("%s refused us: %w", n.parentName(), err)
@@ -53,7 +53,7 @@ func (n *Node) tryUp(ctx context.Context) (*wire.Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	link, err := wire.NewLink(conn, true, n.cfg.Link)
+	link, err := wire.NewLink(conn, n.upEnds(), n.cfg.Link)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +66,15 @@ func (n *Node) tryUp(ctx context.Context) (*wire.Link, error) {
 		return nil, err
 	}
 	return link, nil
+}
+
+// upEnds describes the link to the parent: for the master, the front-end
+// link, where the master speaks first unless it accepted the connection.
+func (n *Node) upEnds() wire.Ends {
+	if n.cfg.Index == n.cfg.Tree.Master() {
+		return wire.Ends{Kind: wire.FrontEndLink, Initiator: !n.cfg.AcceptsFrontEnd}
+	}
+	return wire.ToParent(n.cfg.Tree.Parent(n.cfg.Index), n.cfg.Tree.Size)
 }
 
 // DialTCP returns a Config.DialUp that dials addr.
