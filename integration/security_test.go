@@ -6,11 +6,15 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/connect"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
@@ -171,3 +175,37 @@ func (p *pipeConn) SetDeadline(t time.Time) error {
 }
 func (p *pipeConn) SetReadDeadline(t time.Time) error  { return p.r.SetReadDeadline(t) }
 func (p *pipeConn) SetWriteDeadline(t time.Time) error { return p.w.SetWriteDeadline(t) }
+
+// sdm requests lists what it can read and skips the rest at once: a FIFO
+// named like a request does not hang it, and the escape sequences of a
+// request's command line reach the terminal quoted.
+func TestRequestsCommandSkipsAFIFOAndEscapes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "connect")
+	if err := connect.Secure(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "x.request"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := connect.NewRequest([]string{"./plain", "\x1b[2J\x1b[Hsdm: nothing waits"},
+		connect.Plan{Mode: "process", RM: "local", Size: 1, Program: []string{"./plain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runEnv(t, []string{connect.DirEnv + "=" + dir}, "requests")
+	if code != 0 {
+		t.Fatalf("sdm requests: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "x.request: not a regular file") {
+		t.Errorf("the FIFO was not reported: %q", errOut)
+	}
+	if strings.ContainsRune(out+errOut, 0x1b) {
+		t.Errorf("an escape sequence reached the terminal: %q", out)
+	}
+	if !strings.Contains(out, `\x1b[2J\x1b[Hsdm: nothing waits`) {
+		t.Errorf("the request is not listed, quoted: %q", out)
+	}
+}
