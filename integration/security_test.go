@@ -209,3 +209,91 @@ func TestRequestsCommandSkipsAFIFOAndEscapes(t *testing.T) {
 		t.Errorf("the request is not listed, quoted: %q", out)
 	}
 }
+
+// A server or master given the key in $SDM_SESSION_KEY keeps it out of
+// /proc/PID/environ, which os.Unsetenv alone would not change, and out of
+// its command line, while the tree works with it.
+func TestKeyLeavesTheEnvironmentOfServers(t *testing.T) {
+	const n = 4
+	s := newSession(t, n)
+	key := s.link.Key.String()
+	env := append(cleanEnv(), wire.KeyEnv+"="+key)
+	port := freePort(t)
+	masterCmd := testenv.Command(t, sdmBin, "--master", "--port="+strconv.Itoa(port), "--routing_file="+s.routes)
+	masterCmd.Env = env
+	procs := []*proc{start(t, masterCmd)}
+	for i := 0; i < n; i++ {
+		cmd := testenv.Command(t, sdmBin, "--routing_file="+s.routes, "--debugger=sim", "--server="+strconv.Itoa(i))
+		cmd.Env = env
+		procs = append(procs, start(t, cmd))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var cs *client.Session
+	var err error
+	for {
+		// The master may not listen yet: retry until it does.
+		cs, err = client.Dial(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), s.link, n)
+		var op *net.OpError
+		if !errors.As(err, &op) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if err := cs.WaitConnected(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		for _, file := range []string{"environ", "cmdline"} {
+			data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/" + file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(data), key) || strings.Contains(string(data), wire.KeyEnv+"=") {
+				t.Errorf("%v: /proc/PID/%s holds the session key", p.cmd.Args[1:], file)
+			}
+		}
+	}
+	if groups := command(t, cs.Command, wire.All(n), wire.OpStatus, nil); !okRanks(groups).Equal(wire.All(n)) {
+		t.Fatalf("status: %s", describe(groups))
+	}
+}
+
+// A front end killed with SIGKILL cannot remove its session directory, key
+// file included; the next front end of the same user removes it.
+func TestKilledFrontEndsSessionIsRemovedByTheNext(t *testing.T) {
+	tmp := t.TempDir()
+	env := append(cleanEnv(), "TMPDIR="+tmp)
+	first := testenv.Command(t, sdmBin, "debug", "-n", "2", "--backend", "sim", "--", "ring")
+	first.Env = env
+	stdin, err := first.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, first)
+	io.WriteString(stdin, "where\n")
+	p.lines(t, 1, "ring.c")
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "sdm-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("session directories %v, want one", dirs)
+	}
+	if _, err := os.Stat(filepath.Join(dirs[0], "key")); err != nil {
+		t.Fatalf("the running session has no key file: %v", err)
+	}
+	first.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	if _, err := os.Stat(dirs[0]); err != nil {
+		t.Fatalf("the killed front end's directory is already gone: %v", err)
+	}
+	out, errOut, code := runWith(t, env, "", "debug", "-n", "1", "--backend", "sim", "-e", "where", "--", "ring")
+	if code != 0 {
+		t.Fatalf("the next front end: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(dirs[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed front end's session directory is still there: %v", err)
+	}
+}

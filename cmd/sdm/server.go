@@ -80,13 +80,19 @@ func runServer(args []string) error {
 	if fs.NArg() > 0 {
 		return &exitError{2, fmt.Errorf("unexpected argument %q (servers take flags only; see sdm --help)", fs.Arg(0))}
 	}
-	key, err := wire.LoadKey(*keyFile, os.LookupEnv)
+	if err := dropKeyFromEnviron(); err != nil {
+		return err
+	}
+	lookup, err := handedKey()
 	if err != nil {
 		return err
 	}
-	// The debugged program inherits our environment: the key, the socket
-	// and the scheduler setting of the launcher are ours alone.
-	os.Unsetenv(wire.KeyEnv)
+	key, err := wire.LoadKey(*keyFile, lookup)
+	if err != nil {
+		return err
+	}
+	// The debugged program inherits our environment: the socket and the
+	// scheduler setting of the launcher are ours alone.
 	if os.Getenv(local.GOMAXPROCSEnv) != "" {
 		os.Unsetenv("GOMAXPROCS")
 		os.Unsetenv(local.GOMAXPROCSEnv)
