@@ -297,3 +297,64 @@ func TestKilledFrontEndsSessionIsRemovedByTheNext(t *testing.T) {
 		t.Errorf("the killed front end's session directory is still there: %v", err)
 	}
 }
+
+// boundTo returns the local addresses of the listening TCP sockets on
+// port, from /proc/net/tcp (hex "0100007F" is 127.0.0.1).
+func boundTo(t *testing.T, port int) []string {
+	t.Helper()
+	var addrs []string
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 4 || f[3] != "0A" { // LISTEN
+				continue
+			}
+			addr, hexPort, _ := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil && int(p) == port {
+				addrs = append(addrs, addr)
+			}
+		}
+	}
+	return addrs
+}
+
+// A master started by hand without --host listens for its front end on
+// the loopback only, or where --listen says; a server binds the address
+// its routing-file entry gives.
+func TestHandStartedMasterBindsLoopback(t *testing.T) {
+	const n = 4
+	s := newSession(t, n)
+	table, err := routing.ReadFile(s.routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		listen []string
+		want   string
+	}{
+		{nil, "0100007F"},
+		{[]string{"--listen=0.0.0.0"}, "00000000"},
+	} {
+		port := freePort(t)
+		args := append([]string{"--master", "--port=" + strconv.Itoa(port), "--routing_file=" + s.routes, "--key-file=" + s.keyFile}, c.listen...)
+		master := start(t, testenv.Command(t, sdmBin, args...))
+		conn := dialRetry(t, func() (string, error) { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil })
+		conn.Close()
+		// Go binds 0.0.0.0 as the dual-stack [::], which tcp6 lists.
+		if got := boundTo(t, port); len(got) != 1 || strings.Trim(got[0], "0") != strings.Trim(c.want, "0") {
+			t.Errorf("master %v: session port bound to %v, want %s", c.listen, got, c.want)
+		}
+		master.cmd.Process.Kill()
+		<-master.done
+	}
+	s.startServer(s.serverArgs(), 0) // rank 0 has children: it listens
+	port := table.Entries[0].Port
+	dialRetry(t, func() (string, error) { return table.Entries[0].Addr(), nil }).Close()
+	if got := boundTo(t, port); len(got) != 1 || got[0] != "0100007F" {
+		t.Errorf("rank 0 (routing entry %s) bound to %v, want 127.0.0.1 only", table.Entries[0].Addr(), got)
+	}
+}
