@@ -66,3 +66,26 @@ func FuzzTree(f *testing.F) {
 		checkTree(t, Tree{Size: n, Fanout: fanout})
 	})
 }
+
+// FuzzParseEntryLine checks the one-line files a master and publishing
+// servers write: no panic, and every entry accepted is one a routing file
+// would accept too.
+func FuzzParseEntryLine(f *testing.F) {
+	f.Add([]byte("8 login1 40123\n"), 9)
+	f.Add([]byte("3 127.0.0.1 4"), 8)
+	f.Add([]byte("0 h\xff 1\n"), 1)
+	f.Add([]byte("1 a 2\r\n"), 2)
+	f.Fuzz(func(t *testing.T, data []byte, n int) {
+		n = 1 + int(uint(n)%1000)
+		e, err := parseEntryLine("fuzz", data, n)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz:") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if e.Index < 0 || e.Index >= n || e.Port < 1 || e.Port > 65535 || checkHost(e.Host) != "" {
+			t.Fatalf("accepted %q as %+v", data, e)
+		}
+	})
+}

@@ -164,3 +164,19 @@ func BenchmarkCodecReply(b *testing.B) {
 		}
 	}
 }
+
+// FuzzDecodeBody feeds op bodies to Decode: no panic, and no allocation
+// beyond what the body can hold (checkBounds runs first).
+func FuzzDecodeBody(f *testing.F) {
+	f.Add(MustEncode(Start{Program: "ring", Args: []string{"1"}, Env: []string{"A=B"}}))
+	f.Add(MustEncode(Hello{Index: 1, Size: 8}))
+	f.Add([]byte{0x81, 0xa4, 'A', 'r', 'g', 's', 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Start
+		Decode(data, &s)
+		var st Stack
+		Decode(data, &st)
+		var v any
+		Decode(data, &v)
+	})
+}
