@@ -171,7 +171,7 @@ func TestHandshakeRefusals(t *testing.T) {
 }
 
 // tcpPair returns the two ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+func tcpPair(t testing.TB) (net.Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
