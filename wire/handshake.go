@@ -111,13 +111,15 @@ const handshakeRecordLimit = 1024
 
 // Handshake runs the Noise handshake on conn as the end e describes, and
 // returns conn wrapped so that every byte after the handshake is encrypted
-// and authenticated. Each side first sends a preamble (magic, version) and
-// checks the peer's; then the initiator sends its ephemeral key, the
-// responder answers with its own, and the initiator confirms with a first
-// encrypted record, so that both ends know the other holds the key before
-// NewLink returns. A responder sends nothing that depends on the key
-// before the initiator's first message proved it holds the key for this
-// very link, so two listeners cannot be played against each other.
+// and authenticated. The initiator sends its preamble (magic, version) and
+// its ephemeral key in one write; the responder checks both and answers
+// with its own preamble and ephemeral key, also in one write; the
+// initiator confirms with a first encrypted record, so that both ends know
+// the other holds the key before NewLink returns. That is one round trip,
+// as many as a bare TCP exchange of greetings. A responder sends nothing
+// but its preamble before the initiator's first message proved that it
+// holds the key for this very link, so two listeners cannot be played
+// against each other.
 func Handshake(conn net.Conn, key Key, e Ends, timeout time.Duration) (*secureConn, error) {
 	if timeout <= 0 {
 		timeout = DefaultHandshakeTimeout
@@ -126,9 +128,6 @@ func Handshake(conn net.Conn, key Key, e Ends, timeout time.Duration) (*secureCo
 		return nil, err
 	}
 	defer conn.SetDeadline(time.Time{})
-	if err := exchangePreamble(conn); err != nil {
-		return nil, err
-	}
 	hs, err := noise.NewHandshakeState(noise.Config{
 		CipherSuite: cipherSuite, Pattern: noise.HandshakeNN, Initiator: e.Initiator,
 		Prologue: e.prologue(), PresharedKey: key[:], PresharedKeyPlacement: 0,
@@ -137,39 +136,60 @@ func Handshake(conn net.Conn, key Key, e Ends, timeout time.Duration) (*secureCo
 		return nil, err
 	}
 	if e.Initiator {
-		msg, _, _, err := hs.WriteMessage(nil, nil)
-		if err != nil {
+		return initiate(conn, hs, e)
+	}
+	return respond(conn, hs, e)
+}
+
+func initiate(conn net.Conn, hs *noise.HandshakeState, e Ends) (*secureConn, error) {
+	msg, _, _, err := hs.WriteMessage(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write(appendRecord(appendPreamble(nil), msg)); err != nil {
+		return nil, fmt.Errorf("handshake: send: %w", err)
+	}
+	if err := readPreamble(conn); err != nil {
+		return nil, err
+	}
+	if msg, err = readAnswer(conn); err != nil {
+		return nil, err
+	}
+	_, toPeer, fromPeer, err := hs.ReadMessage(nil, msg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: its answer does not check out", ErrAuth, e)
+	}
+	sc := newSecureConn(conn, fromPeer, toPeer)
+	if err := sc.writeRecords(nil); err != nil { // the confirmation
+		return nil, fmt.Errorf("handshake: send: %w", err)
+	}
+	return sc, nil
+}
+
+func respond(conn net.Conn, hs *noise.HandshakeState, e Ends) (*secureConn, error) {
+	// A peer that speaks sdm learns our version before we hang up on it.
+	refuse := func(err error) (*secureConn, error) {
+		conn.Write(appendPreamble(nil))
+		return nil, err
+	}
+	if err := readPreamble(conn); err != nil {
+		if errors.Is(err, ErrNotSDM) {
 			return nil, err
 		}
-		if err := writeRecord(conn, msg); err != nil {
-			return nil, fmt.Errorf("handshake: send: %w", err)
-		}
-		msg, err = readAnswer(conn)
-		if err != nil {
-			return nil, err
-		}
-		_, toPeer, fromPeer, err := hs.ReadMessage(nil, msg)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: its answer does not check out", ErrAuth, e)
-		}
-		sc := newSecureConn(conn, fromPeer, toPeer)
-		if err := sc.writeRecords(nil); err != nil { // the confirmation
-			return nil, fmt.Errorf("handshake: send: %w", err)
-		}
-		return sc, nil
+		return refuse(err)
 	}
 	msg, err := readRecord(conn, handshakeRecordLimit)
 	if err != nil {
-		return nil, fmt.Errorf("handshake: read: %w", err)
+		return refuse(fmt.Errorf("handshake: read: %w", err))
 	}
 	if _, _, _, err := hs.ReadMessage(nil, msg); err != nil {
-		return nil, fmt.Errorf("%w: %s: its first message does not check out", ErrAuth, e)
+		return refuse(fmt.Errorf("%w: %s: its first message does not check out", ErrAuth, e))
 	}
 	msg, fromPeer, toPeer, err := hs.WriteMessage(nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeRecord(conn, msg); err != nil {
+	if _, err := conn.Write(appendRecord(appendPreamble(nil), msg)); err != nil {
 		return nil, fmt.Errorf("handshake: send: %w", err)
 	}
 	sc := newSecureConn(conn, fromPeer, toPeer)
@@ -181,14 +201,14 @@ func Handshake(conn net.Conn, key Key, e Ends, timeout time.Duration) (*secureCo
 	return sc, nil
 }
 
-// exchangePreamble sends ours and checks the peer's.
-func exchangePreamble(conn net.Conn) error {
-	var mine [preambleSize]byte
-	copy(mine[:], magic[:])
-	binary.BigEndian.PutUint16(mine[len(magic):], ProtocolVersion)
-	if _, err := conn.Write(mine[:]); err != nil {
-		return fmt.Errorf("handshake: send preamble: %w", err)
-	}
+// appendPreamble appends magic and version.
+func appendPreamble(b []byte) []byte {
+	b = append(b, magic[:]...)
+	return binary.BigEndian.AppendUint16(b, ProtocolVersion)
+}
+
+// readPreamble reads and checks the peer's preamble.
+func readPreamble(conn net.Conn) error {
 	// The magic is read on its own so that a stray client (a port scanner,
 	// a browser) is told apart at once instead of at the deadline.
 	var theirs [preambleSize]byte
@@ -220,12 +240,10 @@ func readAnswer(conn net.Conn) ([]byte, error) {
 	return msg, nil
 }
 
-// writeRecord sends msg with its 2-byte length, in one write.
-func writeRecord(conn net.Conn, msg []byte) error {
-	buf := make([]byte, 2, 2+len(msg))
-	binary.BigEndian.PutUint16(buf, uint16(len(msg)))
-	_, err := conn.Write(append(buf, msg...))
-	return err
+// appendRecord appends msg with its 2-byte length.
+func appendRecord(b, msg []byte) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(msg)))
+	return append(b, msg...)
 }
 
 // readRecord reads one length-prefixed record of at most limit bytes.
