@@ -74,7 +74,8 @@ func (c *secureConn) readRecord() (int, error) {
 		return 0, c.fail(fmt.Errorf("%w: record %d is %d bytes, shorter than its tag", ErrTampered, c.received+1, n))
 	}
 	if cap(c.rbuf) < n {
-		c.rbuf = make([]byte, maxRecord)
+		// Grown to the largest record seen: most links carry small ones.
+		c.rbuf = make([]byte, max(n, 4<<10))
 	}
 	buf := c.rbuf[:n]
 	if _, err := io.ReadFull(c.r, buf); err != nil {
