@@ -7,8 +7,8 @@ BIN     := bin/sdm
 # their own with `make examples OUT=DIR`.
 OUT     ?= bin
 CFLAGS  ?= -g -O0 -Wall
-# Open MPI's compiler: most examples run under its mpirun; ring is also
-# built with MPICH's, for mpiexec.
+# Open MPI's compiler: most examples run under its mpirun; ring and hang
+# are also built with MPICH's, for mpiexec.
 MPICC   ?= $(shell command -v mpicc.openmpi || echo mpicc)
 MPICC_MPICH ?= $(shell command -v mpicc.mpich || echo mpicc)
 # The MPIR example starter, in one build per presence-only symbol.
@@ -16,7 +16,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -76,6 +76,10 @@ $(OUT)/hang: examples/hang/hang.c
 	@mkdir -p $(OUT)
 	$(MPICC) $(CFLAGS) -o $@ $<
 
+$(OUT)/hang-mpich: examples/hang/hang.c
+	@mkdir -p $(OUT)
+	$(MPICC_MPICH) $(CFLAGS) -o $@ $<
+
 $(OUT)/crash: examples/crash/crash.c
 	@mkdir -p $(OUT)
 	$(MPICC) $(CFLAGS) -o $@ $<
@@ -101,7 +105,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'GDB64' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'Launchers' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'MPIR' -benchtime 3x ./integration/
-	$(GO) test -run '^$$' -bench 'Dlopen' -benchtime 1x -timeout 60m ./integration/
+	$(GO) test -run '^$$' -bench 'Dlopen$$' -benchtime 1x -timeout 60m ./integration/
+	$(GO) test -run '^$$' -bench 'DlopenMPI' -benchtime 5x -timeout 60m ./integration/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
 # 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run

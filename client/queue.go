@@ -19,13 +19,15 @@ type queue struct {
 
 func newQueue() *queue { return &queue{wake: make(chan struct{})} }
 
-func (q *queue) push(e Event) {
+// push queues e, and says false when the queue had closed.
+func (q *queue) push(e Event) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.closed {
 		q.items = append(q.items, e)
 		q.signal()
 	}
+	return !q.closed
 }
 
 // close lets readers take what is queued, then tells them io.EOF.

@@ -70,6 +70,15 @@ func (s *Session) Size() int { return s.size }
 // ctx's error.
 func (s *Session) NextEvent(ctx context.Context) (Event, error) { return s.events.next(ctx) }
 
+// AddOutput delivers, among the tree's events, output of ranks that
+// reached the front end by another way: a starter that passes on its
+// ranks' output, for a job acquired through MPIR. It then prints and
+// merges as output that came through the tree does. It says false when
+// the session has ended.
+func (s *Session) AddOutput(ranks wire.RankSet, o wire.Output) bool {
+	return s.events.push(Event{Op: wire.EventOutput, Group: wire.Group{Ranks: ranks, Body: wire.MustEncode(o)}})
+}
+
 // Done is closed when the session has ended; Err says why.
 func (s *Session) Done() <-chan struct{} { return s.done }
 

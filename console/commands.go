@@ -27,8 +27,12 @@ var commands []*command
 func init() {
 	commands = []*command{
 		// Running.
-		{name: "run", aliases: []string{"r"}, usage: "run", help: "start the loaded program on every rank of the set",
-			run: control(wire.OpRun)},
+		{name: "run", aliases: []string{"r"}, usage: "run",
+			help: "start the loaded program on every rank of the set (once per job under mpirun, mpiexec, srun or poe: then restart)",
+			run:  runRun},
+		{name: "restart", usage: "restart",
+			help: "end the whole job and start it again through its launcher, keeping breakpoints, dlopen settings, rank sets and focus, and run it (then wait)",
+			more: restartHelp, run: runRestart},
 		{name: "continue", aliases: []string{"c", "cont"}, usage: "continue", help: "let stopped processes run",
 			run: control(wire.OpCont)},
 		{name: "next", aliases: []string{"n"}, usage: "next [N]", help: "run to the next line, over calls (N times)",
@@ -115,10 +119,10 @@ func init() {
 			run: textCmd(wire.OpRaw, "gdb needs a command, such as gdb info registers rip")},
 
 		// Settings.
-		{name: "set", usage: "set dlopen slow|medium|fast [GLOBS]",
-			help: "what library loads do, from the next one on (help set)",
-			more: dlopenHelp, run: runSet},
-		{name: "show", usage: "show dlopen", help: "the dlopen mode and match list of each rank",
+		{name: "set", usage: "set dlopen MODE [GLOBS]",
+			help: "what library loads do (auto, slow, medium, fast), from the next one on; set verbose loads on|off prints them (help set)",
+			more: setHelp, run: runSet},
+		{name: "show", usage: "show dlopen|verbose loads", help: "the dlopen mode and match list of each rank, or whether loads are printed",
 			run: runShow},
 
 		// The console itself.

@@ -34,6 +34,26 @@ type Options struct {
 	// Jobs, when set, takes on new jobs for the listen command; without
 	// it, listen says where it works.
 	Jobs Jobs
+	// Restart, when set, starts the job again for the restart command,
+	// and says whether run may start a rank's program again alone.
+	Restart Restarter
+}
+
+// Restarter starts a session's job again through its launcher.
+type Restarter interface {
+	// Launcher names the program that started the ranks as one job
+	// (mpirun, mpiexec, srun, poe, or a starter acquired through MPIR),
+	// whose ranks cannot be run again alone; "" when each rank's program
+	// can (gdb runs it again).
+	Launcher() string
+	// Restartable is nil when Restart can start the job again, or says
+	// why not and what to do instead.
+	Restartable() error
+	// Restart ends the job and starts it again as it was started, the
+	// program loaded in every rank but not running; the console's tree
+	// then drives the new job. It says what it started ("4 ranks under
+	// mpirun").
+	Restart(ctx context.Context) (string, error)
 }
 
 // Jobs takes on jobs that ask to be debugged while a session runs.
@@ -71,6 +91,9 @@ type Console struct {
 	focus       wire.RankSet
 	sets        map[string]wire.RankSet // named rank sets (defset)
 	failed      bool                    // some rank answered some command with a failure
+	ran         wire.RankSet            // ranks the user ran since the job (re)started
+	// verboseLoads: the text prints reported loads (set verbose loads).
+	verboseLoads bool
 }
 
 // New returns a console on s printing to out, focused on opts.Focus.
@@ -247,10 +270,14 @@ func sameEvent(a, b *client.Event) bool {
 }
 
 func (c *Console) printEvents(batch []client.Event) {
+	loads := c.opts.JSON || c.showsLoads()
 	for _, ev := range outputFirst(batch) {
 		// In text, running is implied by the command just typed; the stop
-		// that ends it is what people look for.
-		if ev.Op != wire.EventRunning || c.opts.JSON {
+		// that ends it is what people look for. Loads are news only to
+		// whoever asked for them (set verbose loads on): an MPI start
+		// reports tens, which would bury the stops. JSON has them all, for
+		// programs that keep track of the libraries.
+		if (ev.Op != wire.EventRunning || c.opts.JSON) && (ev.Op != wire.EventLoaded || loads) {
 			c.printEvent(ev)
 		}
 	}

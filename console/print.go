@@ -68,6 +68,20 @@ func (c *Console) printReply(op, expr string, g wire.Group) {
 	c.println(c.block(g.Ranks, g.Status != wire.StatusOK, lines))
 }
 
+// report prints what happened to a command on ranks that did not do it,
+// without an answer of theirs: a run refused, a breakpoint that a restart
+// could not plant again. status is "refused" or "error".
+func (c *Console) report(op string, ranks wire.RankSet, status, text string) {
+	c.mu.Lock()
+	c.failed = true
+	c.mu.Unlock()
+	if c.opts.JSON {
+		c.emit(map[string]any{"ranks": ranks.String(), "count": ranks.Count(), "reply": op, "status": status, "error": text})
+		return
+	}
+	c.println(c.block(ranks, true, []string{text}))
+}
+
 // Output prints a line that the job's starter wrote (mpirun passes on its
 // ranks' output so, for a job acquired through MPIR).
 func (c *Console) Output(text string) {

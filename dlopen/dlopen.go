@@ -1,7 +1,8 @@
 // Package dlopen holds the setting that decides what a rank's debugger
 // does when the program loads a shared library (TotalView's dlopen event
-// filtering): the mode, the glob list that medium mode reports, their
-// parsing, the matching of a library against the list, and the seed's two
+// filtering, and sdm's own auto mode): the mode, the glob list that medium
+// and auto mode report, their parsing, the matching of a library against
+// the list, the decisions that follow from a setting, and the seed's two
 // environment variables.
 //
 // A setting enters as flags, environment variables or a console command,
@@ -18,8 +19,15 @@ import (
 // Mode says which library loads stop the process and reach the front end.
 type Mode string
 
-// The three modes.
+// The modes: TotalView's three, and auto.
 const (
+	// Auto stops the process at a load only when the load could matter:
+	// while a breakpoint is pending (waits for a library not loaded yet),
+	// when the rank's own debugger reads the new library, which plants the
+	// breakpoint, and lets the process go on without asking the front end;
+	// and, with a glob list, to report the loads of matching libraries as
+	// medium does. Otherwise it is fast.
+	Auto Mode = "auto"
 	// Slow stops the process at every load that adds a library and
 	// reports it to the front end, which has the debugger read the new
 	// libraries' symbols (planting pending breakpoints there) and go on.
@@ -36,39 +44,66 @@ const (
 // ParseMode reads a mode's name.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(strings.TrimSpace(s)); m {
-	case Slow, Medium, Fast:
+	case Auto, Slow, Medium, Fast:
 		return m, nil
 	}
-	return "", fmt.Errorf("dlopen mode %q: want slow, medium or fast", s)
+	return "", fmt.Errorf("dlopen mode %q: want auto, slow, medium or fast", s)
 }
 
 // Setting is a mode and its glob list. The list is kept in every mode, so
-// that switching to medium and back loses nothing; only medium uses it.
+// that switching modes and back loses nothing; only medium and auto use
+// it.
 type Setting struct {
 	Mode  Mode
 	Match Match
 }
 
-// Default is the setting of a session that asks for nothing: slow, as in
-// TotalView. Every breakpoint in a library is planted when the library
-// loads, which is what people expect of a pending breakpoint, and ranks
-// that load the same library together merge into one report on the way
-// up, so a job pays once per library rather than once per rank.
-func Default() Setting { return Setting{Mode: Slow} }
+// Default is the setting of a session that asks for nothing: auto. A
+// pending breakpoint is planted at its library's load, as in slow mode,
+// which is what people expect of one; but a load that no breakpoint waits
+// for costs what it costs in fast mode. An MPI library loads tens of
+// components at every start (Open MPI its mca_*.so), none of which most
+// sessions have a breakpoint in: slow stopped every rank at each of them
+// and had the front end answer, which made a start up to twice as slow
+// and printed a line per component.
+func Default() Setting { return Setting{Mode: Auto} }
 
 // Reports says whether a load that added library goes to the front end.
 func (s Setting) Reports(library string) bool {
 	switch s.Mode {
 	case Slow:
 		return true
-	case Medium:
+	case Medium, Auto:
 		return s.Match.Matches(library)
 	}
 	return false
 }
 
-// Stops says whether loads stop the process at all.
-func (s Setting) Stops() bool { return s.Mode != Fast }
+// Stops says whether loads stop the process; pending says whether an
+// enabled breakpoint waits for a library that is not loaded yet. Slow and
+// medium stop at every load, fast at none; auto stops while a breakpoint
+// is pending, and at every load when it has a list, since a library's
+// name is known only once its load has stopped the process.
+func (s Setting) Stops(pending bool) bool {
+	switch s.Mode {
+	case Slow, Medium:
+		return true
+	case Auto:
+		return pending || !s.Match.Empty()
+	}
+	return false
+}
+
+// ReadsAtLoad says whether the rank's debugger reads a new library's
+// symbols itself at a load that stops the process and is not reported:
+// in auto mode while a breakpoint is pending, so that the breakpoint is
+// planted before the library's code runs. No round trip to the front end
+// is needed for that, since nothing but the breakpoint uses the load.
+func (s Setting) ReadsAtLoad(pending bool) bool { return s.Mode == Auto && pending }
+
+// WatchesPending says whether what a load does depends on the pending
+// breakpoints (auto mode), which the rank must then keep track of.
+func (s Setting) WatchesPending() bool { return s.Mode == Auto }
 
 // String describes the setting as the console shows it.
 func (s Setting) String() string {
@@ -154,10 +189,12 @@ func (m Match) String() string { return strings.Join(m.patterns, ":") }
 const CUDA = "libcuda.so*"
 
 // LeavesOutCUDA says whether library is the CUDA driver and the setting
-// is medium with a list that does not report its load. (Fast mode reports
-// no load at all, by choice; slow reports every one.)
+// has a list that does not report its load: medium, or auto with a list.
+// (Fast mode reports no load at all, by choice, and so does auto without
+// a list; slow reports every one.)
 func (s Setting) LeavesOutCUDA(library string) bool {
-	return s.Mode == Medium && IsCUDA(library) && !s.Match.Matches(library)
+	listed := s.Mode == Medium || s.Mode == Auto && !s.Match.Empty()
+	return listed && IsCUDA(library) && !s.Match.Matches(library)
 }
 
 // IsCUDA says whether library is the CUDA driver (matches CUDA).
@@ -171,5 +208,5 @@ func (s Setting) CUDAWarning(library string) string {
 	if !s.Match.Empty() {
 		list = s.Match.String() + ":" + CUDA
 	}
-	return fmt.Sprintf("%s is loaded, but dlopen medium does not report it (its list is %q): CUDA debugging needs that load reported; set dlopen medium %s", library, s.Match.String(), list)
+	return fmt.Sprintf("%s is loaded, but dlopen %s does not report it (its list is %q): CUDA debugging needs that load reported; set dlopen %s %s", library, s.Mode, s.Match.String(), s.Mode, list)
 }

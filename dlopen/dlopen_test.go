@@ -57,12 +57,12 @@ func TestParseMatchRefuses(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	for _, s := range []string{"slow", "medium", "fast", " fast "} {
-		if _, err := ParseMode(s); err != nil {
-			t.Errorf("%q: %v", s, err)
+	for s, want := range map[string]Mode{"auto": Auto, "slow": Slow, "medium": Medium, "fast": Fast, " fast ": Fast} {
+		if m, err := ParseMode(s); err != nil || m != want {
+			t.Errorf("%q: %v %v", s, m, err)
 		}
 	}
-	if _, err := ParseMode("quick"); err == nil || !strings.Contains(err.Error(), "want slow, medium or fast") {
+	if _, err := ParseMode("quick"); err == nil || !strings.Contains(err.Error(), "want auto, slow, medium or fast") {
 		t.Errorf("quick: %v", err)
 	}
 }
@@ -80,10 +80,46 @@ func TestReports(t *testing.T) {
 		{Setting{Mode: Medium, Match: m}, "/x/libgen-0001.so", false},
 		{Setting{Mode: Medium}, lib, false},
 		{Setting{Mode: Fast, Match: m}, lib, false},
+		{Setting{Mode: Auto}, lib, false},
+		{Setting{Mode: Auto, Match: m}, lib, true},
+		{Setting{Mode: Auto, Match: m}, "/x/libgen-0001.so", false},
 	} {
 		if got := c.s.Reports(c.lib); got != c.want {
 			t.Errorf("%v reports %s: %v, want %v", c.s, c.lib, got, c.want)
 		}
+	}
+}
+
+// What a load does in each mode, with a breakpoint pending or not: auto
+// without a list and without a pending breakpoint is fast.
+func TestStopsAndReads(t *testing.T) {
+	m, _ := ParseMatch("libplugin.so")
+	for _, c := range []struct {
+		s                     Setting
+		pending               bool
+		stops, reads, watches bool
+	}{
+		{Setting{Mode: Slow}, false, true, false, false},
+		{Setting{Mode: Slow}, true, true, false, false},
+		{Setting{Mode: Medium, Match: m}, true, true, false, false},
+		{Setting{Mode: Fast}, true, false, false, false},
+		{Setting{Mode: Auto}, false, false, false, true},
+		{Setting{Mode: Auto}, true, true, true, true},
+		{Setting{Mode: Auto, Match: m}, false, true, false, true},
+		{Setting{Mode: Auto, Match: m}, true, true, true, true},
+	} {
+		if got := c.s.Stops(c.pending); got != c.stops {
+			t.Errorf("%v, pending %v: Stops %v, want %v", c.s, c.pending, got, c.stops)
+		}
+		if got := c.s.ReadsAtLoad(c.pending); got != c.reads {
+			t.Errorf("%v, pending %v: ReadsAtLoad %v, want %v", c.s, c.pending, got, c.reads)
+		}
+		if got := c.s.WatchesPending(); got != c.watches {
+			t.Errorf("%v: WatchesPending %v, want %v", c.s, got, c.watches)
+		}
+	}
+	if Default().Mode != Auto {
+		t.Fatalf("default %v, want auto", Default())
 	}
 }
 
@@ -100,12 +136,16 @@ func TestResolve(t *testing.T) {
 		want        string // Setting.String
 		note        string // part of the one note, if any
 	}{
-		{"default", nil, nil, nil, "slow", ""},
+		{"default", nil, nil, nil, "auto", ""},
 		{"always true", map[string]string{EnvAlways: "true"}, nil, nil, "slow", ""},
 		{"always false, no list", map[string]string{EnvAlways: "false"}, nil, nil, "fast", ""},
 		{"always false, list", map[string]string{EnvAlways: "false", EnvOnMatch: "libcuda.so*"}, nil, nil, "medium libcuda.so*", ""},
-		{"list alone keeps the seed's default", map[string]string{EnvOnMatch: "libcuda.so*"}, nil, nil, "slow libcuda.so*", "used only in medium mode"},
-		{"flag mode wins", map[string]string{EnvAlways: "false", EnvOnMatch: "libx.so"}, str("fast"), nil, "fast libx.so", "used only in medium mode"},
+		{"list alone is auto's", map[string]string{EnvOnMatch: "libcuda.so*"}, nil, nil, "auto libcuda.so*", ""},
+		{"always true with a list", map[string]string{EnvAlways: "true", EnvOnMatch: "libcuda.so*"}, nil, nil, "slow libcuda.so*", "used only in medium and auto mode"},
+		{"flag mode wins", map[string]string{EnvAlways: "false", EnvOnMatch: "libx.so"}, str("fast"), nil, "fast libx.so", "used only in medium and auto mode"},
+		{"flag auto wins", map[string]string{EnvAlways: "true"}, str("auto"), nil, "auto", ""},
+		{"flag auto with the env's list", map[string]string{EnvAlways: "true", EnvOnMatch: "libx.so"}, str("auto"), nil, "auto libx.so", ""},
+		{"flag list with the default mode", nil, nil, str("libcuda.so*"), "auto libcuda.so*", ""},
 		{"flag list wins", map[string]string{EnvAlways: "false", EnvOnMatch: "libx.so"}, nil, str("liby.so*"), "medium liby.so*", ""},
 		{"flags alone", nil, str("medium"), str("libplugin.so"), "medium libplugin.so", ""},
 		{"medium, empty list", nil, str("medium"), nil, "medium", "reports no load"},
@@ -167,10 +207,14 @@ func TestCUDA(t *testing.T) {
 		t.Fatalf("warning %q", w)
 	}
 	withCUDA, _ := ParseMatch("libcuda.so*:libmine.so")
-	for _, s := range []Setting{{Mode: Medium, Match: withCUDA}, {Mode: Slow}, {Mode: Fast}} {
+	for _, s := range []Setting{{Mode: Medium, Match: withCUDA}, {Mode: Slow}, {Mode: Fast}, {Mode: Auto}, {Mode: Auto, Match: withCUDA}} {
 		if s.LeavesOutCUDA("/usr/lib/libcuda.so.1") {
 			t.Errorf("%v: leaves out libcuda", s)
 		}
+	}
+	auto := Setting{Mode: Auto, Match: mine}
+	if !auto.LeavesOutCUDA("/usr/lib/libcuda.so.1") || !strings.Contains(auto.CUDAWarning("/usr/lib/libcuda.so.1"), "set dlopen auto libmine.so:libcuda.so*") {
+		t.Fatalf("auto with a list without libcuda.so*: %q", auto.CUDAWarning("/usr/lib/libcuda.so.1"))
 	}
 	if medium.LeavesOutCUDA("/usr/lib/libcudart.so.12") {
 		t.Error("the runtime library is not the driver")

@@ -10,9 +10,10 @@ import (
 // front end.
 const (
 	// EnvAlways is true for slow mode; false for medium when EnvOnMatch
-	// holds a list, else fast. Unset, it is the seed's default, true.
+	// holds a list, else fast. Unset, the mode is auto, sdm's default
+	// (the seed's, true, made every load stop and reach the front end).
 	EnvAlways = "SDM_DLOPEN_ALWAYS_RECALCULATE"
-	// EnvOnMatch is the glob list of medium mode.
+	// EnvOnMatch is the glob list of medium and auto mode.
 	EnvOnMatch = "SDM_DLOPEN_RECALCULATE_ON_MATCH"
 )
 
@@ -60,8 +61,8 @@ func Resolve(lookupEnv func(string) (string, bool), mode, match *string) (Settin
 // notes warns about a setting that will not do what it seems to ask.
 func (s Setting) notes() []string {
 	switch {
-	case s.Mode != Medium && !s.Match.Empty():
-		return []string{fmt.Sprintf("the dlopen match list %s is used only in medium mode, and the mode is %s (--dlopen-mode medium, or %s=false, uses it)", s.Match, s.Mode, EnvAlways)}
+	case (s.Mode == Slow || s.Mode == Fast) && !s.Match.Empty():
+		return []string{fmt.Sprintf("the dlopen match list %s is used only in medium and auto mode, and the mode is %s (--dlopen-mode medium or auto uses it)", s.Match, s.Mode)}
 	case s.Mode == Medium && s.Match.Empty():
 		return []string{"dlopen mode medium with an empty match list reports no load: each load still stops the process, and breakpoints in new libraries are planted at the next stop, as in fast mode"}
 	}

@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/rm/local"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -82,6 +85,112 @@ func BenchmarkDlopen(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkDlopenMPI runs an Open MPI program on 16 ranks under mpirun,
+// one gdb each, and measures the wall time from run until every rank has
+// exited (s/run) in the default mode (auto, no breakpoint pending), fast
+// and slow, and in auto with a breakpoint that stays pending to the end
+// (every load then stops and is read at the rank): what the components
+// Open MPI loads at every start cost in each mode. Each iteration runs
+// every mode once, in turn, so that whatever else loads the machine falls
+// on all of them alike; the figures are the means over the iterations,
+// with the CPU of the whole job from launch to end (mpirun, servers, gdbs,
+// ranks: the children this process reaped), the front end's round trips,
+// and default's wall time and CPU over fast's. The program is Open MPI's
+// own examples/ring_c (scripts/thirdparty.sh), or the program and
+// arguments in $SDM_BENCH_MPI_PROGRAM (an Open MPI build).
+func BenchmarkDlopenMPI(b *testing.B) {
+	a := adapter{rm: "openmpi", args: []string{"--oversubscribe"}}
+	a.prepare(b)
+	argv := []string{testenv.ThirdParty(b).Program(b, "openmpi", "ring_c")}
+	bin := filepath.Dir(argv[0])
+	if p := strings.Fields(os.Getenv("SDM_BENCH_MPI_PROGRAM")); len(p) > 0 {
+		argv = p
+	}
+	modes := []mpiRun{
+		{name: "default", setting: dlopen.Default()},
+		{name: "fast", setting: dlopen.Setting{Mode: dlopen.Fast}},
+		{name: "slow", setting: dlopen.Setting{Mode: dlopen.Slow}},
+		{name: "auto-pending", setting: dlopen.Setting{Mode: dlopen.Auto}, pending: "no_such_function"},
+	}
+	runs := 0
+	for b.Loop() {
+		for i := range modes {
+			modes[i].once(b, a.options(bin, 16), argv)
+		}
+		runs++
+	}
+	for _, m := range modes {
+		b.ReportMetric(m.wall.Seconds()/float64(runs), m.name+"-s/run")
+		b.ReportMetric(m.cpu.Seconds()/float64(runs), m.name+"-cpu-s/job")
+		b.ReportMetric(float64(m.trips)/float64(runs), m.name+"-round-trips/run")
+	}
+	b.ReportMetric(modes[0].wall.Seconds()/modes[1].wall.Seconds(), "default/fast")
+	b.ReportMetric(modes[0].cpu.Seconds()/modes[1].cpu.Seconds(), "default/fast-cpu")
+}
+
+// mpiRun is one mode of BenchmarkDlopenMPI and what its runs took.
+type mpiRun struct {
+	name    string
+	setting dlopen.Setting
+	pending string // a breakpoint set before the run, if any
+	wall    time.Duration
+	cpu     time.Duration
+	trips   int64
+}
+
+// once launches a job of argv in the mode, runs it to its end and ends
+// the job.
+func (m *mpiRun) once(b *testing.B, o launcher.Options, argv []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cpu0 := childrenCPU(b)
+	o.Program = argv[0]
+	s, err := launcher.Launch(ctx, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := wire.All(o.Size)
+	command(b, s.Command, all, wire.OpDlopen, wire.MustEncode(m.setting.Wire()))
+	start := wire.MustEncode(wire.Start{Program: argv[0], Args: argv[1:]})
+	if g, err := s.Command(ctx, all, wire.OpStart, start, 2*time.Minute); err != nil || !okRanks(g).Equal(all) {
+		b.Fatalf("%s: start: %s %v", m.name, describe(g), err)
+	}
+	if m.pending != "" {
+		command(b, s.Command, all, wire.OpBreak, wire.MustEncode(wire.Break{Location: m.pending}))
+	}
+	t0 := time.Now()
+	command(b, s.Command, all, wire.OpRun, nil)
+	var exited wire.RankSet
+	for !exited.Equal(all) {
+		ev, err := s.NextEvent(ctx)
+		if err != nil {
+			b.Fatalf("%s: ranks %v still running: %v", m.name, all.Minus(exited), err)
+		}
+		switch ev.Op {
+		case wire.EventExited:
+			exited = exited.Union(ev.Group.Ranks)
+		case wire.EventStopped, wire.EventError, wire.EventLost:
+			b.Fatalf("%s: %s ranks %v: %s", m.name, ev.Op, ev.Group.Ranks, ev.Group.Body)
+		}
+	}
+	m.wall += time.Since(t0)
+	m.trips += s.LoadRoundTrips()
+	if err := s.End(30 * time.Second); err != nil {
+		b.Fatal(err)
+	}
+	m.cpu += childrenCPU(b) - cpu0
+}
+
+// childrenCPU is the CPU of every process this one has reaped, with the
+// processes they reaped in turn.
+func childrenCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // treeTicks sums the CPU of pids and of the children they have reaped

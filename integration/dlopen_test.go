@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,16 +34,27 @@ func TestDlopenModesEndToEnd(t *testing.T) {
 		env      []string
 		args     []string
 		loaded   []string // libraries whose loads reach the console
-		unloaded []string // and those whose loads must not
+		unloaded []string // and those whose loads must not (all print, if reported: set verbose loads on)
 		stops    []string // what every rank must have printed
 	}{
-		{name: "slow by default",
-			args:   []string{"-e", "break plugin_function", "-e", "run", "-e", "wait"},
+		{name: "auto by default: no load is reported",
+			args:     []string{"-e", "set verbose loads on", "-e", "break plugin_function", "-e", "run", "-e", "wait"},
+			unloaded: []string{lib("dlopen-libs/libgen-0000.so"), lib("libplugin.so")},
+			stops:    []string{"stopped in plugin_function at examples/dlopen/plugin.c:7 (breakpoint 1)"}},
+		{name: "auto with the list from the environment",
+			env:      []string{"SDM_DLOPEN_RECALCULATE_ON_MATCH=libplugin.so"},
+			args:     []string{"-e", "set verbose loads on", "-e", "show dlopen", "-e", "break plugin_function", "-e", "run", "-e", "wait"},
+			loaded:   []string{lib("libplugin.so")},
+			unloaded: []string{lib("dlopen-libs/libgen-0000.so")},
+			stops:    []string{"dlopen auto: every load stops, loads of libplugin.so are reported", "stopped in plugin_function at examples/dlopen/plugin.c:7 (breakpoint 1)"}},
+		{name: "slow from the environment",
+			env:    []string{"SDM_DLOPEN_ALWAYS_RECALCULATE=true"},
+			args:   []string{"-e", "set verbose loads on", "-e", "break plugin_function", "-e", "run", "-e", "wait"},
 			loaded: []string{lib("dlopen-libs/libgen-0000.so"), lib("dlopen-libs/libgen-0001.so"), lib("libplugin.so")},
 			stops:  []string{"stopped in plugin_function at examples/dlopen/plugin.c:7 (breakpoint 1)"}},
 		{name: "medium from the environment",
 			env:      []string{"SDM_DLOPEN_ALWAYS_RECALCULATE=false", "SDM_DLOPEN_RECALCULATE_ON_MATCH=libcuda.so*:libplugin.so"},
-			args:     []string{"-e", "break plugin_function", "-e", "run", "-e", "wait"},
+			args:     []string{"-e", "set verbose loads on", "-e", "break plugin_function", "-e", "run", "-e", "wait"},
 			loaded:   []string{lib("libplugin.so")},
 			unloaded: []string{lib("dlopen-libs/libgen-0000.so")},
 			stops:    []string{"stopped in plugin_function at examples/dlopen/plugin.c:7 (breakpoint 1)"}},
@@ -101,19 +113,23 @@ func ranksWith(out, what string) wire.RankSet {
 
 // set dlopen changes the setting of some ranks in a running session;
 // show dlopen shows it; a bad list is a mistake in the command, and the
-// ranks keep what they had.
+// ranks keep what they had. set verbose loads is the console's own.
 func TestDlopenConsoleCommands(t *testing.T) {
 	out, stderr, code := runEnv(t, nil, "debug", "-n", "4", "--backend", "sim",
 		"-e", "show dlopen", "-e", "[2-3] set dlopen medium libcuda.so*:libmine.so", "-e", "[0] set dlopen fast",
-		"-e", "set dlopen medium lib*mine.so", "-e", "set dlopen sideways", "-e", "show dlopen", "--", "ring")
+		"-e", "set dlopen medium lib*mine.so", "-e", "set dlopen sideways", "-e", "[1] set dlopen auto libx.so*", "-e", "show dlopen",
+		"-e", "set verbose loads maybe", "-e", "show verbose loads", "-e", "set verbose loads on", "-e", "show verbose loads",
+		"-e", "[0] set dlopen auto \"\"", "-e", "[0] show dlopen", "--", "ring")
 	if code != 2 {
 		t.Fatalf("exit %d, want 2 for the commands typed wrong\n%s\n%s", code, out, stderr)
 	}
 	for _, want := range []string{
-		"[0-3] dlopen slow: every load stops and is reported\n",
+		"[0-3] dlopen auto: loads stop only while a breakpoint is pending, which the rank plants itself\n",
 		"[2-3] dlopen medium: every load stops, loads of libcuda.so*:libmine.so are reported\n",
 		"[0] dlopen fast: loads do not stop; breakpoints in new libraries are planted at the next stop\n",
-		"[1] dlopen slow: every load stops and is reported\n",
+		"[1] dlopen auto: every load stops, loads of libx.so* are reported; the others are read while a breakpoint is pending\n",
+		"verbose loads: off\nverbose loads: on\n",
+		"[0] dlopen auto: loads stop only while a breakpoint is pending, which the rank plants itself\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
@@ -121,7 +137,8 @@ func TestDlopenConsoleCommands(t *testing.T) {
 	}
 	for _, want := range []string{
 		`-e:4: set dlopen: dlopen match list "lib*mine.so": pattern 1: "lib*mine.so": * may only end a pattern`,
-		`-e:5: set dlopen slow|medium|fast [GLOBS]: dlopen mode "sideways": want slow, medium or fast`,
+		`-e:5: set dlopen auto|slow|medium|fast [GLOBS]: dlopen mode "sideways": want auto, slow, medium or fast`,
+		`-e:8: set verbose loads on|off: "maybe" is not on or off`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q", want)
@@ -129,6 +146,48 @@ func TestDlopenConsoleCommands(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s\nstderr:\n%s", out, stderr)
+	}
+}
+
+// Reported loads print only after set verbose loads on; --json prints
+// them whatever the setting.
+func TestDlopenVerboseLoads(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	all := wire.All(2)
+	plugin := "loaded " + filepath.Join(bin, "libplugin.so")
+	for _, c := range []struct {
+		name  string
+		args  []string
+		shows bool
+	}{
+		{"off by default", nil, false},
+		{"on", []string{"-e", "set verbose loads on"}, true},
+		{"on, then off", []string{"-e", "set verbose loads on", "-e", "set verbose loads off"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"debug", "-n", "2", "--timeout", "60s", "--dlopen-mode", "slow"}, c.args...)
+			args = append(args, "-e", "run", "-e", "wait", "--", filepath.Join(bin, "dlopen"), "1")
+			out, stderr, code := runEnv(t, nil, args...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+			}
+			if got := ranksWith(out, "exited with code 0"); !got.Equal(all) {
+				t.Errorf("exits for ranks %v, want all", got)
+			}
+			if got := ranksOf(out, plugin); c.shows != got.Equal(all) || !c.shows && strings.Contains(out, "loaded ") {
+				t.Errorf("%q for ranks %v, want it printed: %v", plugin, got, c.shows)
+			}
+			if t.Failed() {
+				t.Logf("output:\n%s\nstderr:\n%s", out, stderr)
+			}
+		})
+	}
+	out, stderr, code := runEnv(t, nil, "debug", "-n", "2", "--json", "--timeout", "60s", "--dlopen-mode", "slow",
+		"-e", "run", "-e", "wait", "--", filepath.Join(bin, "dlopen"), "1")
+	want := `"event":"library-loaded","ranks":"%s","value":{"libraries":["` + filepath.Join(bin, "libplugin.so") + `"]}`
+	if code != 0 || !strings.Contains(out, fmt.Sprintf(want, "0-1")) && !strings.Contains(out, fmt.Sprintf(want, "0")) {
+		t.Fatalf("--json: exit %d, want %s in\n%s\n%s", code, want, out, stderr)
 	}
 }
 
@@ -142,7 +201,7 @@ func TestDlopenBadSettings(t *testing.T) {
 	}{
 		{nil, []string{"--dlopen-match", "libcuda.so*::libmine.so"}, `--dlopen-match: dlopen match list "libcuda.so*::libmine.so": pattern 2: empty`},
 		{nil, []string{"--dlopen-match", "/usr/lib/libcuda.so*"}, "is a path: patterns match a library's file name"},
-		{nil, []string{"--dlopen-mode", "turbo"}, `--dlopen-mode: dlopen mode "turbo": want slow, medium or fast`},
+		{nil, []string{"--dlopen-mode", "turbo"}, `--dlopen-mode: dlopen mode "turbo": want auto, slow, medium or fast`},
 		{[]string{"SDM_DLOPEN_ALWAYS_RECALCULATE=maybe"}, nil, `SDM_DLOPEN_ALWAYS_RECALCULATE="maybe": want true`},
 		{[]string{"SDM_DLOPEN_RECALCULATE_ON_MATCH=lib?.so"}, nil, "SDM_DLOPEN_RECALCULATE_ON_MATCH: dlopen match list"},
 	} {
@@ -158,14 +217,14 @@ func TestDlopenBadSettings(t *testing.T) {
 }
 
 // The front end answers each reported load once per merged group: slow
-// mode costs round trips, fast mode none, and the ranks reach the
-// breakpoint either way.
+// mode costs round trips, fast and auto mode none (auto plants the pending
+// breakpoint at the rank), and the ranks reach the breakpoint either way.
 func TestDlopenRoundTrips(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
 	const n = 4
 	all := wire.All(n)
-	for _, mode := range []string{"slow", "fast"} {
+	for _, mode := range []string{"slow", "fast", "auto"} {
 		t.Run(mode, func(t *testing.T) {
 			s := gdbSession(t, n)
 			command(t, s.Command, all, wire.OpDlopen, wire.MustEncode(wire.Dlopen{Mode: mode}))
@@ -186,8 +245,8 @@ func TestDlopenRoundTrips(t *testing.T) {
 			// Four loads a rank: three generated libraries and the plugin.
 			trips := s.LoadRoundTrips()
 			switch {
-			case mode == "fast" && trips != 0:
-				t.Fatalf("fast mode: %d round trips", trips)
+			case mode != "slow" && trips != 0:
+				t.Fatalf("%s mode: %d round trips", mode, trips)
 			case mode == "slow" && (trips < 4 || trips > 4*n):
 				t.Fatalf("slow mode: %d round trips for 4 loads on %d ranks", trips, n)
 			}

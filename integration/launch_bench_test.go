@@ -28,7 +28,7 @@ func BenchmarkLaunchers(b *testing.B) {
 			adapter
 			trueCmd []string
 		}{
-			{adapter{rm: "local", program: "ring"}, nil},
+			{adapter{rm: "local", program: "ring", force: true}, nil},
 			{adapter{rm: "openmpi", program: "ring", args: []string{"--oversubscribe"}},
 				[]string{rm.FindProgram("mpirun.openmpi", "mpirun"), "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), "true"}},
 			{adapter{rm: "mpich", program: "ring-mpich"},

@@ -25,13 +25,16 @@ type adapter struct {
 	program  string // the build of ring for this launcher's MPI
 	launcher string
 	args     []string
+	// force runs an MPI program under a launcher of no MPI: each rank
+	// is then a job of its own, and the adapter is what is tested.
+	force bool
 }
 
 // adapters returns every resource manager, each with what it needs here.
 func adapters(t *testing.T) []adapter {
 	poe, _ := filepath.Abs("testdata/poe")
 	return []adapter{
-		{rm: "local", program: "ring"},
+		{rm: "local", program: "ring", force: true},
 		{rm: "openmpi", program: "ring", args: []string{"--oversubscribe"}},
 		{rm: "mpich", program: "ring-mpich"},
 		{rm: "slurm", program: "ring", args: []string{"--mpi=pmix"}},
@@ -56,7 +59,7 @@ func (a adapter) options(bin string, n int) launcher.Options {
 	return launcher.Options{
 		RM: a.rm, Size: n, Debugger: "gdb-mi", SDM: sdmBin,
 		Program: filepath.Join(bin, a.program), Launcher: a.launcher, LauncherArgs: a.args,
-		ConnectTimeout: 60 * time.Second,
+		Force: a.force, ConnectTimeout: 60 * time.Second,
 	}
 }
 

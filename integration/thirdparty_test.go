@@ -17,15 +17,15 @@ import (
 // suite, HPCC; scripts/thirdparty.sh), debugged as their users run them:
 // built for one MPI, started by that MPI's launcher or by srun, four ranks.
 
-// mpiRun is a way to run a program of one MPI's build.
-type mpiRun struct {
+// mpiLaunch is a way to run a program of one MPI's build.
+type mpiLaunch struct {
 	name string
 	mpi  string // the build: openmpi or mpich
 	rm   string
 	args []string
 }
 
-var mpiRuns = []mpiRun{
+var mpiLaunches = []mpiLaunch{
 	{"openmpi", "openmpi", "openmpi", []string{"--launcher-arg=--oversubscribe"}},
 	{"mpich", "mpich", "mpich", nil},
 	{"slurm-openmpi", "openmpi", "slurm", []string{"--launcher-arg=--mpi=pmix"}},
@@ -33,7 +33,7 @@ var mpiRuns = []mpiRun{
 }
 
 // prepare readies the launcher of r.
-func (r mpiRun) prepare(t *testing.T) {
+func (r mpiLaunch) prepare(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	switch r.rm {
 	case "openmpi":
@@ -196,7 +196,7 @@ var thirdPartySessions = []debugSession{{
 
 func TestThirdPartyPrograms(t *testing.T) {
 	tp := testenv.ThirdParty(t)
-	for _, r := range mpiRuns {
+	for _, r := range mpiLaunches {
 		t.Run(r.name, func(t *testing.T) {
 			r.prepare(t)
 			for _, s := range thirdPartySessions {

@@ -34,7 +34,7 @@ const SessionEnv = "SDM_SESSION"
 
 // Options describe a debug job to launch.
 type Options struct {
-	RM string // resource manager: local (default), openmpi, mpich, slurm, pe or auto
+	RM string // resource manager: auto (default; see Choose), local, openmpi, mpich, slurm or pe
 	// Adapter, when set, is used instead of the one RM names.
 	Adapter  rm.Adapter
 	Size     int    // number of ranks
@@ -48,6 +48,9 @@ type Options struct {
 	// to it before the server command (such as --oversubscribe).
 	Launcher     string
 	LauncherArgs []string
+	// Force starts the program under RM even when it links another MPI
+	// than the one RM's launcher starts.
+	Force bool
 	// Target, when set, is the [user@]host where the launcher and the
 	// master run, reached with SSH (an ssh command line; "ssh" by
 	// default): a cluster's login node, say. SDM and Program are then
@@ -73,8 +76,14 @@ type Options struct {
 // Progress is a step of a job coming up.
 type Progress struct {
 	Stage string // "using", "submitted", "published", "connected"
-	Text  string // for "using": which adapter and why
-	Done  int    // ranks done at this stage
+	// Text, for "using", is the adapter's name, with Why in parentheses
+	// when there is one.
+	Text string
+	// Why, for "using", is why sdm chose the adapter, or what it added to
+	// its launcher's arguments: "./ring links libmpi.so.40"; empty when the
+	// user named it and it is used as named.
+	Why   string
+	Done  int // ranks done at this stage
 	Total int
 }
 
@@ -92,6 +101,8 @@ type Session struct {
 	files   string       // the session directory on the target, when it is remote
 	forward *exec.Cmd    // the ssh that forwards the session port
 	mpir    *acquisition // how the job was acquired, if through MPIR
+	origin  origin       // how the job was started (relaunch.go)
+	ended   bool         // End was called
 }
 
 // Launch starts the job and returns once every rank's server has joined.
@@ -110,14 +121,12 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 	if progress == nil {
 		progress = func(Progress) {}
 	}
-	adapter, why := o.Adapter, "chosen for the job"
-	if adapter == nil {
-		var err error
-		if adapter, why, err = Pick(o.RM); err != nil {
-			return nil, err
-		}
+	adapter, why, args, err := Choose(o)
+	if err != nil {
+		return nil, err
 	}
-	progress(Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")"})
+	o.LauncherArgs = args
+	progress(using(adapter, why))
 	t := newTarget(o.Target, o.SSH)
 	if o.Forward && !t.remote() {
 		return nil, errors.New("forwarding the session port needs a target host to forward it to")
@@ -139,7 +148,9 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	s := &Session{Dir: dir, target: t}
+	again := o
+	again.Adapter, again.sessionDir = adapter, ""
+	s := &Session{Dir: dir, target: t, origin: origin{o: again, launcher: launcherName(adapter, o.Launcher)}}
 	fail := func(err error) (*Session, error) {
 		s.cleanup()
 		return nil, err
@@ -383,6 +394,7 @@ func (s *Session) cleanup() {
 // count: mpirun, for one, calls a job whose program was killed before
 // MPI_Finalize a failure, while the session ended as the user asked.
 func (s *Session) End(timeout time.Duration) error {
+	s.ended = true
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	groups, err := s.Quit(ctx, timeout)

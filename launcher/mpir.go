@@ -24,6 +24,13 @@ import (
 type MPIR struct {
 	// Pid is a running starter to attach to; 0 launches one.
 	Pid int
+	// Procs, or the descendants of Ancestor, are the ranks of a running
+	// job on this host whose starter has no MPIR (MPICH's mpiexec): the
+	// table is made from /proc, each rank's number from its environment
+	// (routing.IndexEnv), or the order of Procs when none has one. There
+	// is no starter to hold or release.
+	Procs    []int
+	Ancestor int
 	// Argv, for a launch, is the program and its arguments, started by the
 	// launcher of Options.RM (mpirun -np N …); with Starter, it is the
 	// starter's whole command line instead.
@@ -38,6 +45,19 @@ type MPIR struct {
 	// Output gets what a launched starter writes (its ranks' output,
 	// for mpirun and srun), besides the session's log.
 	Output io.Writer
+	// Lines, when set, gets the same a line at a time, each with the rank
+	// that the starter's label names: a launcher that can label its ranks'
+	// output (rm.Labeller) is asked to.
+	Lines func(StarterLine)
+}
+
+// StarterLine is a line that a launched starter wrote.
+type StarterLine struct {
+	// Rank is the rank that the line's label names, or -1 for a line
+	// without one (the starter's own, or any line of a starter that does
+	// not label its ranks' output).
+	Rank         int
+	Stream, Text string // the text without its label and line end
 }
 
 // Acquired is what the starter told and the ranks answered.
@@ -71,6 +91,10 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 	if err != nil {
 		return nil, nil, err
 	}
+	again := origin{o: o, m: &m}
+	if m.Pid != 0 {
+		again = origin{refusal: attachRefusal(m.Pid)}
+	}
 	o.sessionDir = dir
 	a := &acquisition{o: o, m: m, dir: dir}
 	s, err := a.run(ctx, progress)
@@ -83,6 +107,8 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 		}
 		return nil, nil, err
 	}
+	again.launcher = a.launcher
+	s.origin = again
 	return s, &a.result, nil
 }
 
@@ -94,6 +120,16 @@ type acquisition struct {
 	held   *mpir.Starter // a launched starter in MPIR_Breakpoint
 	job    *rm.Process   // the launched starter's process
 	result Acquired
+	found  wire.RankSet // the ranks of a table made from /proc
+	rm     string       // the adapter that launched the starter
+	// launcher names the launched starter, as Session.Launcher does.
+	launcher string
+}
+
+// launch says whether the acquisition starts the job, rather than taking
+// one that runs.
+func (a *acquisition) launch() bool {
+	return a.m.Pid == 0 && len(a.m.Procs) == 0 && a.m.Ancestor == 0
 }
 
 func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Session, error) {
@@ -124,7 +160,7 @@ func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Sessio
 	}
 	// Only a job acquired as it starts is held before main: a running
 	// one is long past it.
-	launched := a.m.Pid == 0
+	launched := a.launch()
 	body := wire.MustEncode(wire.Attach{Pids: pids, PreMain: tab.AcquiredPreMain && launched, Stop: launched || a.m.Stop, Kill: launched})
 	groups, err := s.Command(ctx, wire.All(n), wire.OpAttach, body, time.Until(deadline(ctx)))
 	if err != nil {
@@ -160,12 +196,18 @@ func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Sessio
 func (a *acquisition) servers(ctx context.Context, progress func(Progress)) (Options, []int, error) {
 	tab := a.result.Table
 	n := len(tab.Procs)
-	ranks := a.m.Ranks
+	ranks, have := a.m.Ranks, wire.All(n)
+	if !a.found.Empty() {
+		have = a.found
+	}
 	if ranks.Count() == 0 {
-		ranks = wire.All(n)
+		ranks = have
 	}
 	if extra := ranks.Minus(wire.All(n)); !extra.Empty() {
 		return Options{}, nil, fmt.Errorf("ranks %v: the job has ranks 0-%d only", extra, n-1)
+	}
+	if missing := ranks.Minus(have); !missing.Empty() {
+		return Options{}, nil, fmt.Errorf("ranks %v: not found on this host", missing)
 	}
 	if ranks.Count() < n && !tab.PartialAttachOK {
 		return Options{}, nil, fmt.Errorf("%s (pid %d) has no MPIR_partial_attach_ok: attach all %d ranks, not %v", a.starterName(), tab.Starter, n, ranks)
@@ -201,9 +243,11 @@ func (a *acquisition) servers(ctx context.Context, progress func(Progress)) (Opt
 	return o, pids, nil
 }
 
-// starter launches the starter, or reads the running one's table.
+// starter launches the starter, or reads the running one's table, or
+// makes one from /proc.
 func (a *acquisition) starter(ctx context.Context, progress func(Progress)) error {
-	if a.m.Pid != 0 {
+	switch {
+	case a.m.Pid != 0:
 		tab, err := mpir.Attach(ctx, a.m.Pid)
 		if err != nil {
 			return err
@@ -211,16 +255,33 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 		a.result.Table = tab
 		progress(Progress{Stage: "acquired", Done: len(tab.Procs), Total: len(tab.Procs), Text: describeTable(tab)})
 		return nil
+	case !a.launch():
+		tab, found, note, err := procTable(a.m.Procs, a.m.Ancestor)
+		if err != nil {
+			return err
+		}
+		a.result.Table, a.found = tab, found
+		progress(Progress{Stage: "acquired", Done: found.Count(), Total: len(tab.Procs), Text: note})
+		return nil
 	}
-	argv, env, err := a.command()
+	argv, env, unlabel, err := a.command(progress)
 	if err != nil {
 		return err
 	}
-	progress(Progress{Stage: "using", Text: strings.Join(argv, " ")})
+	progress(Progress{Stage: "starting", Text: strings.Join(argv, " ")})
 	env = append(env, SessionEnv+"="+a.dir)
 	log := filepath.Join(a.dir, "starter.log")
+	out := a.m.Output
+	if a.m.Lines != nil {
+		lines := &lineWriter{unlabel: unlabel, to: a.m.Lines}
+		if out == nil {
+			out = lines
+		} else {
+			out = io.MultiWriter(out, lines)
+		}
+	}
 	held, err := mpir.Launch(ctx, func(attr *syscall.SysProcAttr) (int, error) {
-		p, err := rm.StartProcessWith(argv, env, log, rm.ProcessOptions{Attr: attr, Output: a.m.Output})
+		p, err := rm.StartProcessWith(argv, env, log, rm.ProcessOptions{Attr: attr, Output: out})
 		if err != nil {
 			return 0, err
 		}
@@ -236,29 +297,44 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 	return nil
 }
 
-// command is the starter's command line.
-func (a *acquisition) command() (argv, env []string, err error) {
+// command is the starter's command line, and how to read the rank
+// labels of its output when the launcher was asked for them (nil: no
+// labels). A starter's own command line is run as given.
+func (a *acquisition) command(progress func(Progress)) (argv, env []string, unlabel unlabelFunc, err error) {
 	if len(a.m.Argv) == 0 {
-		return nil, nil, errors.New("no program given")
+		return nil, nil, nil, errors.New("no program given")
 	}
 	if a.m.Starter {
-		return a.m.Argv, nil, nil
+		a.launcher = filepath.Base(a.m.Argv[0])
+		return a.m.Argv, nil, nil, nil
 	}
-	adapter, _, err := Pick(a.o.RM)
+	o := a.o
+	o.Program = a.m.Argv[0]
+	adapter, why, args, err := Choose(o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	a.rm = adapter.Name()
+	progress(using(adapter, why))
 	c, ok := adapter.(rm.Commander)
 	if !ok {
-		return nil, nil, fmt.Errorf("--rm %s has no launcher to start the job under MPIR: use openmpi or slurm, or give the starter's own command line", adapter.Name())
+		return nil, nil, nil, fmt.Errorf("--rm %s has no launcher to start the job under MPIR: use openmpi or slurm, or give the starter's own command line", adapter.Name())
 	}
-	argv, env = c.Command(rm.Spec{Size: a.o.Size, Launcher: a.o.Launcher, LauncherArgs: a.o.LauncherArgs}, a.m.Argv)
-	return argv, env, nil
+	if l, ok := adapter.(rm.Labeller); ok {
+		args = append(args, l.LabelArgs(args)...)
+		unlabel = l.Unlabel
+	}
+	argv, env = c.Command(rm.Spec{Size: a.o.Size, Launcher: a.o.Launcher, LauncherArgs: args}, a.m.Argv)
+	a.launcher = launcherName(adapter, a.o.Launcher)
+	return argv, env, unlabel, nil
 }
 
 // starterFailed explains a launch that did not reach the table, in the
 // starter's own words where it has some.
 func (a *acquisition) starterFailed(err error) error {
+	if errors.Is(err, mpir.ErrNotStarter) && a.rm == "mpich" {
+		err = fmt.Errorf("%w; MPICH's mpiexec has no MPIR: start the job without --mpir, or run it yourself and attach with sdm attach --starter PID", err)
+	}
 	if a.job == nil {
 		return err
 	}
@@ -316,7 +392,7 @@ func (a *acquisition) undo() {
 }
 
 func (a *acquisition) starterName() string {
-	if a.m.Pid != 0 || len(a.m.Argv) == 0 {
+	if !a.launch() || len(a.m.Argv) == 0 {
 		return "the starter"
 	}
 	return filepath.Base(a.m.Argv[0])

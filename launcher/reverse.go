@@ -201,7 +201,8 @@ func (h *Held) Kill() { h.a.undo() }
 // Pending is a session port that waits for the master of a job something
 // else starts (reverse connect).
 type Pending struct {
-	ln *client.Listener
+	ln   *client.Listener
+	host string // where the job runs
 	// Key is the session key to hand to the job side; Address is where
 	// its master dials.
 	Key     wire.Key
@@ -227,7 +228,7 @@ func Await(host, clientHost string, o Options) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{ln: ln, Key: key, Address: net.JoinHostPort(dialHost, strconv.Itoa(ln.Addr().Port))}, nil
+	return &Pending{ln: ln, host: host, Key: key, Address: net.JoinHostPort(dialHost, strconv.Itoa(ln.Addr().Port))}, nil
 }
 
 // Accept waits until the job's master dials in and every rank has joined,
@@ -254,7 +255,7 @@ func (p *Pending) Accept(ctx context.Context, failed func(context.Context) error
 		}
 		return nil, err
 	}
-	return &Session{Session: cs}, nil
+	return &Session{Session: cs, origin: origin{refusal: reverseRefusal(p.host)}}, nil
 }
 
 // Close gives up waiting.

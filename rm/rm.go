@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Spec describes the debug servers to start for a job.
@@ -59,8 +60,8 @@ func (s Spec) ServerCommand(routesFrom string) []string {
 	return append(argv, s.ServerArgs...)
 }
 
-// Program returns s.Launcher when set, else the first of names found in
-// $PATH (or the first name, for a clear error later).
+// Program returns s.Launcher when set (as given), else the first of names
+// found in $PATH (or the first name, for a clear error later).
 func (s Spec) Program(names ...string) string {
 	if s.Launcher != "" {
 		return s.Launcher
@@ -69,11 +70,14 @@ func (s Spec) Program(names ...string) string {
 }
 
 // FindProgram returns the first of names found in $PATH, or else the
-// first name.
+// first name. It returns the name, not the path: a launcher is run as the
+// user would type it, since some take their path for advice (Open MPI's
+// mpirun reads an absolute argv[0] such as /bin/mpirun as --prefix /bin/..,
+// which is wrong where /bin is a link to /usr/bin).
 func FindProgram(names ...string) string {
 	for _, n := range names {
-		if path, err := exec.LookPath(n); err == nil {
-			return path
+		if _, err := exec.LookPath(n); err == nil {
+			return n
 		}
 	}
 	return names[0]
@@ -120,4 +124,30 @@ type Job interface {
 	// Cancel stops the job's processes: SIGTERM, then SIGKILL after a
 	// grace period.
 	Cancel()
+}
+
+// Labeller is a Commander whose launcher can start each line of its ranks'
+// output with the rank (mpirun --tag-output, srun --label), so that
+// output that reaches sdm through the launcher shows whose it is.
+type Labeller interface {
+	// LabelArgs are the launcher arguments that ask for the labels; none
+	// when args ask for them already.
+	LabelArgs(args []string) []string
+	// Unlabel splits a labelled line into the rank, the stream ("stdout",
+	// "stderr", or "tty" when the launcher does not tell them apart) and
+	// the text; ok is false for a line without a label, such as the
+	// launcher's own messages.
+	Unlabel(line string) (rank int, stream, text string, ok bool)
+}
+
+// HasArg says whether args hold one of names, alone or as name=value.
+func HasArg(args []string, names ...string) bool {
+	for _, a := range args {
+		for _, n := range names {
+			if a == n || strings.HasPrefix(a, n+"=") {
+				return true
+			}
+		}
+	}
+	return false
 }

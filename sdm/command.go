@@ -89,7 +89,11 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 		if err != nil {
 			g.Status, g.Body = wire.StatusError, []byte(err.Error())
 		}
-		n.settle(cl, func(cl *call) { cl.answer(selfSource, []wire.Group{g}) })
+		// Settled by pumpBackend, after the events sent before it.
+		select {
+		case n.answered <- func() { n.settle(cl, func(cl *call) { cl.answer(selfSource, []wire.Group{g}) }) }:
+		case <-n.stopped:
+		}
 	})
 }
 

@@ -80,6 +80,9 @@ type Node struct {
 	stopped chan struct{} // closed when Run is ending
 	events  *batcher
 	output  *batcher
+	// answered carries the settling of the backend's answers to
+	// pumpBackend, which settles them in order with the backend's events.
+	answered chan func()
 
 	mu       sync.Mutex
 	calls    map[uint64]*call
@@ -128,6 +131,7 @@ func New(cfg Config) (*Node, error) {
 		stopped:  make(chan struct{}),
 		calls:    make(map[uint64]*call),
 		quitAcks: make(chan int, len(kids)),
+		answered: make(chan func()),
 	}
 	if n.log == nil {
 		n.log = log.New(io.Discard, "", 0)
@@ -303,15 +307,46 @@ func (n *Node) sendUp(m *wire.Message, send func(*wire.Link, *wire.Message) erro
 	}
 }
 
-// pumpBackend forwards the backend's events up, tagged with our rank.
+// pumpBackend forwards the backend's events up, tagged with our rank, and
+// settles the backend's answers. An answer is settled only after every
+// event the backend sent before it: by then those are in the events
+// channel, and an answer waits here until the channel is drained. So an
+// answer never overtakes news from before it (a status that says stopped
+// comes after the stop), which settle keeps on the way up.
 func (n *Node) pumpBackend() {
-	for ev := range n.cfg.Backend.Events() {
-		g := wire.Group{Ranks: n.self, Body: ev.Body}
-		if ev.Op == wire.EventOutput {
-			n.output.add(ev.Op, g)
-		} else {
-			n.cfg.Trace.Printf("event %s", ev.Op)
-			n.events.add(ev.Op, g)
+	events := n.cfg.Backend.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			n.forward(ev)
+		case settle := <-n.answered:
+			for drained := false; !drained; {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						settle()
+						return
+					}
+					n.forward(ev)
+				default:
+					drained = true
+				}
+			}
+			settle()
 		}
 	}
+}
+
+// forward adds one of the backend's events to the batch that goes up.
+func (n *Node) forward(ev backend.Event) {
+	g := wire.Group{Ranks: n.self, Body: ev.Body}
+	if ev.Op == wire.EventOutput {
+		n.output.add(ev.Op, g)
+		return
+	}
+	n.cfg.Trace.Printf("event %s", ev.Op)
+	n.events.add(ev.Op, g)
 }

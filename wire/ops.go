@@ -28,6 +28,12 @@ const (
 	OpIgnore    = "ignore"    // B: Ignore
 	OpWatch     = "watch"     // B: Watch; A: Breakpoint
 	OpBreakList = "breakpoints"
+	// OpBreakNext makes N the number of the next breakpoint or watchpoint
+	// the rank's debugger creates, by using up the numbers below it: a
+	// debugger started again numbers from 1, while the user knows the
+	// breakpoints by their old numbers. N below the next number is an
+	// error. B: Count; A: nothing.
+	OpBreakNext = "break-next"
 
 	OpWhere   = "where"   // A: Stack, innermost frame first
 	OpFrame   = "frame"   // B: Count (the level); A: Frame
@@ -212,6 +218,9 @@ type Breakpoint struct {
 	Temporary bool   `json:"temporary"`
 	Condition string `json:"condition"`
 	Ignore    int    `json:"ignore"`
+	// Original is the location as it was asked for (a function name, say),
+	// which is how the breakpoint is made again in a new debugger.
+	Original string `json:"original"`
 }
 
 // Var is a variable and its value.

@@ -45,6 +45,7 @@ type Backend struct {
 	// attaching: the stops on the way are the attach command's answer,
 	// not news.
 	attaching bool
+	exiting   bool // the end is being reported (exited)
 	closed    bool
 	// going is what the next *running record reports, set by the command
 	// that sets the process going: a step keeps its op and the frame it
@@ -61,7 +62,12 @@ type Backend struct {
 	// held: stopped at a reported load until the front end's OpPlant;
 	// stepping: the process was last set going by a step.
 	started, unread, held, stepping bool
-	quietRuns                       int // *running records of the backend's own continues: no news
+	// pending: an enabled breakpoint waits for a library, as last listed
+	// (kept in auto mode only, which depends on it).
+	pending   bool
+	quietRuns int // *running records of the backend's own continues: no news
+	// loadStops counts the stops at loads, what the modes differ in.
+	loadStops int
 	// cuda is the CUDA driver's path once loaded; cudaWarned says the
 	// current setting has been warned about leaving it out.
 	cuda       string

@@ -287,6 +287,34 @@ func TestBreakpointVariants(t *testing.T) {
 	}
 }
 
+// break-next numbers the next breakpoint as asked, leaving no placeholder
+// behind, and refuses a number already used; a breakpoint keeps the
+// location it was asked for.
+func TestBreakNext(t *testing.T) {
+	bin := testenv.Examples(t)
+	r := newRank(t, 0, 1, "")
+	r.start(filepath.Join(bin, "plain"))
+	r.must(wire.OpBreakNext, wire.Count{N: 1}, nil) // nothing to use up
+	r.must(wire.OpBreakNext, wire.Count{N: 4}, nil)
+	var bp wire.Breakpoint
+	r.must(wire.OpBreak, wire.Break{Location: "compute"}, &bp)
+	if bp.Number != 4 || bp.Original != "compute" || !strings.HasSuffix(bp.Location, "plain.c:15") {
+		t.Fatalf("break after break-next 4: %+v", bp)
+	}
+	var list []wire.Breakpoint
+	r.must(wire.OpBreakList, nil, &list)
+	if len(list) != 1 || list[0].Number != 4 {
+		t.Fatalf("placeholders left behind: %+v", list)
+	}
+	if _, err := r.do(wire.OpBreakNext, wire.Count{N: 3}); err == nil || !strings.Contains(err.Error(), "used up to 4") {
+		t.Fatalf("break-next below the next number: %v", err)
+	}
+	r.must(wire.OpRun, nil, nil)
+	if st := r.event(wire.EventStopped); st.Breakpoint != 4 || st.Frame.Func != "compute" {
+		t.Fatalf("stop at the renumbered breakpoint: %+v", st)
+	}
+}
+
 // A breakpoint in a library that is loaded later is pending until dlopen
 // loads it, then hit.
 func TestPendingBreakpoint(t *testing.T) {

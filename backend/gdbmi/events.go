@@ -97,9 +97,11 @@ func (b *Backend) stopped(g *GDB, res Value) {
 			st.Frame = f
 		}
 	}
+	// The news goes out before the state changes: an answer that says
+	// stopped (to status, say) then comes after the stop itself.
 	b.out.drain()
-	b.setState(st)
 	b.emit(wire.EventStopped, wire.MustEncode(st))
+	b.setState(st)
 }
 
 // currentFrame asks gdb for the selected frame.
@@ -113,18 +115,23 @@ func currentFrame(g *GDB) (wire.Frame, error) {
 	return frame(r.Results.Get("frame")), nil
 }
 
+// exited reports the end of the program, once however many records tell
+// it (a kill's, gdb's own). As for a stop, the news goes out before the
+// state changes.
 func (b *Backend) exited(st wire.State) {
 	b.mu.Lock()
-	already := b.state.State == wire.StateExited
-	if !already {
-		b.state, b.pid, b.held = st, 0, false
-		b.report()
+	if b.state.State == wire.StateExited || b.exiting {
+		b.mu.Unlock()
+		return
 	}
+	b.exiting = true
 	b.mu.Unlock()
-	if !already {
-		b.out.drain()
-		b.emit(wire.EventExited, wire.MustEncode(st))
-	}
+	b.out.drain()
+	b.emit(wire.EventExited, wire.MustEncode(st))
+	b.mu.Lock()
+	b.state, b.pid, b.held, b.exiting = st, 0, false, false
+	b.report()
+	b.mu.Unlock()
 }
 
 // frame converts an MI frame tuple.

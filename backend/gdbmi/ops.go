@@ -81,7 +81,11 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		if err := wire.Decode(body, &br); err != nil {
 			return nil, err
 		}
-		return breakInsert(run, br)
+		out, err := breakInsert(run, br)
+		if err == nil {
+			b.breakpointsChanged(g)
+		}
+		return out, err
 	case wire.OpWatch:
 		var w wire.Watch
 		if err := wire.Decode(body, &w); err != nil {
@@ -116,6 +120,9 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 			args[i] = strconv.Itoa(id)
 		}
 		_, _, err := run("-break-" + op + " " + strings.Join(args, " "))
+		if err == nil {
+			b.breakpointsChanged(g)
+		}
 		return nil, err
 	case wire.OpCondition:
 		var c wire.Condition
@@ -135,6 +142,12 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		}
 		_, _, err := run(fmt.Sprintf("-break-after %d %d", ig.ID, ig.Count))
 		return nil, err
+	case wire.OpBreakNext:
+		var c wire.Count
+		if err := wire.Decode(body, &c); err != nil {
+			return nil, err
+		}
+		return nil, breakNext(run, c.N)
 	case wire.OpBreakList:
 		r, _, err := run("-break-list")
 		if err != nil {
@@ -278,6 +291,8 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		if err := wire.Decode(body, &t); err != nil {
 			return nil, err
 		}
+		// gdb's own commands may set or delete breakpoints too.
+		defer b.breakpointsChanged(g)
 		if strings.HasPrefix(t.Text, "-") {
 			r, text, err := run(t.Text)
 			if err != nil {
@@ -520,6 +535,42 @@ func breakInsert(run func(string) (Record, string, error), br wire.Break) ([]byt
 	return wire.Encode(breakpoint(r.Results.Get("bkpt")))
 }
 
+// breakNext makes n the number of the next breakpoint: gdb has no setting
+// for it, so each number below n not used yet goes to a placeholder, made
+// and deleted again. A placeholder is a disabled breakpoint at address 0,
+// which needs no symbols and is never inserted into the program.
+func breakNext(run func(string) (Record, string, error), n int) error {
+	r, _, err := run("-data-evaluate-expression $bpnum")
+	if err != nil {
+		return err
+	}
+	last, err := strconv.Atoi(r.Results.S("value"))
+	if err != nil {
+		last = 0 // void: no breakpoint yet
+	}
+	if last >= n {
+		return fmt.Errorf("breakpoint numbers are used up to %d already: the next cannot be %d", last, n)
+	}
+	var made []string
+	for last < n-1 {
+		r, _, err := run("-break-insert -d *0")
+		if err != nil {
+			return fmt.Errorf("breakpoint number %d: %w", last+1, err)
+		}
+		num := r.Results.Get("bkpt").Int("number")
+		if num <= last {
+			return fmt.Errorf("gdb numbered a placeholder %d after breakpoint %d", num, last)
+		}
+		last = num
+		made = append(made, strconv.Itoa(last))
+	}
+	if len(made) == 0 {
+		return nil
+	}
+	_, _, err = run("-break-delete " + strings.Join(made, " "))
+	return err
+}
+
 // breakpoint converts an MI bkpt tuple, leaving out the address and the
 // hit count, which differ between ranks.
 func breakpoint(v Value) wire.Breakpoint {
@@ -531,6 +582,7 @@ func breakpoint(v Value) wire.Breakpoint {
 		Temporary: v.S("disp") == "del",
 		Condition: v.S("cond"),
 		Ignore:    v.Int("ignore"),
+		Original:  v.S("original-location"),
 	}
 	switch {
 	case v.Has("pending"):

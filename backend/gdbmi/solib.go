@@ -14,13 +14,15 @@ import (
 //
 // gdb never reads a library's symbols on its own (auto-solib-add off):
 // that is what a load costs gdb, and what plants pending breakpoints. The
-// backend has it read them (the sharedlibrary command) at four moments:
+// backend has it read them (the sharedlibrary command) at five moments:
 //
 //   - when the program starts, for the libraries it is linked with (the
 //     dynamic linker's first load), and when gdb attaches, for those
 //     loaded already: in every mode, so that a breakpoint in a library the
 //     program is linked with always works;
 //   - when the front end answers a reported load (OpPlant);
+//   - in auto mode, at a load that stops the process because a breakpoint
+//     is pending: the rank reads the library itself and goes on;
 //   - at every stop it reports, before it reports it, so that the stop's
 //     frame and every command after it see the new libraries;
 //   - before it lets a stopped process go on.
@@ -29,14 +31,27 @@ import (
 // medium mode (gdb stops with reason solib-event, naming the libraries
 // added), off in fast mode, where gdb still traps each load in the dynamic
 // linker to keep its list of libraries, and lets the process go on at once.
-// A stop at a load the mode does not report, or one that adds nothing (the
-// linker's announcements before a load, an unload), is let go here without
-// a word. A reported one holds the rank until the front end's OpPlant.
+// Auto mode is fast but for the time a breakpoint is pending (or always,
+// with a list of libraries to report): the backend works out whether one
+// is (-break-list) whenever it works out the settings, and after every
+// command that may add, remove, enable or disable one while the process
+// runs. A load that a pending breakpoint stopped is not reported: the rank
+// reads the new library itself, which plants the breakpoint if it is
+// there, works the settings out again, and lets the process go on, so the
+// first load that plants the last pending breakpoint turns the stops off
+// before the process goes on. The front end has nothing to do at such a
+// load, and asking it would cost a round trip through the tree per load.
+//
+// A stop at a load the mode neither reports nor reads, or one that adds
+// nothing (the linker's announcements before a load, an unload), is let
+// go here without a word. A reported one holds the rank until the front
+// end's OpPlant.
 //
 // A step (step, next, finish) that a load stopped could not be resumed: gdb
-// drops it. While a step runs, loads do not stop the process; in slow and
-// medium mode gdb reads each new library itself (auto-solib-add on), so
-// that a breakpoint in it is still hit within the step.
+// drops it. While a step runs, loads do not stop the process; where the
+// mode would have stopped it, gdb reads each new library itself
+// (auto-solib-add on), so that a breakpoint in it is still hit within the
+// step.
 
 // solibVars are the gdb settings that decide what a load does.
 type solibVars struct {
@@ -46,26 +61,87 @@ type solibVars struct {
 
 // wantedVars returns the settings for a process that is about to go on:
 // before its start-up libraries are read, every load stops; then it is up
-// to the mode, and to whether the process steps.
-func wantedVars(s dlopen.Setting, started, step bool) solibVars {
+// to the mode, to whether a breakpoint is pending, and to whether the
+// process steps.
+func wantedVars(s dlopen.Setting, started, step, pending bool) solibVars {
 	switch {
 	case !started:
 		return solibVars{stop: true}
 	case step:
-		return solibVars{auto: s.Mode != dlopen.Fast}
+		return solibVars{auto: s.Stops(pending)}
 	}
-	return solibVars{stop: s.Stops()}
+	return solibVars{stop: s.Stops(pending)}
 }
 
 // symbolTimeout bounds a read of libraries' symbols, which for a large
 // library with full debug information takes seconds.
 const symbolTimeout = 5 * time.Minute
 
-// setSolib changes gdb's settings to v where they differ. gdb takes them
-// while the process runs, and applies them from the next load on.
-func (b *Backend) setSolib(g *GDB, v solibVars) error {
+// settle makes gdb's settings those the process needs from now on: its
+// mode's, for a step or not (b.stepping), with a pending breakpoint or
+// not. The breakpoints are listed only in a mode that depends on them
+// (auto), once the start-up libraries are read. The list is read and the
+// settings changed under one lock, so that of two settles, the watcher's
+// at a load and the command's after a new breakpoint, the later one sees
+// the later list.
+func (b *Backend) settle(g *GDB) error {
 	b.solibMu.Lock()
 	defer b.solibMu.Unlock()
+	b.mu.Lock()
+	s, started, step := b.dl, b.started, b.stepping
+	b.mu.Unlock()
+	pending := false
+	if s.WatchesPending() && started {
+		var err error
+		if pending, err = pendingBreakpoints(g); err != nil {
+			return err
+		}
+	}
+	b.mu.Lock()
+	b.pending = pending
+	b.mu.Unlock()
+	return b.setSolib(g, wantedVars(s, started, step, pending))
+}
+
+// pendingBreakpoints says whether an enabled breakpoint waits for a
+// library that is not loaded yet. A disabled one cannot be hit; should it
+// be enabled, the command that does so settles again.
+func pendingBreakpoints(g *GDB) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	r, _, err := g.Run(ctx, "-break-list")
+	if err != nil {
+		return false, fmt.Errorf("list the breakpoints to see whether one is pending: %w", err)
+	}
+	for _, v := range r.Results.Get("BreakpointTable").Get("body").Items() {
+		if bp := breakpoint(v); bp.Pending && bp.Enabled {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// breakpointsChanged settles a running process after a command that may
+// have added, removed, enabled or disabled a pending breakpoint, so that
+// in auto mode the next load stops, or no longer does. A stopped process
+// settles when it goes on, a held one at its OpPlant. The command itself
+// succeeded, so a failure here is a warning.
+func (b *Backend) breakpointsChanged(g *GDB) {
+	b.mu.Lock()
+	now := b.dl.WatchesPending() && b.started && b.state.State == wire.StateRunning && !b.held
+	b.mu.Unlock()
+	if !now {
+		return
+	}
+	if err := b.settle(g); err != nil {
+		b.emit(wire.EventWarning, []byte("library loads may not stop for a pending breakpoint: "+err.Error()))
+	}
+}
+
+// setSolib changes gdb's settings to v where they differ; b.solibMu is
+// held. gdb takes them while the process runs, and applies them from the
+// next load on.
+func (b *Backend) setSolib(g *GDB, v solibVars) error {
 	b.mu.Lock()
 	have := b.solib
 	b.mu.Unlock()
@@ -135,12 +211,14 @@ func (b *Backend) libraryLoaded(lib string, symbols bool) {
 func (b *Backend) solibStop(g *GDB, res Value) {
 	added := libraries(res.Get("added"))
 	b.mu.Lock()
+	b.loadStops++
 	startup := b.attaching || !b.started
 	report := false
 	for _, lib := range added {
 		report = report || b.dl.Reports(lib)
 	}
 	report = report && !startup
+	read := !startup && len(added) > 0 && b.dl.ReadsAtLoad(b.pending)
 	b.mu.Unlock()
 	switch {
 	case report:
@@ -152,9 +230,19 @@ func (b *Backend) solibStop(g *GDB, res Value) {
 		}
 		b.mu.Lock()
 		b.started = true
-		v := wantedVars(b.dl, true, false)
 		b.mu.Unlock()
-		if err := b.setSolib(g, v); err != nil {
+		if err := b.settle(g); err != nil {
+			b.emit(wire.EventWarning, []byte(err.Error()))
+		}
+		b.goOnQuietly(g)
+	case read:
+		// A breakpoint waits for a library, maybe this one: plant it
+		// before the library's code runs, and stop no more once none
+		// waits.
+		if err := b.readSymbols(g); err != nil {
+			b.emit(wire.EventWarning, []byte(err.Error()))
+		}
+		if err := b.settle(g); err != nil {
 			b.emit(wire.EventWarning, []byte(err.Error()))
 		}
 		b.goOnQuietly(g)
@@ -228,10 +316,7 @@ func (b *Backend) plant(g *GDB) ([]byte, error) {
 		return wire.Encode(st)
 	}
 	readErr := b.readSymbols(g)
-	b.mu.Lock()
-	v := wantedVars(b.dl, b.started, false)
-	b.mu.Unlock()
-	if err := b.setSolib(g, v); err != nil {
+	if err := b.settle(g); err != nil {
 		return nil, err
 	}
 	// The hold ends before the process goes on: the next load may hold it
@@ -290,11 +375,10 @@ func (b *Backend) setDlopen(body []byte) ([]byte, error) {
 		warning = s.CUDAWarning(b.cuda)
 	}
 	running := b.state.State == wire.StateRunning && !b.held
-	v := wantedVars(s, b.started, b.stepping)
 	g := b.gdb
 	b.mu.Unlock()
 	if running && g != nil {
-		if err := b.setSolib(g, v); err != nil {
+		if err := b.settle(g); err != nil {
 			return nil, err
 		}
 	}
@@ -308,14 +392,13 @@ func (b *Backend) beforeResume(g *GDB, step bool) error {
 	b.mu.Lock()
 	read := b.unread && (b.state.State == wire.StateStopped || b.held)
 	b.stepping = step
-	v := wantedVars(b.dl, b.started, step)
 	b.mu.Unlock()
 	if read {
 		if err := b.readSymbols(g); err != nil {
 			return err
 		}
 	}
-	return b.setSolib(g, v)
+	return b.settle(g)
 }
 
 // libraries lists the libraries of an added or removed field: names in

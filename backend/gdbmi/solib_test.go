@@ -113,17 +113,15 @@ func stoppedIn(t *testing.T, st wire.State, fn string) {
 	}
 }
 
-// Slow, the default: every load that adds a library stops the process and
-// is reported, the program's start-up libraries excepted; the breakpoint
-// in the library is planted at the front end's answer and hit at the
-// first call.
+// Slow: every load that adds a library stops the process and is
+// reported, the program's start-up libraries excepted; the breakpoint in
+// the library is planted at the front end's answer and hit at the first
+// call.
 func TestDlopenSlow(t *testing.T) {
 	bin := testenv.Examples(t)
 	r := newRank(t, 0, 1, "")
 	r.start(filepath.Join(bin, "dlopen"), "3")
-	if d := r.dlopen("", ""); d.Mode != "slow" {
-		t.Fatalf("default setting: %+v", d)
-	}
+	r.dlopen("slow", "")
 	r.must(wire.OpBreak, wire.Break{Location: "plugin_function"}, nil)
 	r.must(wire.OpRun, nil, nil)
 	var held wire.State
@@ -150,6 +148,7 @@ func TestDlopenSlowBackToBack(t *testing.T) {
 	bin := testenv.Examples(t)
 	r := newRank(t, 0, 1, "")
 	r.start(filepath.Join(bin, "dlopen"), "-c", "200")
+	r.dlopen("slow", "")
 	r.must(wire.OpRun, nil, nil)
 	s := r.until(wire.EventExited, nil)
 	if len(s.loads) != 201 || s.last.Code != 0 {
@@ -258,6 +257,7 @@ func TestDlopenStepOverLoad(t *testing.T) {
 	bin := testenv.Examples(t)
 	r := newRank(t, 0, 1, "")
 	r.start(filepath.Join(bin, "dlopen"), "1")
+	r.dlopen("slow", "")
 	r.must(wire.OpBreak, wire.Break{Location: "load"}, nil)
 	r.must(wire.OpRun, nil, nil)
 	st := r.until(wire.EventStopped, nil).last

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,26 +12,44 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-const attachUsage = `usage: sdm attach --pid PID [flags]
+const attachUsage = `usage: sdm attach --pid PID | --pids P1,P2,... | --starter PID [flags]
 
-Takes over a running MPI job through its starter (mpirun, srun, or any
-starter with the MPIR interface): reads the starter's table of processes,
-starts a debug server beside every rank on the rank's host (ssh for other
-hosts) and has its gdb attach to the rank. The job goes on running unless
---stop; halt stops it, detach lets the ranks go on undebugged, and quit
-(or the end of the commands) detaches from every rank, so the job runs on
-as before.
+Takes over a running MPI job: starts a debug server beside every rank and
+has its gdb attach to the rank. The job goes on running unless --stop;
+halt stops it, detach lets the ranks go on undebugged, and quit (or the end
+of the commands) detaches from every rank, so the job runs on as before.
+
+The ranks are found in one of three ways:
+  --pid PID        through the starter's MPIR interface (mpirun, srun, or any
+                   starter with it): its table of processes, on every host
+                   (ssh for the others)
+  --pids P1,P2,... these processes are the ranks: each rank's number comes
+                   from its environment (PMI_RANK, OMPI_COMM_WORLD_RANK,
+                   PMIX_RANK, SLURM_PROCID, ...), or else from the order given
+  --starter PID    the starter's descendant processes that carry a rank
+                   variable, for starters without MPIR (MPICH's mpiexec);
+                   helpers such as hydra_pmi_proxy carry none and are passed by
+
+--pids and --starter see the processes of this host only (what /proc
+shows): ranks on other hosts are left alone, and sdm says which. srun's
+tasks are not its descendants (slurmstepd starts them): use --pid for srun.
+
+sdm did not start the job, so it cannot start it again: for restart, start
+the job under sdm (sdm debug --mpir --starter -- CMD...).
 
 examples:
   sdm attach --pid $(pgrep -n mpirun)                        # interactive
   sdm attach --pid 4242 -e halt -e stacks                     # where is it stuck?
   sdm attach --pid 4242 --ranks 0-3 --stop -e where           # some ranks only (MPIR_partial_attach_ok)
+  sdm attach --starter $(pgrep -n mpiexec) -e halt -e stacks  # MPICH: no MPIR
+  sdm attach --pids $(pgrep -d, -x ring) -e halt -e where     # the ranks themselves
   sdm attach --pid 4242 --json -e halt -e where               # for scripts
 
 ` + dlopenUsage + `
@@ -45,7 +62,10 @@ flags:
 
 func runAttach(args []string) error {
 	fs := pflag.NewFlagSet("sdm attach", pflag.ContinueOnError)
-	pid := fs.Int("pid", 0, "the process id of the job's starter, such as mpirun or srun (--pid 4242)")
+	pid := fs.Int("pid", 0, "the process id of the job's starter with MPIR, such as mpirun or srun (--pid 4242)")
+	var pids []int
+	fs.IntSliceVar(&pids, "pids", nil, "the ranks' processes on this host, in rank order unless their environment tells (--pids 4243,4244)")
+	starterPid := fs.Int("starter", 0, "a starter without MPIR (MPICH's mpiexec): its descendants on this host with a rank variable are the ranks (--starter 4242)")
 	ranks := fs.String("ranks", "", "attach only these ranks (--ranks 0-3,7); needs a starter with MPIR_partial_attach_ok")
 	stop := fs.Bool("stop", false, "leave the ranks stopped once attached (default: they go on as they were)")
 	f := addSessionFlags(fs)
@@ -56,8 +76,26 @@ func runAttach(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *pid <= 0 {
-		return &exitError{2, errors.New("sdm attach: --pid PID of the job's starter is needed")}
+	given := 0
+	for _, set := range []bool{fs.Changed("pid"), fs.Changed("pids"), fs.Changed("starter")} {
+		if set {
+			given++
+		}
+	}
+	switch {
+	case given == 0:
+		return &exitError{2, errors.New("sdm attach: --pid PID of the job's starter is needed (or --pids P1,P2,... of its ranks, or --starter PID for a starter without MPIR)")}
+	case given > 1:
+		return &exitError{2, errors.New("sdm attach: --pid, --pids and --starter are exclusive: give one")}
+	case fs.Changed("pid") && *pid <= 0, fs.Changed("starter") && *starterPid <= 0:
+		return &exitError{2, errors.New("sdm attach: a pid is a positive number")}
+	case fs.Changed("pids") && len(pids) == 0:
+		return &exitError{2, errors.New("sdm attach: --pids needs the ranks' pids (--pids 4243,4244)")}
+	}
+	for _, p := range pids {
+		if p <= 0 {
+			return &exitError{2, fmt.Errorf("sdm attach: --pids: %d is not a pid", p)}
+		}
 	}
 	if fs.NArg() > 0 {
 		return &exitError{2, fmt.Errorf("sdm attach: unexpected %q (the job runs already; give its starter's --pid)", fs.Arg(0))}
@@ -73,7 +111,8 @@ func runAttach(args []string) error {
 	defer cancel()
 	o := launcher.Options{Fanout: *f.fanout, Debugger: "gdb-mi", SSH: *f.sshCommand,
 		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0)}
-	return acquire(ctx, o, launcher.MPIR{Pid: *pid, Ranks: set, Stop: *stop}, f, dl, nil, false)
+	m := launcher.MPIR{Pid: *pid, Procs: pids, Ancestor: *starterPid, Ranks: set, Stop: *stop}
+	return acquire(ctx, o, m, f, dl, nil, false)
 }
 
 // acquire takes over a job through MPIR and runs the session's commands.
@@ -82,10 +121,15 @@ func runAttach(args []string) error {
 func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessionFlags, dl dlopen.Setting, out *starterOutput, sayStarter bool) error {
 	progress := newProgress(isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
-		switch {
-		case p.Stage == "using" && sayStarter:
-			fmt.Fprintln(os.Stderr, "sdm: starting", p.Text)
-		case p.Stage == "acquired":
+		switch p.Stage {
+		case "using":
+			sayUsing(p)
+			sayStarter = sayStarter || p.Why != ""
+		case "starting":
+			if sayStarter {
+				fmt.Fprintln(os.Stderr, "sdm: starting", p.Text)
+			}
+		case "acquired":
 			progress.clear()
 			fmt.Fprintln(os.Stderr, "sdm: acquired", p.Text)
 		}
@@ -94,54 +138,59 @@ func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessio
 	s, acquired, err := launcher.Acquire(ctx, o, m)
 	progress.clear()
 	if err != nil {
-		return err
+		return refused(err)
 	}
-	return runSession(ctx, launched(s), f, console.Options{Focus: acquired.Ranks}, func(con *console.Console) error {
+	return runSession(ctx, launched(s, nil, progress.clear), f, console.Options{Focus: acquired.Ranks}, func(con *console.Console) error {
 		if out != nil {
-			out.to(con)
+			out.to(con, s.Session)
 		}
 		con.PrintAnswers(wire.OpAttach, acquired.Answers)
 		return applyDlopen(ctx, s, dl, *f.timeout)
 	})
 }
 
-// starterOutput passes what a launched starter writes to the console, a
-// line at a time; lines written before there is one wait for it.
+// starterOutput passes the lines a launched starter writes to the
+// console: a line labelled with its rank as that rank's output, so that
+// it prints and merges as output does in every other mode; any other
+// line as it is. Lines written before there is a console wait for it.
 type starterOutput struct {
 	mu      sync.Mutex
-	partial []byte
-	pending []string
+	pending []launcher.StarterLine
 	con     *console.Console
+	tree    *client.Session
 }
 
 func newStarterOutput() *starterOutput { return &starterOutput{} }
 
-func (w *starterOutput) Write(p []byte) (int, error) {
+// line takes one line of the starter's.
+func (w *starterOutput) line(l launcher.StarterLine) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.partial = append(w.partial, p...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := string(w.partial[:i])
-		w.partial = w.partial[i+1:]
-		if w.con != nil {
-			w.con.Output(line)
-		} else {
-			w.pending = append(w.pending, line)
-		}
+	if w.con == nil {
+		w.pending = append(w.pending, l)
+		return
 	}
-	return len(p), nil
+	w.show(l)
 }
 
-// to sends the lines to con from now on, those that waited first.
-func (w *starterOutput) to(con *console.Console) {
+// to sends the lines to con from now on, those that waited first; tree
+// carries the labelled ones among its output.
+func (w *starterOutput) to(con *console.Console, tree *client.Session) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, line := range w.pending {
-		con.Output(line)
+	w.con, w.tree = con, tree
+	for _, l := range w.pending {
+		w.show(l)
 	}
-	w.pending, w.con = nil, con
+	w.pending = nil
+}
+
+func (w *starterOutput) show(l launcher.StarterLine) {
+	switch {
+	case l.Rank < 0:
+		w.con.Output(l.Text)
+	case l.Rank >= w.tree.Size() || !w.tree.AddOutput(wire.Single(l.Rank), wire.Output{Stream: l.Stream, Text: l.Text + "\n"}):
+		// Too late for the session's events: printed alone.
+		w.con.Output(fmt.Sprintf("[%d] %s", l.Rank, l.Text))
+	}
 }

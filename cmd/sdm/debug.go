@@ -32,28 +32,52 @@ per distinct value, with the ranks that gave it first:
   [7] stopped in compute at hang.c:15 (SIGINT)
 
 examples:
-  sdm debug -n 8 -- ./plain                                  # interactive, on this machine
+  sdm debug -n 8 -- ./plain                                  # no MPI: on this machine
   sdm debug -n 8 -e 'break compute' -e run -e wait -e 'print value' -- ./plain
-  sdm debug --rm openmpi -n 16 --launcher-arg=--oversubscribe -- ./ring
-  sdm debug --rm slurm -n 64 --launcher-arg=--mpi=pmix -- ./ring  # inside an allocation
-  sdm debug --rm auto -n 8 --json --batch cmds.txt -- ./ring
+  sdm debug -n 16 --launcher-arg=--oversubscribe -- ./ring  # Open MPI's: under mpirun
+  sdm debug -n 64 -- ./ring                                  # inside an allocation: srun --mpi=pmix
+  sdm debug --rm openmpi -n 8 --json --batch cmds.txt -- ./ring
   sdm debug --rm slurm --forward me@login1 -n 32 -- /home/me/ring  # from a laptop
   sdm debug -n 64 --backend sim -e stacks -- hang             # no gdb: simulated stacks
-  sdm debug --mpir --rm openmpi -n 8 -- ./ring               # mpirun starts ./ring itself; MPIR
+  sdm debug --mpir -n 8 -- ./ring                            # mpirun starts ./ring itself; MPIR
   sdm debug --mpir --starter -- ./my-starter -n 8 ./ring     # any starter with the MPIR interface
+
+Programs run as their users run them: an MPI program under its own MPI's
+launcher. The default, --rm auto, picks inside a SLURM allocation
+(SLURM_JOB_ID) srun, inside a POE partition (MP_PROCS) poe, else the MPI
+whose library the program links (libmpi.so.40: Open MPI's mpirun;
+libmpich.so: MPICH's mpiexec), else this machine, and says which and why
+("sdm: using openmpi (./ring links libmpi.so.40)"). A wrapper script is not
+followed: it runs on this machine. Under srun, a program that links an MPI
+gets the plugin it needs (--mpi=pmix for Open MPI, --mpi=pmi2 for MPICH)
+unless a --launcher-arg names one. An --rm whose launcher is not the
+program's MPI's (--rm local for an MPI program of several ranks, --rm
+openmpi for an MPICH one) is refused before anything starts, since every
+rank would be a job of its own; --force runs it anyway. With --target,
+name the resource manager: sdm does not read a program on another host.
 
 With --mpir the launcher starts the program itself, with no sdm around
 each rank, and sdm acquires the ranks through the MPIR interface: it holds
 the starter in MPIR_Breakpoint, reads its table of processes, attaches a
 gdb to every rank, and lets the starter go. The ranks wait, stopped, for
-the first command. To take over a job that runs already: sdm attach.
+the first command. Their output comes through the launcher, which is asked
+to label it (mpirun --tag-output, srun --label), so that it prints with its
+ranks as in every other mode. MPICH's mpiexec has no MPIR. To take over a
+job that runs already: sdm attach.
 
 Every command may start with a rank set ([0-3,7], [all], or a name given
-with defset); type help for the list: run, continue, next, step, finish,
-halt, kill, wait, status, break, tbreak, watch, delete, enable, disable,
-condition, ignore, breakpoints, where, stacks, frame, print, ptype, locals,
-args, globals, threads, thread, x, poke, signals, handle, gdb, set, show,
-focus, defset, sets, quit.
+with defset); type help for the list: run, restart, continue, next, step,
+finish, halt, kill, wait, status, break, tbreak, watch, delete, enable,
+disable, condition, ignore, breakpoints, where, stacks, frame, print, ptype,
+locals, args, globals, threads, thread, x, poke, signals, handle, gdb, set,
+show, focus, defset, sets, quit.
+
+To run the program again, restart: it ends the whole job and starts it
+again through its launcher (the same --rm, options, size, program and
+directory, or the same MPIR launch), with the breakpoints under their old
+numbers, the dlopen settings, the rank sets and the focus, and runs it.
+Under mpirun, mpiexec, srun or poe, run starts the ranks once only: run
+again alone, a rank would start outside its job and die in MPI_Init.
 
 ` + dlopenUsage + `
 
@@ -73,8 +97,9 @@ Exit status: 0 when every command ran and every rank answered it without
 error; 1 when some rank answered with an error, timed out or was lost, when
 ranks still ran at the deadline of a wait or a step (the script asked for a
 stop it did not get), or when the session failed; 2 when a flag or a command
-was typed wrong (the other commands still run). Colour only on a terminal,
-and never with $NO_COLOR.
+was typed wrong (the other commands still run), or --rm names a launcher of
+another MPI than the program's. Colour only on a terminal, and never with
+$NO_COLOR.
 
 flags:
 %s`
@@ -96,8 +121,8 @@ type sessionFlags struct {
 
 func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 	f := &sessionFlags{fs: fs, exprs: new([]string)}
-	f.dlopenMode = fs.String("dlopen-mode", string(dlopen.Default().Mode), "what a library load does: slow (stop, report, plant breakpoints), medium (report only --dlopen-match), fast (never stop); see below")
-	f.dlopenMatch = fs.String("dlopen-match", "", "medium mode's colon-separated list of library names, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
+	f.dlopenMode = fs.String("dlopen-mode", string(dlopen.Default().Mode), "what a library load does: auto (stop only while a breakpoint is pending), slow (stop, report, plant breakpoints), medium (report only --dlopen-match), fast (never stop); see below")
+	f.dlopenMatch = fs.String("dlopen-match", "", "the colon-separated list of library names whose loads medium and auto mode report, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
 	f.batch = fs.String("batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
 	fs.StringArrayVarP(f.exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
 	f.jsonOut = fs.Bool("json", false, "print one JSON object per line, each with a ranks field such as \"0-2,4-7\"")
@@ -122,7 +147,8 @@ func parseFlags(fs *pflag.FlagSet, args []string, usage string) (help bool, err 
 
 func runDebug(args []string) error {
 	fs := pflag.NewFlagSet("sdm debug", pflag.ContinueOnError)
-	rmName := fs.String("rm", "local", "who starts the job: local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe), or auto (from the environment; says which)")
+	rmName := fs.String("rm", "auto", "who starts the job: auto (SLURM in an allocation, POE in a partition, else the MPI the program links, else local; says which), local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe)")
+	force := fs.Bool("force", false, "start the program under --rm even when it links another MPI (each rank then a job of its own)")
 	launcherPath := fs.String("launcher", "", "the launcher program instead of the one in $PATH (--launcher=/opt/ompi/bin/mpirun)")
 	var launcherArgs []string
 	fs.StringArrayVar(&launcherArgs, "launcher-arg", nil, "an argument for the launcher, before the program; repeatable (--launcher-arg=--oversubscribe)")
@@ -165,51 +191,67 @@ func runDebug(args []string) error {
 	dir, _ := os.Getwd()
 	o := launcher.Options{
 		RM: *rmName, Size: *size, Fanout: *f.fanout, Debugger: debugger,
-		Program: fs.Arg(0), Dir: dir, Launcher: *launcherPath, LauncherArgs: launcherArgs,
+		Program: fs.Arg(0), Dir: dir, Launcher: *launcherPath, LauncherArgs: launcherArgs, Force: *force,
 		Target: *target, SSH: *f.sshCommand, Forward: *forward != "", ClientHost: *clientHost,
 		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0),
 	}
 	if *useMPIR {
 		out := newStarterOutput()
-		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Output: out}, f, dl, out, *rmName == "auto" || *starter)
+		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Lines: out.line}, f, dl, out, *starter)
 	}
 	progress := newProgress(isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
-		if p.Stage == "using" && *rmName == "auto" {
-			fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
-		}
+		sayUsing(p)
 		progress.show(p)
 	}
 	s, err := launcher.Launch(ctx, o)
 	progress.clear()
 	if err != nil {
-		return err
+		return refused(err)
 	}
-	return runSession(ctx, launched(s), f, console.Options{}, func(*console.Console) error {
+	load := func(ctx context.Context, s *launcher.Session) error {
+		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
+	}
+	return runSession(ctx, launched(s, load, progress.clear), f, console.Options{}, func(*console.Console) error {
 		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
 			return err
 		}
-		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
+		return load(ctx, s)
 	})
 }
 
-// session is what runSession drives: the tree the commands go to, how
-// the session ends, and what to watch while it runs.
-type session struct {
-	tree  console.Tree
-	end   func(time.Duration) error
-	watch func(ending <-chan struct{})
+// sayUsing says which resource manager starts the job and why, when sdm
+// chose it or added to what the user said.
+func sayUsing(p launcher.Progress) {
+	if p.Stage == "using" && p.Why != "" {
+		fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
+	}
 }
 
-// launched is the session of one launched job.
-func launched(s *launcher.Session) session {
-	return session{tree: s.Session, end: s.End, watch: func(ending <-chan struct{}) { watchJob(s, ending) }}
+// refused gives a launch refused for what the user asked (the wrong MPI's
+// launcher, say) the exit status of a usage error.
+func refused(err error) error {
+	var r *launcher.RefusedError
+	if errors.As(err, &r) {
+		return &exitError{2, err}
+	}
+	return err
+}
+
+// session is what runSession drives: the tree the commands go to, how
+// the session ends, what to watch while it runs, and how restart starts
+// the job again (or says why it cannot).
+type session struct {
+	tree    console.Tree
+	end     func(time.Duration) error
+	watch   func(ending <-chan struct{})
+	restart console.Restarter
 }
 
 // runSession runs the commands of a session that came up, after prepare,
 // ends it and says how it went in the exit status.
 func runSession(ctx context.Context, s session, f *sessionFlags, opts console.Options, prepare func(*console.Console) error) error {
-	opts.JSON, opts.Timeout = *f.jsonOut, *f.timeout
+	opts.JSON, opts.Timeout, opts.Restart = *f.jsonOut, *f.timeout, s.restart
 	opts.Color = !*f.jsonOut && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
 	con := console.New(s.tree, os.Stdout, opts)
 	printed := make(chan struct{})

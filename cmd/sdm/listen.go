@@ -45,6 +45,8 @@ Inside a session, "listen on" takes on every job that asks while you
 debug: each joins the session with the next ranks, as the rank set jobN
 ("[job2] break pass", "[all] stacks"); "listen wait N" waits until the
 session holds N jobs; "listen off" stops. Every job ends with the session.
+A job runs where its batch system placed it, so restart cannot start it
+again from here: submit it again.
 
 Each accepted job connects back here (to this machine's host name, or
 --client-host, on a port chosen for it; to 127.0.0.1 for a job on this
@@ -215,7 +217,7 @@ func (l *listener) debug(ctx context.Context, r *connect.Request) error {
 	t.joined.Add(s.Session)
 	t.ctx = ctx
 	opts := console.Options{Jobs: t}
-	return runSession(ctx, session{tree: t.joined, end: t.end}, l.flags, opts, func(con *console.Console) error {
+	return runSession(ctx, session{tree: t.joined, end: t.end, restart: t}, l.flags, opts, func(con *console.Console) error {
 		t.con = con
 		if attached != nil {
 			con.PrintAnswers(wire.OpAttach, attached)
@@ -377,6 +379,21 @@ func (t *taking) add(ctx context.Context, r *connect.Request) error {
 	}
 	return nil
 }
+
+// Launcher implements console.Restarter: run works as gdb's, since the
+// jobs of the session cannot be restarted anyway.
+func (t *taking) Launcher() string { return "" }
+
+// Restartable implements console.Restarter: a job that connected back
+// cannot be started again from here, and the launcher says why.
+func (t *taking) Restartable() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sessions[0].Relaunchable()
+}
+
+// Restart implements console.Restarter; Restartable always refuses.
+func (t *taking) Restart(context.Context) (string, error) { return "", t.Restartable() }
 
 // end stops listening and ends every job of the session.
 func (t *taking) end(timeout time.Duration) error {

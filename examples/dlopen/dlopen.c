@@ -2,13 +2,18 @@
  * plugins, Python extensions or CUDA do, and calls into them.
  *
  *   dlopen                 loads libplugin.so and calls plugin_function
- *   dlopen [-c] K [LIB...] first loads the K generated libraries
+ *   dlopen [-c] [-w] K [LIB...]
+ *                          first loads the K generated libraries
  *                          dlopen-libs/libgen-0000.so ... (make examples
  *                          generates DLOPEN_LIBS of them) and calls
  *                          gen_function in each, then loads each LIB
  *                          given, then libplugin.so as above; with -c it
  *                          closes each generated library after the call,
- *                          so that no more than one is loaded at a time
+ *                          so that no more than one is loaded at a time;
+ *                          with -w it says "waiting in PID" and waits for
+ *                          a SIGUSR1 before it loads libplugin.so, so that
+ *                          a debugger can be told something while the
+ *                          program runs and before that load
  *
  * Libraries are looked up next to the executable. Before the call into
  * libplugin.so the program calls loaded(), a function of its own: a
@@ -16,6 +21,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +65,23 @@ int main(int argc, char **argv)
     dir[n] = 0;
     dirname(dir);
 
-    int arg = 1, close = 0;
-    if (arg < argc && strcmp(argv[arg], "-c") == 0) {
-        close = 1;
-        arg++;
+    int arg = 1, close = 0, wait = 0;
+    for (; arg < argc && argv[arg][0] == '-'; arg++) {
+        if (strcmp(argv[arg], "-c") == 0)
+            close = 1;
+        else if (strcmp(argv[arg], "-w") == 0)
+            wait = 1;
+        else {
+            fprintf(stderr, "usage: dlopen [-c] [-w] [K [LIB...]]\n");
+            return 2;
+        }
     }
+    /* Blocked and taken by sigwait, the signal is never delivered: a
+     * debugger does not stop the program for it. */
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     int k = arg < argc ? atoi(argv[arg++]) : 0, count = 0, sum = 0;
     for (int i = 0; i < k; i++, count++) {
         snprintf(path, sizeof path, "%s/dlopen-libs/libgen-%04d.so", dir, i);
@@ -77,6 +95,12 @@ int main(int argc, char **argv)
         printf("%d generated libraries said %d\n", k, sum);
     for (; arg < argc; arg++, count++)
         load(argv[arg]);
+    if (wait) {
+        int sig;
+        printf("waiting in %d\n", (int)getpid());
+        fflush(stdout);
+        sigwait(&usr1, &sig);
+    }
     snprintf(path, sizeof path, "%s/libplugin.so", dir);
     void *plugin = load(path);
     count++;

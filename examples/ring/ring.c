@@ -29,6 +29,8 @@ int main(int argc, char **argv)
         token = pass(token, rank, size);
     if (rank == 0)
         printf("token after %d rounds: %d\n", rounds, token);
+    printf("ring of %d ranks done\n", size); /* every rank: merged, it shows that all saw one world */
+    fflush(stdout);
     MPI_Finalize();
     return 0;
 }

@@ -7,6 +7,7 @@ package openmpi
 import (
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/sdm-hpc/sdm/rm"
 )
@@ -45,4 +46,37 @@ func (a Adapter) Command(spec rm.Spec, program []string) (argv, env []string) {
 	argv = append(append(argv, spec.LauncherArgs...), program...)
 	// The MPIR deprecation banner of Open MPI 4 says nothing to sdm's users.
 	return argv, append([]string{"OMPI_MPIR_DO_NOT_WARN=1"}, spec.Env...)
+}
+
+// LabelArgs implements rm.Labeller: --tag-output.
+func (Adapter) LabelArgs(args []string) []string {
+	if rm.HasArg(args, "--tag-output", "-tag-output") {
+		return nil
+	}
+	return []string{"--tag-output"}
+}
+
+// Unlabel implements rm.Labeller for mpirun's --tag-output lines,
+// "[JOB,RANK]<STREAM>:TEXT".
+func (Adapter) Unlabel(line string) (rank int, stream, text string, ok bool) {
+	tag, rest, found := strings.Cut(line, "]<")
+	if !found || !strings.HasPrefix(tag, "[") {
+		return 0, "", "", false
+	}
+	job, r, found := strings.Cut(tag[1:], ",")
+	stream, text, found2 := strings.Cut(rest, ">:")
+	rank, err := strconv.Atoi(r)
+	if !found || !found2 || !digits(job) || !digits(r) || err != nil || !strings.HasPrefix(stream, "std") {
+		return 0, "", "", false
+	}
+	return rank, stream, text, true
+}
+
+func digits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -7,6 +7,7 @@ package slurm
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/sdm-hpc/sdm/rm"
 )
@@ -38,4 +39,24 @@ func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 func (a Adapter) Command(spec rm.Spec, program []string) (argv, env []string) {
 	argv = []string{spec.Program(a.Launcher()), "-n", strconv.Itoa(spec.Size), "--job-name=sdm"}
 	return append(append(argv, spec.LauncherArgs...), program...), spec.Env
+}
+
+// LabelArgs implements rm.Labeller: --label.
+func (Adapter) LabelArgs(args []string) []string {
+	if rm.HasArg(args, "--label", "-l") {
+		return nil
+	}
+	return []string{"--label"}
+}
+
+// Unlabel implements rm.Labeller for srun's --label lines, "RANK: TEXT",
+// the rank padded with spaces to the width of the largest. srun passes
+// both streams of the tasks as they are, so the stream is "tty".
+func (Adapter) Unlabel(line string) (rank int, stream, text string, ok bool) {
+	r, text, found := strings.Cut(strings.TrimLeft(line, " "), ": ")
+	if !found || r == "" || strings.Trim(r, "0123456789") != "" {
+		return 0, "", "", false
+	}
+	rank, err := strconv.Atoi(r)
+	return rank, "tty", text, err == nil
 }
