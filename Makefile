@@ -108,14 +108,12 @@ bench:
 	$(GO) test -run '^$$' -bench 'Dlopen$$' -benchtime 1x -timeout 60m ./integration/
 	$(GO) test -run '^$$' -bench 'DlopenMPI' -benchtime 5x -timeout 60m ./integration/
 
-# A short run of every fuzz target; the seeds run in every `make test`.
+# Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
+# 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run
+# in every `make test`.
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./routing/
-	$(GO) test -run '^$$' -fuzz FuzzTree -fuzztime 10s ./routing/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 20s ./wire/
-	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime 20s ./wire/
-	$(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime 20s ./connect/
-	$(GO) test -run '^$$' -fuzz FuzzParseMatch -fuzztime 20s ./dlopen/
+	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # The demo needs gdb and a C compiler only: no MPI.
 demo: build $(OUT)/plain

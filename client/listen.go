@@ -69,16 +69,21 @@ func Dial(ctx context.Context, addr string, cfg wire.LinkConfig, size int) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	return Open(conn, cfg, size)
+	return open(conn, cfg, size, true)
 }
 
-// Open starts a session on a connection to the master, however it was
-// made: accepted, dialed, or the master's standard input and output
+// Open starts a session on a connection the master made: accepted on the
+// session port, or the master's standard input and output
 // (--proxy=stdio). It authenticates the master and checks that it leads a
-// job of size ranks (any size when size is 0). Handshake roles follow the
-// tree, not the connection: the front end is always the upper end.
+// job of size ranks (any size when size is 0).
 func Open(conn net.Conn, cfg wire.LinkConfig, size int) (*Session, error) {
-	link, err := wire.NewLink(conn, false, cfg)
+	return open(conn, cfg, size, false)
+}
+
+// open starts a session; dialed says that the front end made the
+// connection, which makes it the handshake's initiator.
+func open(conn net.Conn, cfg wire.LinkConfig, size int, dialed bool) (*Session, error) {
+	link, err := wire.NewLink(conn, wire.Ends{Kind: wire.FrontEndLink, Upper: true, Initiator: dialed}, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func WaitFailed(ctx context.Context, dir string, r *Request) error {
 		}
 		return err
 	}
-	return errors.New(strings.TrimSpace(string(data)))
+	return errors.New(Printable(strings.TrimSpace(string(data))))
 }
 
 // Post leaves data for the other side of an accepted request, in a file

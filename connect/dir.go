@@ -85,31 +85,48 @@ func writeFile(dir, name string, data []byte) error {
 	return err
 }
 
+// ErrNotRegular is wrapped when a name in the directory is not a regular
+// file: a FIFO would block the reader, a device or a link could stand
+// for anything.
+var ErrNotRegular = errors.New("not a regular file")
+
 // readPrivate reads a file of the directory that must be the user's own
-// and 0600: anything else was not written by sdm for this user.
+// and 0600: anything else was not written by sdm for this user. It never
+// blocks on what it opens (O_NONBLOCK: a FIFO without a writer) and
+// follows no symbolic link; its errors show the path Printable.
 func readPrivate(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	name := Printable(path)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, fmt.Errorf("%s: %w: a symbolic link", name, ErrNotRegular)
+	case errors.Is(err, syscall.ENOENT):
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrNotRegular, info.Mode().Type())
 	}
 	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("%s: %w: owned by uid %d, not by you", path, ErrInsecure, st.Uid)
+		return nil, fmt.Errorf("%s: %w: owned by uid %d, not by you", name, ErrInsecure, st.Uid)
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%s: %w: mode %04o, want 0600", path, ErrInsecure, perm)
+		return nil, fmt.Errorf("%s: %w: mode %04o, want 0600", name, ErrInsecure, perm)
 	}
 	const limit = 1 << 20
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(data) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
 	}
 	return data, nil
 }

@@ -86,14 +86,19 @@ func (r *Request) Remove(dir string) {
 	}
 }
 
-// String is the request in one line, for lists and prompts.
+// String is the request in one line, for lists and prompts. Every field
+// comes from a file and is shown Printable.
 func (r *Request) String() string {
 	job := ""
 	if r.JobID != "" {
 		job = " job " + r.JobID
 	}
-	return fmt.Sprintf("%s: %s@%s%s pid %d, %s ago, in %s: %s (%s)", r.ID, r.User, r.Host, job, r.Pid,
-		time.Since(r.Time).Round(time.Second), r.Dir, strings.Join(r.Argv, " "), r.Plan)
+	argv := make([]string, len(r.Argv))
+	for i, a := range r.Argv {
+		argv[i] = Printable(a)
+	}
+	return fmt.Sprintf("%s: %s@%s%s pid %d, %s ago, in %s: %s (%s)", r.ID, Printable(r.User), Printable(r.Host), Printable(job), r.Pid,
+		time.Since(r.Time).Round(time.Second), Printable(r.Dir), strings.Join(argv, " "), Printable(r.Plan.String()))
 }
 
 // ParseRequest reads a request and checks every field a front end relies
@@ -152,7 +157,7 @@ func Requests(dir string) (reqs []*Request, skipped []error, err error) {
 			skipped = append(skipped, err)
 			continue
 		case r.UID != os.Geteuid():
-			skipped = append(skipped, fmt.Errorf("%s: a request of uid %d, not yours", path, r.UID))
+			skipped = append(skipped, fmt.Errorf("%s: a request of uid %d, not yours", Printable(path), r.UID))
 			continue
 		case r.Host == host && !alive(r.Pid):
 			r.Remove(dir)
@@ -175,12 +180,12 @@ func ReadRequest(path string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := ParseRequest(data, path)
+	r, err := ParseRequest(data, Printable(path))
 	if err != nil {
 		return nil, err
 	}
 	if want := strings.TrimSuffix(filepath.Base(path), ".request"); r.ID != want {
-		return nil, fmt.Errorf("%s: not a request: id %s in a file named for %s", path, r.ID, want)
+		return nil, fmt.Errorf("%s: not a request: id %s in a file named for %s", Printable(path), r.ID, Printable(want))
 	}
 	return r, nil
 }

@@ -3,9 +3,11 @@ package connect
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -141,4 +143,61 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("accepted %+v", r)
 		}
 	})
+}
+
+// Text from a request reaches the terminal escaped: no escape sequence,
+// carriage return or newline of the request's fields gets through.
+func TestRequestStringEscapesControlCharacters(t *testing.T) {
+	r := plain(t)
+	r.User = "me\x1b]0;owned\x07"
+	r.Host = "node\r\nsdm: accepted everything"
+	r.Dir = "/tmp/\x1b[2J"
+	r.JobID = "1\u202e"
+	r.Argv = []string{"./plain", "\x1b[31mred", "tab\there"}
+	r.Plan.Program = []string{"\u009b31m\xff"}
+	r.Plan.Mode = "launcher"
+	got := r.String()
+	for _, c := range got {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\u202e' {
+			t.Fatalf("control character %U in %q", c, got)
+		}
+	}
+	for _, want := range []string{`me\x1b]0;owned\a`, `node\r\nsdm: accepted everything`, `/tmp/\x1b[2J`, `\x1b[31mred`, `tab\there`, `\u009b31m\xff`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q does not show %q", got, want)
+		}
+	}
+	if p := Printable("plain text, é and 漢字"); p != "plain text, é and 漢字" {
+		t.Errorf("printable text changed: %q", p)
+	}
+}
+
+// A FIFO, a symbolic link or a directory named like a request is skipped
+// at once with a reason: reading it must never block.
+func TestRequestsSkipWhatIsNotARegularFile(t *testing.T) {
+	dir := newDir(t)
+	if err := syscall.Mkfifo(filepath.Join(dir, "x.request"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("/dev/zero", filepath.Join(dir, "y.request"))
+	os.Mkdir(filepath.Join(dir, "z.request"), 0o700)
+	os.WriteFile(filepath.Join(dir, "\x1b[2J.request"), []byte("{}"), 0o600)
+	done := make(chan []error, 1)
+	go func() {
+		_, skipped, _ := Requests(dir)
+		done <- skipped
+	}()
+	var skipped []error
+	select {
+	case skipped = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Requests still blocked after 10 s on a FIFO")
+	}
+	text := fmt.Sprint(skipped)
+	if len(skipped) != 4 || strings.Count(text, "not a regular file") != 3 {
+		t.Fatalf("skipped: %v", skipped)
+	}
+	if strings.ContainsRune(text, 0x1b) {
+		t.Errorf("a file name reached the report raw: %q", text)
+	}
 }

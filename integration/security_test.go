@@ -6,11 +6,15 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/connect"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
@@ -35,11 +39,12 @@ func TestTreePortsRefuseStrangers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := wire.NewLink(conn, true, wrong); !errors.Is(err, wire.ErrAuth) {
+		if _, err := wire.NewLink(conn, wire.ToParent(e.Index, n), wrong); !errors.Is(err, wire.ErrAuth) {
 			t.Errorf("%s with the wrong key: %v, want ErrAuth", e.Addr(), err)
 		}
 		// Raw bytes, as a port scanner or a forged message would send:
-		// the answer is the hello and nothing else, then the port closes.
+		// the answer is the 6-byte preamble and nothing else, then the
+		// port closes.
 		conn, err = net.Dial("tcp", e.Addr())
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +54,7 @@ func TestTreePortsRefuseStrangers(t *testing.T) {
 		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		got, _ := io.ReadAll(conn)
 		conn.Close()
-		if len(got) > 38 {
+		if len(got) > 6 {
 			t.Errorf("%s sent %d bytes to a stranger", e.Addr(), len(got))
 		}
 	}
@@ -171,3 +176,186 @@ func (p *pipeConn) SetDeadline(t time.Time) error {
 }
 func (p *pipeConn) SetReadDeadline(t time.Time) error  { return p.r.SetReadDeadline(t) }
 func (p *pipeConn) SetWriteDeadline(t time.Time) error { return p.w.SetWriteDeadline(t) }
+
+// sdm requests lists what it can read and skips the rest at once: a FIFO
+// named like a request does not hang it, and the escape sequences of a
+// request's command line reach the terminal quoted.
+func TestRequestsCommandSkipsAFIFOAndEscapes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "connect")
+	if err := connect.Secure(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "x.request"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := connect.NewRequest([]string{"./plain", "\x1b[2J\x1b[Hsdm: nothing waits"},
+		connect.Plan{Mode: "process", RM: "local", Size: 1, Program: []string{"./plain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runEnv(t, []string{connect.DirEnv + "=" + dir}, "requests")
+	if code != 0 {
+		t.Fatalf("sdm requests: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "x.request: not a regular file") {
+		t.Errorf("the FIFO was not reported: %q", errOut)
+	}
+	if strings.ContainsRune(out+errOut, 0x1b) {
+		t.Errorf("an escape sequence reached the terminal: %q", out)
+	}
+	if !strings.Contains(out, `\x1b[2J\x1b[Hsdm: nothing waits`) {
+		t.Errorf("the request is not listed, quoted: %q", out)
+	}
+}
+
+// A server or master given the key in $SDM_SESSION_KEY keeps it out of
+// /proc/PID/environ, which os.Unsetenv alone would not change, and out of
+// its command line, while the tree works with it.
+func TestKeyLeavesTheEnvironmentOfServers(t *testing.T) {
+	const n = 4
+	s := newSession(t, n)
+	key := s.link.Key.String()
+	env := append(cleanEnv(), wire.KeyEnv+"="+key)
+	port := freePort(t)
+	masterCmd := testenv.Command(t, sdmBin, "--master", "--port="+strconv.Itoa(port), "--routing_file="+s.routes)
+	masterCmd.Env = env
+	procs := []*proc{start(t, masterCmd)}
+	for i := 0; i < n; i++ {
+		cmd := testenv.Command(t, sdmBin, "--routing_file="+s.routes, "--debugger=sim", "--server="+strconv.Itoa(i))
+		cmd.Env = env
+		procs = append(procs, start(t, cmd))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var cs *client.Session
+	var err error
+	for {
+		// The master may not listen yet: retry until it does.
+		cs, err = client.Dial(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), s.link, n)
+		var op *net.OpError
+		if !errors.As(err, &op) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if err := cs.WaitConnected(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		for _, file := range []string{"environ", "cmdline"} {
+			data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/" + file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(data), key) || strings.Contains(string(data), wire.KeyEnv+"=") {
+				t.Errorf("%v: /proc/PID/%s holds the session key", p.cmd.Args[1:], file)
+			}
+		}
+	}
+	if groups := command(t, cs.Command, wire.All(n), wire.OpStatus, nil); !okRanks(groups).Equal(wire.All(n)) {
+		t.Fatalf("status: %s", describe(groups))
+	}
+}
+
+// A front end killed with SIGKILL cannot remove its session directory, key
+// file included; the next front end of the same user removes it.
+func TestKilledFrontEndsSessionIsRemovedByTheNext(t *testing.T) {
+	tmp := t.TempDir()
+	env := append(cleanEnv(), "TMPDIR="+tmp)
+	first := testenv.Command(t, sdmBin, "debug", "-n", "2", "--backend", "sim", "--", "ring")
+	first.Env = env
+	stdin, err := first.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, first)
+	io.WriteString(stdin, "where\n")
+	p.lines(t, 1, "ring.c")
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "sdm-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("session directories %v, want one", dirs)
+	}
+	if _, err := os.Stat(filepath.Join(dirs[0], "key")); err != nil {
+		t.Fatalf("the running session has no key file: %v", err)
+	}
+	first.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	if _, err := os.Stat(dirs[0]); err != nil {
+		t.Fatalf("the killed front end's directory is already gone: %v", err)
+	}
+	out, errOut, code := runWith(t, env, "", "debug", "-n", "1", "--backend", "sim", "-e", "where", "--", "ring")
+	if code != 0 {
+		t.Fatalf("the next front end: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(dirs[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed front end's session directory is still there: %v", err)
+	}
+}
+
+// boundTo returns the local addresses of the listening TCP sockets on
+// port, from /proc/net/tcp (hex "0100007F" is 127.0.0.1).
+func boundTo(t *testing.T, port int) []string {
+	t.Helper()
+	var addrs []string
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 4 || f[3] != "0A" { // LISTEN
+				continue
+			}
+			addr, hexPort, _ := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil && int(p) == port {
+				addrs = append(addrs, addr)
+			}
+		}
+	}
+	return addrs
+}
+
+// A master started by hand without --host listens for its front end on
+// the loopback only, or where --listen says; a server binds the address
+// its routing-file entry gives.
+func TestHandStartedMasterBindsLoopback(t *testing.T) {
+	const n = 4
+	s := newSession(t, n)
+	table, err := routing.ReadFile(s.routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		listen []string
+		want   string
+	}{
+		{nil, "0100007F"},
+		{[]string{"--listen=0.0.0.0"}, "00000000"},
+	} {
+		port := freePort(t)
+		args := append([]string{"--master", "--port=" + strconv.Itoa(port), "--routing_file=" + s.routes, "--key-file=" + s.keyFile}, c.listen...)
+		master := start(t, testenv.Command(t, sdmBin, args...))
+		conn := dialRetry(t, func() (string, error) { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil })
+		conn.Close()
+		// Go binds 0.0.0.0 as the dual-stack [::], which tcp6 lists.
+		if got := boundTo(t, port); len(got) != 1 || strings.Trim(got[0], "0") != strings.Trim(c.want, "0") {
+			t.Errorf("master %v: session port bound to %v, want %s", c.listen, got, c.want)
+		}
+		master.cmd.Process.Kill()
+		<-master.done
+	}
+	s.startServer(s.serverArgs(), 0) // rank 0 has children: it listens
+	port := table.Entries[0].Port
+	dialRetry(t, func() (string, error) { return table.Entries[0].Addr(), nil }).Close()
+	if got := boundTo(t, port); len(got) != 1 || got[0] != "0100007F" {
+		t.Errorf("rank 0 (routing entry %s) bound to %v, want 127.0.0.1 only", table.Entries[0].Addr(), got)
+	}
+}

@@ -144,7 +144,7 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 	}
 	dir := o.sessionDir
 	if dir == "" {
-		if dir, err = wire.PrivateDir("", "sdm-"); err != nil {
+		if dir, err = wire.SessionDir(""); err != nil {
 			return nil, err
 		}
 	}
@@ -202,7 +202,7 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		}
 		s.cancel()
 		s.closeTarget()
-		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
+		return nil, keptLogs(err, dir)
 	}
 	s.Session = cs
 	return s, nil
@@ -427,7 +427,7 @@ func (s *Session) End(timeout time.Duration) error {
 	err = errors.Join(errs...)
 	switch {
 	case err != nil && s.Dir != "":
-		return fmt.Errorf("%w (logs kept in %s)", err, s.Dir)
+		return keptLogs(err, s.Dir)
 	case err != nil:
 		return err
 	}
@@ -453,4 +453,12 @@ func describeFailures(groups []wire.Group) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// keptLogs says where the logs of a session that failed are kept, and
+// removes its key file, which nothing needs any more: the directory stays
+// for the user to read, the key must not.
+func keptLogs(err error, dir string) error {
+	os.Remove(filepath.Join(dir, "key"))
+	return fmt.Errorf("%w (logs kept in %s)", err, dir)
 }

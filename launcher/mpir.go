@@ -87,7 +87,7 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 	if progress == nil {
 		progress = func(Progress) {}
 	}
-	dir, err := wire.PrivateDir("", "sdm-")
+	dir, err := wire.SessionDir("")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -369,7 +369,7 @@ func (a *acquisition) fail(s *Session, err error) error {
 		}
 	}
 	a.undo()
-	return fmt.Errorf("%w (logs kept in %s)", err, a.dir)
+	return keptLogs(err, a.dir)
 }
 
 // undo lets go of the starter: a held one is killed with its job, an

@@ -56,7 +56,7 @@ func Host(ctx context.Context, o Options, clientAddr string, key wire.Key) (*Hos
 	dir := o.sessionDir
 	if dir == "" {
 		var err error
-		if dir, err = wire.PrivateDir("", "sdm-"); err != nil {
+		if dir, err = wire.SessionDir(""); err != nil {
 			return nil, err
 		}
 	}
@@ -84,7 +84,7 @@ func Host(ctx context.Context, o Options, clientAddr string, key wire.Key) (*Hos
 			err = cause
 		}
 		s.cancel()
-		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
+		return nil, keptLogs(err, dir)
 	}
 	return &Hosted{Job: s.Job, Master: s.Master, Dir: dir, s: s}, nil
 }
@@ -106,7 +106,7 @@ func (h *Hosted) Wait() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%w (logs kept in %s)", err, h.Dir)
+		return keptLogs(err, h.Dir)
 	}
 	return os.RemoveAll(h.Dir)
 }
@@ -142,7 +142,7 @@ func HostMPIR(ctx context.Context, o Options, argv []string, clientAddr string, 
 	if progress == nil {
 		progress = func(Progress) {}
 	}
-	dir, err := wire.PrivateDir("", "sdm-")
+	dir, err := wire.SessionDir("")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,7 +150,7 @@ func HostMPIR(ctx context.Context, o Options, argv []string, clientAddr string, 
 	a := &acquisition{o: o, m: MPIR{Argv: argv, Starter: true, Output: os.Stdout}, dir: dir}
 	fail := func(err error) (*Hosted, *Held, error) {
 		a.undo()
-		return nil, nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
+		return nil, nil, keptLogs(err, dir)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer cancel()

@@ -34,8 +34,11 @@ type Options struct {
 	Generate []string
 	Fanout   int
 	// Client is the front end's session address (--host/--port). When
-	// empty the master listens on ListenPort and the front end dials in.
+	// empty the master listens on ListenHost:ListenPort (--listen/--port)
+	// and the front end dials in; ListenHost "" is the loopback, so that
+	// only this host's users can reach the port unless asked otherwise.
 	Client     string
+	ListenHost string
 	ListenPort int
 	// Stdio, when set, is the link to the front end (--proxy=stdio).
 	Stdio net.Conn
@@ -64,7 +67,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	node, err := sdm.New(sdm.Config{
 		Index: table.Size(), Tree: routing.Tree{Size: table.Size(), Fanout: o.Fanout},
-		Listener: ln, DialUp: dial, AcceptsStrangers: o.Client == "" && o.Stdio == nil,
+		Listener: ln, DialUp: dial, AcceptsFrontEnd: o.Client == "" && o.Stdio == nil,
 		ConnectTimeout: o.Timeout, Link: o.Link, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})
 	if err != nil {
@@ -125,7 +128,11 @@ func (o Options) upstream() (dial func(context.Context) (net.Conn, error), close
 	case o.Client != "":
 		return sdm.DialTCP(o.Client), func() {}, nil
 	}
-	ln, err := sdm.ListenPort(o.ListenPort)
+	host := o.ListenHost
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := sdm.Listen(host, o.ListenPort)
 	if err != nil {
 		return nil, nil, fmt.Errorf("master: session port: %w", err)
 	}
@@ -140,16 +147,16 @@ func (o Options) upstream() (dial func(context.Context) (net.Conn, error), close
 // publish listens on a free port for the children and writes the master
 // file that tells the master's children where to connect.
 func publish(routingFile string, size int) (net.Listener, error) {
-	ln, err := sdm.ListenPort(0)
-	if err != nil {
-		return nil, fmt.Errorf("master: %w", err)
-	}
 	host := os.Getenv(HostEnv)
 	if host == "" {
+		var err error
 		if host, err = os.Hostname(); err != nil {
-			ln.Close()
 			return nil, fmt.Errorf("master: %w", err)
 		}
+	}
+	ln, err := sdm.Listen(sdm.BindHost(host), 0)
+	if err != nil {
+		return nil, fmt.Errorf("master: %w", err)
 	}
 	entry := routing.Entry{Index: size, Host: host, Port: ln.Addr().(*net.TCPAddr).Port}
 	if err := routing.WriteMaster(routingFile, entry); err != nil {

@@ -15,6 +15,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("1\n0 a 1"))
 	f.Add([]byte("3\n0 a 1\n1 a"))
 	f.Add([]byte("2\n0 a 1\n\n1 a 2\n"))
+	f.Add([]byte("2\n0 h 1\n1 127.0.0.1 4"))
+	f.Add([]byte("2\r\n0 h 1\r\n1 h\xc3\xa9 4\r\n"))
+	f.Add([]byte("1\n0 h\xff 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := Parse(bytes.NewReader(data), "fuzz")
 		if err != nil {
@@ -61,5 +64,28 @@ func FuzzTree(f *testing.F) {
 			fanout++
 		}
 		checkTree(t, Tree{Size: n, Fanout: fanout})
+	})
+}
+
+// FuzzParseEntryLine checks the one-line files a master and publishing
+// servers write: no panic, and every entry accepted is one a routing file
+// would accept too.
+func FuzzParseEntryLine(f *testing.F) {
+	f.Add([]byte("8 login1 40123\n"), 9)
+	f.Add([]byte("3 127.0.0.1 4"), 8)
+	f.Add([]byte("0 h\xff 1\n"), 1)
+	f.Add([]byte("1 a 2\r\n"), 2)
+	f.Fuzz(func(t *testing.T, data []byte, n int) {
+		n = 1 + int(uint(n)%1000)
+		e, err := parseEntryLine("fuzz", data, n)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz:") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if e.Index < 0 || e.Index >= n || e.Port < 1 || e.Port > 65535 || checkHost(e.Host) != "" {
+			t.Fatalf("accepted %q as %+v", data, e)
+		}
 	})
 }

@@ -16,8 +16,10 @@ const maxLine = 64 << 10
 
 // Parse reads a routing file from r. The name is only used in error
 // messages, which have the form "name:line: problem". A file with fewer
-// entries than its header announces, or an empty one, yields an error
-// wrapping ErrIncomplete; anything else that is wrong yields an error at the
+// complete entries than its header announces, or an empty one, yields an
+// error wrapping ErrIncomplete; an entry is complete only when its line
+// ends with a newline (CRLF too), so a file caught halfway through a write
+// never reads as whole. Anything else that is wrong yields an error at the
 // first offending line.
 func Parse(r io.Reader, name string) (*Table, error) {
 	p := parser{name: name}
@@ -122,7 +124,8 @@ func (p *parser) entry(text []byte, terminated bool) error {
 	fh, rest := nextField(rest)
 	fp, rest := nextField(rest)
 	if len(fp) == 0 && !terminated {
-		// A prefix of a valid line can only lack fields; any other
+		// A prefix of a valid line can only lack fields, or end inside
+		// the host (in the middle of a UTF-8 sequence, say); any other
 		// problem on a cut-short line is real.
 		p.partial = true
 		return nil
@@ -161,6 +164,12 @@ func (p *parser) entry(text []byte, terminated bool) error {
 	}
 	if port < 1 || port > 65535 {
 		return p.errorf("port %s out of range 1-65535", fp)
+	}
+	if !terminated {
+		// An entry is complete only with its newline: a writer that is
+		// not done yet may still be writing its port ("4" of "40123").
+		p.partial = true
+		return nil
 	}
 	p.entries = append(p.entries, Entry{Index: idx, Host: host, Port: port})
 	return nil

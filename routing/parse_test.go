@@ -51,13 +51,23 @@ func TestParseCRLF(t *testing.T) {
 	}
 }
 
+// An entry is complete only when its line ends: a writer that is not done
+// may be in the middle of the last port.
 func TestParseNoFinalNewline(t *testing.T) {
-	tab, err := parseString("1\n0 a 1")
-	if err != nil {
-		t.Fatal(err)
+	for in, want := range map[string]string{
+		"1\n0 a 1":                "routes: has 0 of 1 entries (line 2 is partly written)",
+		"2\n0 h 1\n1 127.0.0.1 4": "routes: has 1 of 2 entries (line 3 is partly written)",
+		"2\r\n0 h 1\r\n1 h 4\r":   "routes: has 1 of 2 entries (line 3 is partly written)",
+		"2\n0 h 1\n1 h\xc3":       "routes: has 1 of 2 entries (line 3 is partly written)",
+		"1\n0 a 1 extra":          `routes:2: trailing garbage "extra" after the port`,
+	} {
+		tab, err := parseString(in)
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: %v %v, want %q", in, tab, err, want)
+		}
 	}
-	if e, _ := tab.Lookup(0); e.Port != 1 {
-		t.Fatalf("port = %d, want 1", e.Port)
+	if _, err := parseString("2\n0 h 1\n1 127.0.0.1 4\n"); err != nil {
+		t.Errorf("the same file, finished: %v", err)
 	}
 }
 
@@ -89,6 +99,8 @@ func TestParseErrors(t *testing.T) {
 		{"port abc", "1\n0 a abc\n", `routes:2: port "abc" is not a number`, false},
 		{"host 256 bytes", "1\n0 " + long + " 1\n", "routes:2: host is 256 bytes long, at most 255 allowed", false},
 		{"host control char", "1\n0 a\x01b 1\n", `routes:2: host "a\x01b" contains whitespace or a control character`, false},
+		{"host C1 control char", "1\n0 a\u009bb 1\n", `routes:2: host "a\u009bb" contains whitespace or a control character`, false},
+		{"host invalid UTF-8", "2\n0 a 1\n1 a\xffb 1\n", `routes:3: host "a\xffb" is not valid UTF-8`, false},
 		{"trailing garbage", "1\n0 a 1 extra\n", `routes:2: trailing garbage "extra" after the port`, false},
 		{"missing port", "2\n0 a\n1 a 2\n", `routes:2: missing port after host "a"`, false},
 		{"missing host and port", "2\n0\n1 a 2\n", `routes:2: missing host and port after index "0"`, false},

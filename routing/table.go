@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode"
+	"unicode/utf8"
 )
 
 // MaxSize is the largest number of servers a routing file or a Tree may
@@ -142,8 +143,11 @@ func checkHost(h string) string {
 	if len(h) > maxHostLen {
 		return fmt.Sprintf("host is %d bytes long, at most %d allowed", len(h), maxHostLen)
 	}
+	if !utf8.ValidString(h) {
+		return fmt.Sprintf("host %s is not valid UTF-8", quote([]byte(h)))
+	}
 	for _, r := range h {
-		if r < 0x21 || r == 0x7f || unicode.IsSpace(r) {
+		if r < 0x21 || unicode.IsControl(r) || unicode.IsSpace(r) {
 			return fmt.Sprintf("host %s contains whitespace or a control character", quote([]byte(h)))
 		}
 	}

@@ -34,7 +34,7 @@ func (n *Node) acceptChildren(ctx context.Context, wg *sync.WaitGroup) {
 // admit authenticates conn, learns which child it is and serves it.
 func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	peer := conn.RemoteAddr()
-	link, err := wire.NewLink(conn, false, n.cfg.Link)
+	link, err := wire.NewLink(conn, wire.FromChild(n.cfg.Index, n.cfg.Tree.Size), n.cfg.Link)
 	if err != nil {
 		n.log.Printf("dropped connection from %s: %v", peer, err)
 		return

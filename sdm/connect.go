@@ -27,14 +27,16 @@ func (n *Node) connectUp(ctx context.Context) (*wire.Link, error) {
 	wait := firstRetry
 	var last error
 	for {
-		link, err := n.tryUp(ctx)
+		link, peer, err := n.tryUp(ctx)
 		if err == nil {
 			return link, nil
 		}
 		refused := errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrNotSDM)
 		switch {
-		case refused && n.cfg.AcceptsStrangers:
-			n.log.Printf("dropped a front end: %v", err)
+		case peer != nil && n.cfg.AcceptsFrontEnd:
+			// Whoever reaches the session port gets the preamble and
+			// nothing else; the master keeps waiting for its front end.
+			n.log.Printf("session port: dropped a connection from %s: %v", peer, err)
 		case refused:
 			return nil, fmt.Errorf("%s refused us: %w", n.parentName(), err)
 		}
@@ -48,14 +50,15 @@ func (n *Node) connectUp(ctx context.Context) (*wire.Link, error) {
 	}
 }
 
-func (n *Node) tryUp(ctx context.Context) (*wire.Link, error) {
+// tryUp makes one attempt; peer is set once a connection was made.
+func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err error) {
 	conn, err := n.cfg.DialUp(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	link, err := wire.NewLink(conn, true, n.cfg.Link)
-	if err != nil {
-		return nil, err
+	peer = conn.RemoteAddr()
+	if link, err = wire.NewLink(conn, n.upEnds(), n.cfg.Link); err != nil {
+		return nil, peer, err
 	}
 	hello, err := wire.Encode(wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size})
 	if err == nil {
@@ -63,9 +66,18 @@ func (n *Node) tryUp(ctx context.Context) (*wire.Link, error) {
 	}
 	if err != nil {
 		link.Close()
-		return nil, err
+		return nil, peer, err
 	}
-	return link, nil
+	return link, peer, nil
+}
+
+// upEnds describes the link to the parent: for the master, the front-end
+// link, where the master speaks first unless it accepted the connection.
+func (n *Node) upEnds() wire.Ends {
+	if n.cfg.Index == n.cfg.Tree.Master() {
+		return wire.Ends{Kind: wire.FrontEndLink, Initiator: !n.cfg.AcceptsFrontEnd}
+	}
+	return wire.ToParent(n.cfg.Tree.Parent(n.cfg.Index), n.cfg.Tree.Size)
 }
 
 // DialTCP returns a Config.DialUp that dials addr.

@@ -35,10 +35,12 @@ type Config struct {
 	// DialUp connects to the parent (for the master: to the front end).
 	// It is retried until ConnectTimeout passes.
 	DialUp func(ctx context.Context) (net.Conn, error)
-	// AcceptsStrangers says that DialUp takes whoever connects (a master
-	// waiting for its front end): one that fails the handshake is dropped
-	// and the next awaited, where otherwise a refused handshake is final.
-	AcceptsStrangers bool
+	// AcceptsFrontEnd says that DialUp accepts the front end's connection
+	// (a master started without --host) instead of making one: the master
+	// is then the handshake's responder, and a peer that fails it is
+	// dropped and the next awaited, where otherwise a refused handshake
+	// is final.
+	AcceptsFrontEnd bool
 	// ConnectTimeout bounds the wait for the parent (default 60 s).
 	ConnectTimeout time.Duration
 	Link           wire.LinkConfig

@@ -59,7 +59,7 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	ln := o.Listener
 	if ln == nil && len(tree.Children(o.Index)) > 0 {
 		entry, _ := table.Lookup(o.Index)
-		if ln, err = ListenPort(entry.Port); err != nil {
+		if ln, err = Listen(BindHost(entry.Host), entry.Port); err != nil {
 			return fmt.Errorf("rank %d (routing file %s): %w", o.Index, o.RoutingFile, err)
 		}
 	}
@@ -93,12 +93,24 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	return node.Run(ctx)
 }
 
-// ListenPort listens on port on every interface, and says at once when the
-// port is taken instead of retrying.
-func ListenPort(port int) (net.Listener, error) {
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+// Listen listens on host:port ("" for every interface), and says at once
+// when the port is taken instead of retrying.
+func Listen(host string, port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return nil, fmt.Errorf("cannot listen on port %d: %w", port, err)
+		return nil, fmt.Errorf("cannot listen on %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
 	}
 	return ln, nil
+}
+
+// BindHost is the address to bind for a port that children reach at
+// host, as a routing or master file names it: a literal address is bound
+// as it is, so the port is reachable there and nowhere else; a host name
+// may stand for other addresses on other hosts (and for 127.0.1.1 in this
+// host's own /etc/hosts), so its port listens on every interface.
+func BindHost(host string) string {
+	if ip := net.ParseIP(host); ip != nil {
+		return host
+	}
+	return ""
 }

@@ -93,6 +93,9 @@ func DecodeMessage(body []byte) (*Message, error) {
 }
 
 func decodeMessage(dec *msgpack.Decoder, r *bytes.Reader, body []byte) (*Message, error) {
+	if _, err := checkBounds(body); err != nil {
+		return nil, err
+	}
 	r.Reset(body)
 	dec.Reset(r)
 	m := new(Message)

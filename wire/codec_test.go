@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -85,6 +86,42 @@ func TestDecodeRefusesBadMessages(t *testing.T) {
 	}
 }
 
+// A length announced by a frame is checked against what the frame holds
+// before anything is allocated for it: 11 bytes announcing a 4 GiB body,
+// and a body announcing a 4 GiB binary, cost next to nothing.
+func TestDecodeChecksLengthsBeforeAllocating(t *testing.T) {
+	huge := map[string]func() error{
+		"message body": func() error {
+			_, err := DecodeMessage([]byte{0x97, 0x00, 0x00, 0xa0, 0x90, 0x00, 0xc6, 0xff, 0xff, 0xff, 0xf0})
+			return err
+		},
+		"op string": func() error {
+			_, err := DecodeMessage([]byte{0x97, 0x00, 0x00, 0xdb, 0xff, 0xff, 0xff, 0xf0})
+			return err
+		},
+		"groups": func() error {
+			_, err := DecodeMessage([]byte{0x97, 0x03, 0x00, 0xa0, 0x90, 0x00, 0xc0, 0xdd, 0xff, 0xff, 0xff, 0xff})
+			return err
+		},
+		"body field": func() error {
+			var v struct{ Data []byte }
+			return Decode([]byte{0x81, 0xa4, 'D', 'a', 't', 'a', 0xc6, 0xff, 0xff, 0xff, 0xf0}, &v)
+		},
+	}
+	for name, decode := range huge {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := decode()
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrMessage) {
+			t.Errorf("%s: %v, want ErrMessage", name, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Errorf("%s: decoding 12 bytes allocated %d bytes", name, grew)
+		}
+	}
+}
+
 func FuzzDecodeMessage(f *testing.F) {
 	for _, m := range []*Message{
 		{Kind: KindCommand, ID: 1, Op: "where", Ranks: All(8), Timeout: time.Second},
@@ -126,4 +163,20 @@ func BenchmarkCodecReply(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzDecodeBody feeds op bodies to Decode: no panic, and no allocation
+// beyond what the body can hold (checkBounds runs first).
+func FuzzDecodeBody(f *testing.F) {
+	f.Add(MustEncode(Start{Program: "ring", Args: []string{"1"}, Env: []string{"A=B"}}))
+	f.Add(MustEncode(Hello{Index: 1, Size: 8}))
+	f.Add([]byte{0x81, 0xa4, 'A', 'r', 'g', 's', 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Start
+		Decode(data, &s)
+		var st Stack
+		Decode(data, &st)
+		var v any
+		Decode(data, &v)
+	})
 }

@@ -1,121 +1,264 @@
 package wire
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"time"
+
+	"github.com/flynn/noise"
 )
 
 // ProtocolVersion is the version of the messages and of the handshake. Peers
 // of different versions refuse each other before anything else is read.
-const ProtocolVersion = 1
+// Version 1 was an HMAC challenge that protected nothing after it.
+const ProtocolVersion = 2
 
 // DefaultHandshakeTimeout bounds the whole handshake, so a peer that stalls
 // halfway holds a connection for at most this long.
 const DefaultHandshakeTimeout = 5 * time.Second
 
-// The hello both sides send first: magic, version, nonce.
+// The preamble both sides send first, in clear: magic and version, so that
+// a stray client or a peer of another version is told apart at once.
 var magic = [4]byte{'S', 'D', 'M', 0}
 
-const (
-	nonceSize = 32
-	helloSize = len(magic) + 2 + nonceSize
-	macSize   = sha256.Size
-)
+const preambleSize = len(magic) + 2
 
 // Sentinel errors of the handshake, for errors.Is.
 var (
 	ErrNotSDM  = errors.New("peer does not speak the sdm protocol")
 	ErrVersion = errors.New("protocol version mismatch")
-	ErrAuth    = errors.New("peer failed authentication (wrong session key?)")
+	ErrAuth    = errors.New("peer failed authentication (wrong session key, or a link it was not made for)")
 )
 
-// Handshake proves to the peer on conn that we hold key and checks that the
-// peer does too, before any other byte is trusted. Both sides send a hello
-// (magic, version, fresh nonce); the dialer then answers with an HMAC over
-// both nonces, and the listener answers with its own only after the
-// dialer's checked out, so an impostor learns nothing. The role labels in
-// the HMACs keep one side's answer from being replayed as the other's.
-func Handshake(conn net.Conn, key Key, dialer bool, timeout time.Duration) error {
+// The Noise protocol: NNpsk0 with the session key as the pre-shared key.
+// Both ends mix the key in before the first message, so a peer without it
+// can neither produce nor read a single handshake or transport message;
+// the ephemeral Diffie-Hellman gives each link keys of its own, so that a
+// recorded link cannot be read later even with the session key. AES-GCM
+// and SHA-256 come from the standard library (AES runs in hardware on the
+// machines sdm targets).
+var cipherSuite = noise.NewCipherSuite(noise.DH25519, noise.CipherAESGCM, noise.HashSHA256)
+
+// LinkKind says what a link connects.
+type LinkKind uint8
+
+// Link kinds.
+const (
+	TreeLink     LinkKind = 1 // a server (or the master) and one of its children
+	FrontEndLink LinkKind = 2 // the master and the front end
+)
+
+// Ends describes a link as one of its ends sees it. Both ends must describe
+// the same link, and the description is bound into the handshake (Noise's
+// prologue): a handshake made for one link fails on any other. So a child's
+// handshake for parent 3 is refused by parent 5, and a front end's by any
+// tree port, whatever relays the bytes.
+type Ends struct {
+	Kind LinkKind
+	// Parent is the upper end's index in the tree (the master's is Size),
+	// and Size the job's; tree links only: a front end need not know the
+	// size before the master's hello.
+	Parent, Size int
+	// Upper says that we are the upper end: the parent, or the front end.
+	Upper bool
+	// Initiator says that we speak first: the end that made the
+	// connection, or the master on a pipe (--proxy=stdio).
+	Initiator bool
+}
+
+// ToParent is a child's end of the link to its parent.
+func ToParent(parent, size int) Ends {
+	return Ends{Kind: TreeLink, Parent: parent, Size: size, Initiator: true}
+}
+
+// FromChild is a parent's end of a link from one of its children.
+func FromChild(self, size int) Ends {
+	return Ends{Kind: TreeLink, Parent: self, Size: size, Upper: true}
+}
+
+// prologue is the link's description, the same at both ends.
+func (e Ends) prologue() []byte {
+	initiator := "lower"
+	if e.Upper == e.Initiator {
+		initiator = "upper"
+	}
+	p := "sdm " + strconv.Itoa(ProtocolVersion) + "\n"
+	switch e.Kind {
+	case TreeLink:
+		p += "tree link to parent " + strconv.Itoa(e.Parent) + " of " + strconv.Itoa(e.Size)
+	case FrontEndLink:
+		p += "front-end link"
+	default:
+		p += "link kind " + strconv.Itoa(int(e.Kind))
+	}
+	return []byte(p + "\ninitiated by the " + initiator + " end\n")
+}
+
+// String names the link, for errors.
+func (e Ends) String() string {
+	if e.Kind == FrontEndLink {
+		return "the front-end link"
+	}
+	return "the tree link to parent " + strconv.Itoa(e.Parent)
+}
+
+// handshakeRecordLimit bounds a handshake message; real ones are 48 bytes.
+const handshakeRecordLimit = 1024
+
+// Handshake runs the Noise handshake on conn as the end e describes, and
+// returns conn wrapped so that every byte after the handshake is encrypted
+// and authenticated. The initiator sends its preamble (magic, version) and
+// its ephemeral key in one write; the responder checks both and answers
+// with its own preamble and ephemeral key, also in one write; the
+// initiator confirms with a first encrypted record, so that both ends know
+// the other holds the key before NewLink returns. That is one round trip,
+// as many as a bare TCP exchange of greetings. A responder sends nothing
+// but its preamble before the initiator's first message proved that it
+// holds the key for this very link, so two listeners cannot be played
+// against each other.
+func Handshake(conn net.Conn, key Key, e Ends, timeout time.Duration) (*secureConn, error) {
 	if timeout <= 0 {
 		timeout = DefaultHandshakeTimeout
 	}
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.SetDeadline(time.Time{})
+	hs, err := noise.NewHandshakeState(noise.Config{
+		CipherSuite: cipherSuite, Pattern: noise.HandshakeNN, Initiator: e.Initiator,
+		Prologue: e.prologue(), PresharedKey: key[:], PresharedKeyPlacement: 0,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if e.Initiator {
+		return initiate(conn, hs, e)
+	}
+	return respond(conn, hs, e)
+}
 
-	var mine [helloSize]byte
-	copy(mine[:], magic[:])
-	binary.BigEndian.PutUint16(mine[len(magic):], ProtocolVersion)
-	if _, err := rand.Read(mine[len(magic)+2:]); err != nil {
-		return err
+func initiate(conn net.Conn, hs *noise.HandshakeState, e Ends) (*secureConn, error) {
+	msg, _, _, err := hs.WriteMessage(nil, nil)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := conn.Write(mine[:]); err != nil {
-		return fmt.Errorf("handshake: send hello: %w", err)
+	if _, err := conn.Write(appendRecord(appendPreamble(nil), msg)); err != nil {
+		return nil, fmt.Errorf("handshake: send: %w", err)
 	}
+	if err := readPreamble(conn); err != nil {
+		return nil, err
+	}
+	if msg, err = readAnswer(conn); err != nil {
+		return nil, err
+	}
+	_, toPeer, fromPeer, err := hs.ReadMessage(nil, msg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: its answer does not check out", ErrAuth, e)
+	}
+	sc := newSecureConn(conn, fromPeer, toPeer)
+	if err := sc.writeRecords(nil); err != nil { // the confirmation
+		return nil, fmt.Errorf("handshake: send: %w", err)
+	}
+	return sc, nil
+}
+
+func respond(conn net.Conn, hs *noise.HandshakeState, e Ends) (*secureConn, error) {
+	// A peer that speaks sdm learns our version before we hang up on it.
+	refuse := func(err error) (*secureConn, error) {
+		conn.Write(appendPreamble(nil))
+		return nil, err
+	}
+	if err := readPreamble(conn); err != nil {
+		if errors.Is(err, ErrNotSDM) {
+			return nil, err
+		}
+		return refuse(err)
+	}
+	msg, err := readRecord(conn, handshakeRecordLimit)
+	if err != nil {
+		return refuse(fmt.Errorf("handshake: read: %w", err))
+	}
+	if _, _, _, err := hs.ReadMessage(nil, msg); err != nil {
+		return refuse(fmt.Errorf("%w: %s: its first message does not check out", ErrAuth, e))
+	}
+	msg, fromPeer, toPeer, err := hs.WriteMessage(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write(appendRecord(appendPreamble(nil), msg)); err != nil {
+		return nil, fmt.Errorf("handshake: send: %w", err)
+	}
+	sc := newSecureConn(conn, fromPeer, toPeer)
+	// A first message replayed from an earlier link checks out, but its
+	// sender cannot read our answer: only the confirmation tells.
+	if _, err := sc.readRecord(); err != nil || len(sc.plain) != 0 {
+		return nil, fmt.Errorf("%w: %s: no valid confirmation (%v)", ErrAuth, e, err)
+	}
+	return sc, nil
+}
+
+// appendPreamble appends magic and version.
+func appendPreamble(b []byte) []byte {
+	b = append(b, magic[:]...)
+	return binary.BigEndian.AppendUint16(b, ProtocolVersion)
+}
+
+// readPreamble reads and checks the peer's preamble.
+func readPreamble(conn net.Conn) error {
 	// The magic is read on its own so that a stray client (a port scanner,
 	// a browser) is told apart at once instead of at the deadline.
-	var theirs [helloSize]byte
+	var theirs [preambleSize]byte
 	if _, err := io.ReadFull(conn, theirs[:len(magic)]); err != nil {
-		return fmt.Errorf("handshake: read hello: %w", err)
+		return fmt.Errorf("handshake: read preamble: %w", err)
 	}
 	if [4]byte(theirs[:4]) != magic {
 		return fmt.Errorf("%w: first bytes %q", ErrNotSDM, theirs[:4])
 	}
 	if _, err := io.ReadFull(conn, theirs[len(magic):]); err != nil {
-		return fmt.Errorf("handshake: read hello: %w", err)
+		return fmt.Errorf("handshake: read preamble: %w", err)
 	}
 	if v := binary.BigEndian.Uint16(theirs[4:]); v != ProtocolVersion {
 		return fmt.Errorf("%w: peer speaks version %d, we speak %d", ErrVersion, v, ProtocolVersion)
 	}
-	listenerNonce, dialerNonce := mine[len(magic)+2:], theirs[len(magic)+2:]
-	if dialer {
-		listenerNonce, dialerNonce = dialerNonce, listenerNonce
-	}
-	dialerMAC := proof(key, "sdm dialer", listenerNonce, dialerNonce)
-	listenerMAC := proof(key, "sdm listener", listenerNonce, dialerNonce)
-	if dialer {
-		if _, err := conn.Write(dialerMAC); err != nil {
-			return fmt.Errorf("handshake: send proof: %w", err)
-		}
-		return expect(conn, listenerMAC)
-	}
-	if err := expect(conn, dialerMAC); err != nil {
-		return err
-	}
-	if _, err := conn.Write(listenerMAC); err != nil {
-		return fmt.Errorf("handshake: send proof: %w", err)
-	}
 	return nil
 }
 
-// proof is HMAC-SHA256(key, role || listener nonce || dialer nonce).
-func proof(key Key, role string, listenerNonce, dialerNonce []byte) []byte {
-	h := hmac.New(sha256.New, key[:])
-	h.Write([]byte(role))
-	h.Write(listenerNonce)
-	h.Write(dialerNonce)
-	return h.Sum(nil)
+// readAnswer reads the responder's message; a responder hangs up on an
+// initiator whose first message did not check out.
+func readAnswer(conn net.Conn) ([]byte, error) {
+	msg, err := readRecord(conn, handshakeRecordLimit)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("%w: peer closed the connection", ErrAuth)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("handshake: read: %w", err)
+	}
+	return msg, nil
 }
 
-func expect(conn net.Conn, want []byte) error {
-	got := make([]byte, macSize)
-	if _, err := io.ReadFull(conn, got); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			// A listener hangs up on a dialer whose proof was wrong.
-			return fmt.Errorf("%w: peer closed the connection", ErrAuth)
-		}
-		return fmt.Errorf("handshake: read proof: %w", err)
+// appendRecord appends msg with its 2-byte length.
+func appendRecord(b, msg []byte) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(msg)))
+	return append(b, msg...)
+}
+
+// readRecord reads one length-prefixed record of at most limit bytes.
+func readRecord(r io.Reader, limit int) ([]byte, error) {
+	var hdr [2]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
 	}
-	if !hmac.Equal(got, want) {
-		return ErrAuth
+	n := int(binary.BigEndian.Uint16(hdr[:]))
+	if n > limit {
+		return nil, fmt.Errorf("%w: record of %d bytes, limit %d", ErrAuth, n, limit)
 	}
-	return nil
+	msg := make([]byte, n)
+	if _, err := io.ReadFull(r, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
 }

@@ -68,7 +68,7 @@ func ReadKeyFile(path string) (Key, error) {
 }
 
 // WriteKeyFile writes k to path with mode 0600. The directory must exist
-// and should be 0700 (see PrivateDir).
+// and should be 0700 (see SessionDir).
 func WriteKeyFile(path string, k Key) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -79,12 +79,6 @@ func WriteKeyFile(path string, k Key) error {
 		err = cerr
 	}
 	return err
-}
-
-// PrivateDir creates a fresh 0700 directory for secrets under parent ("" for
-// the system temporary directory).
-func PrivateDir(parent, pattern string) (string, error) {
-	return os.MkdirTemp(parent, pattern) // MkdirTemp creates with 0700
 }
 
 // LoadKey finds the session key: the key file when path is set, else KeyEnv.

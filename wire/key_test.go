@@ -9,7 +9,7 @@ import (
 )
 
 func TestKeyFiles(t *testing.T) {
-	dir, err := PrivateDir(t.TempDir(), "s-")
+	dir, err := SessionDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

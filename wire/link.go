@@ -47,12 +47,12 @@ func (c LinkConfig) yamux() *yamux.Config {
 	return y
 }
 
-// Link is an authenticated connection between two SDMs (or an SDM and the
-// front end). It carries two streams so that a flood of program output can
-// never delay a command or its reply: Control for commands, replies and
-// events, Output for the program's output.
+// Link is an authenticated, encrypted connection between two SDMs (or an
+// SDM and the front end). It carries two streams so that a flood of
+// program output can never delay a command or its reply: Control for
+// commands, replies and events, Output for the program's output.
 type Link struct {
-	conn    net.Conn
+	conn    *secureConn
 	session *yamux.Session
 	streams [2]net.Conn
 	control *Codec
@@ -60,10 +60,9 @@ type Link struct {
 	closed  atomic.Bool
 }
 
-// NewLink authenticates conn and opens the link's streams. dialer tells
-// which end this is (the end that made the connection). On error conn is
-// closed.
-func NewLink(conn net.Conn, dialer bool, cfg LinkConfig) (l *Link, err error) {
+// NewLink runs the handshake on conn as the end e describes and opens the
+// link's streams over the protected connection. On error conn is closed.
+func NewLink(conn net.Conn, e Ends, cfg LinkConfig) (l *Link, err error) {
 	defer func() {
 		if err != nil {
 			conn.Close()
@@ -72,12 +71,13 @@ func NewLink(conn net.Conn, dialer bool, cfg LinkConfig) (l *Link, err error) {
 	if tcp, ok := conn.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
-	if err := Handshake(conn, cfg.Key, dialer, cfg.HandshakeTimeout); err != nil {
+	sc, err := Handshake(conn, cfg.Key, e, cfg.HandshakeTimeout)
+	if err != nil {
 		return nil, err
 	}
 	var session *yamux.Session
-	mux := &coalescedConn{Conn: conn}
-	if dialer {
+	mux := &coalescedConn{Conn: sc}
+	if e.Initiator {
 		session, err = yamux.Client(mux, cfg.yamux())
 	} else {
 		session, err = yamux.Server(mux, cfg.yamux())
@@ -85,13 +85,16 @@ func NewLink(conn net.Conn, dialer bool, cfg LinkConfig) (l *Link, err error) {
 	if err != nil {
 		return nil, err
 	}
-	streams, err := openStreams(session, dialer, cfg.yamux().StreamOpenTimeout)
+	streams, err := openStreams(session, e.Initiator, cfg.yamux().StreamOpenTimeout)
 	if err != nil {
 		session.Close()
+		if sc.Err() != nil {
+			err = sc.Err()
+		}
 		return nil, err
 	}
 	return &Link{
-		conn:    conn,
+		conn:    sc,
 		session: session,
 		streams: streams,
 		control: NewCodec(streams[0], cfg.MaxFrame),
@@ -135,7 +138,12 @@ func (l *Link) RecvOutput() (*Message, error) { return l.recv(l.output) }
 
 func (l *Link) recv(c *Codec) (*Message, error) {
 	m, err := c.Read()
-	if err != nil && l.closed.Load() {
+	switch {
+	case err == nil:
+	case l.conn.Err() != nil:
+		// yamux reports only that its session ended; the reason is ours.
+		err = l.conn.Err()
+	case l.closed.Load():
 		err = net.ErrClosed
 	}
 	return m, err
@@ -156,6 +164,10 @@ func (l *Link) Close() error {
 
 // Done is closed when the link is gone, for whatever reason.
 func (l *Link) Done() <-chan struct{} { return l.session.CloseChan() }
+
+// Err says why the link broke when bytes on it were altered or forged
+// (wrapping ErrTampered), or nil.
+func (l *Link) Err() error { return l.conn.Err() }
 
 // RemoteAddr is the peer's address, for messages about it.
 func (l *Link) RemoteAddr() net.Addr { return l.conn.RemoteAddr() }

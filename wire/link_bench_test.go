@@ -21,14 +21,14 @@ func linkPair(tb testing.TB) (*Link, *Link) {
 			done <- nil
 			return
 		}
-		l, _ := NewLink(c, false, cfg)
+		l, _ := NewLink(c, FromChild(3, 8), cfg)
 		done <- l
 	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a, err := NewLink(c, true, cfg)
+	a, err := NewLink(c, ToParent(3, 8), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

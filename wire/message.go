@@ -129,8 +129,13 @@ func MustEncode(v any) []byte {
 	return b
 }
 
-// Decode reads a msgpack body into v.
+// Decode reads a msgpack body into v. Every length in b is checked against
+// b's size first, so a body from a peer cannot make us allocate more than
+// it sent.
 func Decode(b []byte, v any) error {
+	if _, err := checkBounds(b); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
 	if err := msgpack.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%w: body: %v", ErrMessage, err)
 	}

@@ -122,7 +122,7 @@ func runConnect(args []string) error {
 	case err != nil:
 		return err
 	case !answer.Accept:
-		return fmt.Errorf("request %s rejected: %s", req.ID, answer.Reason)
+		return fmt.Errorf("request %s rejected: %s", req.ID, connect.Printable(answer.Reason))
 	}
 	fmt.Fprintf(os.Stderr, "sdm connect: request %s accepted; the job connects to %s\n", req.ID, answer.Address)
 	key, err := wire.ParseKey(answer.Key)
@@ -184,7 +184,7 @@ func host(ctx context.Context, dir string, req *connect.Request, a *connect.Answ
 	case err != nil:
 		return fail(fmt.Errorf("the front end did not attach the ranks: %w", err))
 	case string(verdict) != "ok":
-		return fail(fmt.Errorf("the front end could not attach the ranks: %s", verdict))
+		return fail(fmt.Errorf("the front end could not attach the ranks: %s", connect.Printable(string(verdict))))
 	}
 	if err := held.Release(); err != nil {
 		return fail(err)

@@ -43,17 +43,15 @@ func routesFrom(mode string, index int, routingFile string, portBase int, inheri
 	case "file":
 		return wait, inherited, nil
 	case "publish":
-		ln := inherited
-		if ln == nil {
-			var err error
-			if ln, err = sdm.ListenPort(0); err != nil {
-				return nil, nil, err
-			}
-		}
 		host, err := publicHost()
 		if err != nil {
-			ln.Close()
 			return nil, nil, err
+		}
+		ln := inherited
+		if ln == nil {
+			if ln, err = sdm.Listen(sdm.BindHost(host), 0); err != nil {
+				return nil, nil, err
+			}
 		}
 		entry := routing.Entry{Index: index, Host: host, Port: ln.Addr().(*net.TCPAddr).Port}
 		if err := routing.Publish(routingFile, entry); err != nil {

@@ -31,13 +31,28 @@ A rank server learns its index from --server=ID or from the first set of
 %s,
 waits for the routing file, connects to its parent in the tree and debugs
 its rank. The master reads the routing file (or writes it, with
---generate_routes), connects to the front end at --host/--port, and its
-children connect to it. The session key comes from $%s or --key-file, never
-from the command line.
+--generate_routes), connects to the front end at --host/--port (or, without
+--host, listens for it on --listen/--port: the loopback unless told
+otherwise), and its children connect to it.
+
+Where servers listen: a server with children binds the address its entry
+of the routing file gives, when it is a literal address (127.0.0.1,
+10.1.2.3), and every interface when it is a host name, since children on
+other hosts reach it by that name; the master binds $SDM_MASTER_HOST
+likewise, for its children.
+
+Every link is encrypted and authenticated with the session key (the Noise
+protocol, NNpsk0): a peer without the key can neither connect nor read or
+change a byte of a link. The key comes from $%s or --key-file (mode 0600),
+never from the command line; a server given the variable executes itself
+again without it, so that it does not stay in /proc/PID/environ. Whoever
+holds the key commands every rank, gdb's shell included, as the user the
+servers run as: see docs/SECURITY.md.
 
 examples:
   mpirun -np 8 sdm --routing_file=routes --debugger=sim
   sdm --master --host=login1 --port=40123 --routing_file=routes --key-file=~/.sdm/key
+  sdm --master --listen=0.0.0.0 --port=40123 --routing_file=routes --key-file=~/.sdm/key
 
 flags:
 %s`
@@ -54,7 +69,8 @@ func runServer(args []string) error {
 	debugger := fs.String("debugger", "gdb-mi", "debugger backend: gdb-mi or sim (simulated program, for tests and scale runs)")
 	debuggerPath := fs.String("debugger_path", "", "path of the debugger executable (default: found in $PATH)")
 	proxy := fs.String("proxy", "tcp", "master's link to the front end: tcp, or stdio (standard input and output)")
-	host := fs.String("host", "", "master: the front end's host; without it the master listens on --port")
+	host := fs.String("host", "", "master: the front end's host, which the master dials; without it the master listens on --listen and --port")
+	listen := fs.String("listen", "127.0.0.1", "master without --host: the address its session port binds (0.0.0.0 for every interface, for a front end on another host)")
 	port := fs.Int("port", 12345, "master: the front end's session port")
 	isMaster := fs.Bool("master", false, "run as the master, the root of the tree")
 	server := fs.Int("server", -1, "this server's index (default: from the environment)")
@@ -80,13 +96,19 @@ func runServer(args []string) error {
 	if fs.NArg() > 0 {
 		return &exitError{2, fmt.Errorf("unexpected argument %q (servers take flags only; see sdm --help)", fs.Arg(0))}
 	}
-	key, err := wire.LoadKey(*keyFile, os.LookupEnv)
+	if err := dropKeyFromEnviron(); err != nil {
+		return err
+	}
+	lookup, err := handedKey()
 	if err != nil {
 		return err
 	}
-	// The debugged program inherits our environment: the key, the socket
-	// and the scheduler setting of the launcher are ours alone.
-	os.Unsetenv(wire.KeyEnv)
+	key, err := wire.LoadKey(*keyFile, lookup)
+	if err != nil {
+		return err
+	}
+	// The debugged program inherits our environment: the socket and the
+	// scheduler setting of the launcher are ours alone.
 	if os.Getenv(local.GOMAXPROCSEnv) != "" {
 		os.Unsetenv("GOMAXPROCS")
 		os.Unsetenv(local.GOMAXPROCSEnv)
@@ -134,7 +156,7 @@ func runServer(args []string) error {
 		case *host != "":
 			o.Client = net.JoinHostPort(*host, strconv.Itoa(*port))
 		default:
-			o.ListenPort = *port
+			o.ListenHost, o.ListenPort = *listen, *port
 		}
 		return quietOnCancel(ctx, prefixed(who, master.Run(ctx, o)))
 	}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// keyFDEnv names the descriptor on which a server that re-executed itself
+// finds its session key (see dropKeyFromEnviron).
+const keyFDEnv = "SDM_SESSION_KEY_FD"
+
+// dropKeyFromEnviron takes the session key out of the environment a
+// server was started with. os.Unsetenv changes only the Go runtime's copy:
+// /proc/PID/environ keeps showing what the process was started with for
+// as long as it runs. So a server given $SDM_SESSION_KEY executes itself
+// again, same pid, arguments and descriptors, without it, and hands the
+// key over on a pipe that only the new image reads. It returns only when
+// there is nothing to do, or on failure.
+func dropKeyFromEnviron() error {
+	text, ok := os.LookupEnv(wire.KeyEnv)
+	if !ok {
+		return nil
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, wire.KeyEnv+"=") && !strings.HasPrefix(kv, keyFDEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], 0); err != nil {
+		return fmt.Errorf("handing the session key over: %w", err)
+	}
+	syscall.CloseOnExec(p[1])
+	// The key is far smaller than a pipe's buffer: the write cannot block.
+	if _, err := syscall.Write(p[1], []byte(text)); err != nil {
+		return fmt.Errorf("handing the session key over: %w", err)
+	}
+	syscall.Close(p[1])
+	env = append(env, keyFDEnv+"="+strconv.Itoa(p[0]))
+	err := syscall.Exec("/proc/self/exe", os.Args, env)
+	syscall.Close(p[0])
+	return fmt.Errorf("executing sdm again without $%s: %w", wire.KeyEnv, err)
+}
+
+// handedKey returns a lookup for wire.LoadKey that finds the key handed
+// over by dropKeyFromEnviron, if there is one, and closes its pipe.
+func handedKey() (func(string) (string, bool), error) {
+	text, ok := os.LookupEnv(keyFDEnv)
+	if !ok {
+		return os.LookupEnv, nil
+	}
+	os.Unsetenv(keyFDEnv)
+	fd, err := strconv.Atoi(text)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("%s=%q: not a descriptor", keyFDEnv, text)
+	}
+	f := os.NewFile(uintptr(fd), "session key")
+	defer f.Close()
+	key, err := io.ReadAll(io.LimitReader(f, 1024))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", keyFDEnv, err)
+	}
+	return func(name string) (string, bool) {
+		if name == wire.KeyEnv {
+			return string(key), true
+		}
+		return os.LookupEnv(name)
+	}, nil
+}
