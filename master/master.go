@@ -12,7 +12,6 @@ import (
 	"log"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
@@ -20,10 +19,6 @@ import (
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
 )
-
-// HostEnv overrides the host name the master publishes for its children,
-// for machines whose own name does not resolve on the compute nodes.
-const HostEnv = "SDM_MASTER_HOST"
 
 // Options describes a master, the way `sdm --master` starts one.
 type Options struct {
@@ -147,13 +142,7 @@ func (o Options) upstream() (dial func(context.Context) (net.Conn, error), close
 // publish listens on a free port for the children and writes the master
 // file that tells the master's children where to connect.
 func publish(routingFile string, size int) (net.Listener, error) {
-	host := os.Getenv(HostEnv)
-	if host == "" {
-		var err error
-		if host, err = os.Hostname(); err != nil {
-			return nil, fmt.Errorf("master: %w", err)
-		}
-	}
+	host := routing.PublicHost()
 	ln, err := sdm.Listen(sdm.BindHost(host), 0)
 	if err != nil {
 		return nil, fmt.Errorf("master: %w", err)

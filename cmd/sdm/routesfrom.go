@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 
-	"github.com/sdm-hpc/sdm/master"
 	"github.com/sdm-hpc/sdm/rm/pe"
 	"github.com/sdm-hpc/sdm/rm/slurm"
 	"github.com/sdm-hpc/sdm/routing"
@@ -43,12 +42,10 @@ func routesFrom(mode string, index int, routingFile string, portBase int, inheri
 	case "file":
 		return wait, inherited, nil
 	case "publish":
-		host, err := publicHost()
-		if err != nil {
-			return nil, nil, err
-		}
+		host := routing.PublicHost()
 		ln := inherited
 		if ln == nil {
+			var err error
 			if ln, err = sdm.Listen(sdm.BindHost(host), 0); err != nil {
 				return nil, nil, err
 			}
@@ -70,13 +67,4 @@ func routesFrom(mode string, index int, routingFile string, portBase int, inheri
 		return computed(func() (*routing.Table, error) { return pe.Routes(os.LookupEnv, dir, portBase) }), inherited, nil
 	}
 	return nil, nil, fmt.Errorf("--routes_from=%s: want file, publish, slurm or pe", mode)
-}
-
-// publicHost is the name other hosts reach this one by: $SDM_MASTER_HOST
-// where the machine's own name does not resolve, else the host name.
-func publicHost() (string, error) {
-	if h := os.Getenv(master.HostEnv); h != "" {
-		return h, nil
-	}
-	return os.Hostname()
 }

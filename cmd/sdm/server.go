@@ -38,8 +38,11 @@ otherwise), and its children connect to it.
 Where servers listen: a server with children binds the address its entry
 of the routing file gives, when it is a literal address (127.0.0.1,
 10.1.2.3), and every interface when it is a host name, since children on
-other hosts reach it by that name; the master binds $SDM_MASTER_HOST
-likewise, for its children.
+other hosts reach it by that name; the master binds the host it
+publishes in ROUTING_FILE.master likewise, for its children. What a master
+(and a server that publishes its entry) names: $SDM_MASTER_HOST when set,
+else this host's name when it resolves, else the address of its first
+interface that is up and not the loopback.
 
 Every link is encrypted and authenticated with the session key (the Noise
 protocol, NNpsk0): a peer without the key can neither connect nor read or

@@ -1,0 +1,72 @@
+package routing
+
+import (
+	"context"
+	"net"
+	"os"
+	"time"
+)
+
+// HostEnv names the host, or address, by which other hosts reach this
+// one: for machines whose own name does not resolve where the job runs.
+const HostEnv = "SDM_MASTER_HOST"
+
+// lookupTimeout bounds the check that the host name resolves.
+const lookupTimeout = 2 * time.Second
+
+// PublicHost is what this host writes into the files that tell others
+// where it listens (the master file, published routing entries): $HostEnv
+// when set; else the host name when it resolves, as on any machine set up
+// for MPI; else, since a name that does not resolve here is of no use
+// anywhere, the address of the first interface that is up and not the
+// loopback; else the loopback address, which still serves a job on this
+// host alone.
+func PublicHost() string {
+	if h := os.Getenv(HostEnv); h != "" {
+		return h
+	}
+	name, err := os.Hostname()
+	if err == nil && resolves(name) {
+		return name
+	}
+	if ip := interfaceAddress(); ip != "" {
+		return ip
+	}
+	return "127.0.0.1"
+}
+
+func resolves(name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, name)
+	return err == nil && len(addrs) > 0
+}
+
+// interfaceAddress is the first IPv4 address (else IPv6) of an interface
+// that is up and not the loopback, or "".
+func interfaceAddress() string {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	var v6 string
+	for _, iface := range ifaces {
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := iface.Addrs()
+		for _, a := range addrs {
+			ipnet, ok := a.(*net.IPNet)
+			if !ok || !ipnet.IP.IsGlobalUnicast() {
+				continue
+			}
+			if ipnet.IP.To4() != nil {
+				return ipnet.IP.String()
+			}
+			if v6 == "" {
+				v6 = ipnet.IP.String()
+			}
+		}
+	}
+	return v6
+}

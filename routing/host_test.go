@@ -1,0 +1,35 @@
+package routing
+
+import (
+	"net"
+	"os"
+	"testing"
+)
+
+func TestPublicHost(t *testing.T) {
+	t.Setenv(HostEnv, "login1.example")
+	if h := PublicHost(); h != "login1.example" {
+		t.Errorf("with %s set: %q", HostEnv, h)
+	}
+	t.Setenv(HostEnv, "")
+	h := PublicHost()
+	name, _ := os.Hostname()
+	switch {
+	case resolves(name):
+		if h != name {
+			t.Errorf("the host name %s resolves, but the public host is %q", name, h)
+		}
+	case net.ParseIP(h) == nil:
+		t.Errorf("the host name %s does not resolve, and the public host %q is no address", name, h)
+	}
+}
+
+// A host name that does not resolve gives way to an address of this host.
+func TestUnresolvableNameIsNotPublished(t *testing.T) {
+	if resolves("no-such-host.invalid") {
+		t.Skip("the resolver answers for .invalid")
+	}
+	if ip := interfaceAddress(); ip != "" && net.ParseIP(ip) == nil {
+		t.Errorf("interface address %q", ip)
+	}
+}
