@@ -23,13 +23,3 @@ func TestPublicHost(t *testing.T) {
 		t.Errorf("the host name %s does not resolve, and the public host %q is no address", name, h)
 	}
 }
-
-// A host name that does not resolve gives way to an address of this host.
-func TestUnresolvableNameIsNotPublished(t *testing.T) {
-	if resolves("no-such-host.invalid") {
-		t.Skip("the resolver answers for .invalid")
-	}
-	if ip := interfaceAddress(); ip != "" && net.ParseIP(ip) == nil {
-		t.Errorf("interface address %q", ip)
-	}
-}
