@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -13,20 +14,34 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// A master on a host whose own name resolves nowhere (a container, say)
-// publishes an address instead, and its children reach it.
-func TestMasterOnHostWithoutName(t *testing.T) {
+// A host whose own name resolves nowhere (a container, a node that
+// SLURM names by a name of its own): the master publishes an address
+// instead, and servers that the routing file names by that name reach
+// their parents on the loopback. Every process runs with that host name.
+func TestHostWithoutName(t *testing.T) {
 	unshare := testenv.RequireTool(t, "unshare")
 	if os.Geteuid() != 0 {
 		t.Skip("a host name of its own (a UTS namespace) needs root")
 	}
-	const n = 2
+	const n, name = 4, "sdm-nowhere.invalid"
 	s := newSession(t, n)
+	table, err := routing.ReadFile(s.routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range table.Entries {
+		table.Entries[i].Host = name
+	}
+	if err := routing.WriteFile(s.routes, table); err != nil {
+		t.Fatal(err)
+	}
+	named := func(argv ...string) *exec.Cmd {
+		return testenv.Command(t, unshare, append([]string{"--uts", "sh", "-c", `hostname ` + name + ` && exec "$@"`, "sh"}, argv...)...)
+	}
 	port := strconv.Itoa(s.ln.Addr().Port)
-	start(t, testenv.Command(t, unshare, "--uts", "sh", "-c", `hostname sdm-nowhere.invalid && exec "$@"`, "sh",
-		sdmBin, "--master", "--host=127.0.0.1", "--port="+port, "--routing_file="+s.routes, "--key-file="+s.keyFile))
+	start(t, named(sdmBin, "--master", "--host=127.0.0.1", "--port="+port, "--routing_file="+s.routes, "--key-file="+s.keyFile))
 	for i := range n {
-		s.startServer(s.serverArgs(), i)
+		start(t, named(append(s.serverArgs(), "--server="+strconv.Itoa(i))...))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -69,4 +70,27 @@ func interfaceAddress() string {
 		}
 	}
 	return v6
+}
+
+// Local says whether host is a name of this host: its host name, in the
+// long or the short form, or the node name SLURM gave it
+// ($SLURMD_NODENAME), which a routing table computed from SLURM's node
+// list holds. A parent on this host is then reached on the loopback,
+// whether or not its name resolves here. An address is never Local: a
+// port bound to an address is reached there only.
+func Local(host string) bool {
+	if host == "" || net.ParseIP(host) != nil {
+		return false
+	}
+	short := func(h string) string { h, _, _ = strings.Cut(h, "."); return h }
+	names := []string{os.Getenv("SLURMD_NODENAME")}
+	if me, err := os.Hostname(); err == nil {
+		names = append(names, me)
+	}
+	for _, n := range names {
+		if n != "" && (host == n || short(host) == short(n)) {
+			return true
+		}
+	}
+	return false
 }

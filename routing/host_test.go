@@ -23,3 +23,19 @@ func TestPublicHost(t *testing.T) {
 		t.Errorf("the host name %s does not resolve, and the public host %q is no address", name, h)
 	}
 }
+
+func TestLocal(t *testing.T) {
+	name, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("SLURMD_NODENAME", "n7")
+	for host, want := range map[string]bool{
+		name: true, name + ".cluster.example": true, "n7": true,
+		"n8": false, "127.0.0.1": false, "10.1.2.3": false, "": false,
+	} {
+		if got := Local(host); got != want {
+			t.Errorf("Local(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -73,7 +73,13 @@ func Serve(ctx context.Context, o ServerOptions) error {
 				return nil, err
 			}
 		}
-		return DialTCP(entry.Addr())(ctx)
+		addr := entry.Addr()
+		if routing.Local(entry.Host) {
+			// The parent listens on every interface for a name (BindHost):
+			// the loopback needs no name service.
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(entry.Port))
+		}
+		return DialTCP(addr)(ctx)
 	}
 	be, err := o.NewBackend(backend.Config{Rank: o.Index, Size: tree.Size})
 	if err != nil {
