@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,15 +55,18 @@ type debugSession struct {
 	// want maps a pattern of the text after a line's rank set to the
 	// ranks whose lines must match it, all together ("0-3").
 	want map[string]string
-	// slurm: also run under srun (the others run under the MPI's own
-	// launcher only, to keep the suite short).
-	slurm bool
+	// under names the mpiLaunches it runs under: by default the MPIs' own
+	// launchers, to keep the suite short.
+	under []string
 }
+
+// underAll runs a session under every launcher, srun included.
+var underAll = []string{"openmpi", "mpich", "slurm-openmpi", "slurm-mpich"}
 
 var thirdPartySessions = []debugSession{{
 	// C: a line of the application, next, print merged by value, a break
 	// in an MPI function, where, finish, and the ring run to its end.
-	name: "ring_c", program: "ring_c", slurm: true,
+	name: "ring_c", program: "ring_c", under: underAll,
 	commands: []string{"break ring_c.c:27", "run", "wait", "next", "print next", "print size",
 		"break MPI_Send", "continue", "[0] wait", "[0] where", "delete 2", "[0] finish",
 		"delete 1", "[0] continue", "wait"},
@@ -92,7 +96,7 @@ var thirdPartySessions = []debugSession{{
 }, {
 	// Fortran, the three ways of using MPI. (rank and size are names of
 	// Fortran's intrinsics to gdb, which parses print rank as a call.)
-	name: "ring_usempif08", program: "ring_usempif08", slurm: true,
+	name: "ring_usempif08", program: "ring_usempif08", under: underAll,
 	commands: []string{"break ring_usempif08.f90:29", "run", "wait", "print tag", "next", "print next",
 		"delete 1", "continue", "wait"},
 	want: map[string]string{
@@ -128,7 +132,7 @@ var thirdPartySessions = []debugSession{{
 }, {
 	// MPICH's test suite: a break in MPI_Waitall, the merged stack tree,
 	// a frame up, finish back into the test.
-	name: "isendirecv", program: "isendirecv", slurm: true,
+	name: "isendirecv", program: "isendirecv", under: underAll,
 	commands: []string{"break MPI_Waitall", "run", "wait", "stacks", "frame 1", "frame 0", "finish",
 		"print nproc", "print elems", "delete 1", "continue", "wait"},
 	want: map[string]string{
@@ -175,17 +179,33 @@ var thirdPartySessions = []debugSession{{
 	},
 }, {
 	// HPCC: a break in MPI_Allreduce, the stack tree through HPCC's own
-	// functions, finish, then HPL's solver and its structures.
-	name: "hpcc", program: "hpcc", slurm: true,
+	// functions, finish, then its parameters once its input is read; the
+	// job is killed there, since HPCC's benchmarks spin in MPI for long
+	// when four ranks share two cores under MPICH or srun.
+	name: "hpcc-init", program: "hpcc", under: underAll,
 	commands: []string{"break MPI_Allreduce", "run", "wait", "stacks", "finish", "delete 1",
-		"break HPL_pdgesv", "continue", "wait", "print GRID->myrow", "print *GRID", "print A->n",
-		"delete 2", "continue", "wait"},
+		"break HPCC_InitHPL", "continue", "wait", "finish", "print params->nval[0]", "print params->nbval[0]@1",
+		"print params->pval[0] * params->qval[0]", "kill"},
 	want: map[string]string{
-		`^stopped in P?MPI_Allreduce from \S+ \(breakpoint 1\)$`:                     "0-3",
-		`^main at \S*src/hpcc\.c:\d+ \(4 ranks\)$`:                                   "0-3",
-		`^  \[0-3\] HPCC_Init at \S*src/io\.c:\d+ \(4 ranks\)$`:                      "",
-		`^stopped in ErrorReduce at \S*src/io\.c:\d+ `:                               "0-3",
-		`^stopped in HPL_pdgesv at \S*src/pgesv/HPL_pdgesv\.c:\d+ \(breakpoint 2\)$`: "0-3",
+		`^stopped in P?MPI_Allreduce from \S+ \(breakpoint 1\)$`:           "0-3",
+		`^main at \S*src/hpcc\.c:\d+ \(4 ranks\)$`:                         "0-3",
+		`^  \[0-3\] HPCC_Init at \S*src/io\.c:\d+ \(4 ranks\)$`:            "",
+		`^stopped in ErrorReduce at \S*src/io\.c:\d+ `:                     "0-3",
+		`^stopped in HPCC_InitHPL at \S*src/io\.c:\d+ \(breakpoint 2\)$`:   "0-3",
+		`^stopped in HPCC_Init at \S*src/io\.c:\d+ \(function-finished\)$`: "0-3",
+		`^params->nval\[0\] = 200$`:                                        "0-3",
+		`^params->nbval\[0\]@1 = \{20\}$`:                                  "0-3",
+		`^params->pval\[0\] \* params->qval\[0\] = 4$`:                     "0-3",
+		`^exited \(killed\)$`:                                              "0-3",
+	},
+}, {
+	// HPCC run through all its benchmarks to HPL's solver: its structures,
+	// and the end.
+	name: "hpcc", program: "hpcc", under: []string{"openmpi"},
+	commands: []string{"break HPL_pdgesv", "run", "wait", "print GRID->myrow", "print *GRID", "print A->n",
+		"delete 1", "continue", "wait"},
+	want: map[string]string{
+		`^stopped in HPL_pdgesv at \S*src/pgesv/HPL_pdgesv\.c:\d+ \(breakpoint 1\)$`: "0-3",
 		`^GRID->myrow = 0$`: "0-1",
 		`^GRID->myrow = 1$`: "2-3",
 		`^\*GRID = \{.*iam = 2, myrow = 1, mycol = 0, nprow = 2, npcol = 2, nprocs = 4,`: "2",
@@ -200,7 +220,11 @@ func TestThirdPartyPrograms(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			r.prepare(t)
 			for _, s := range thirdPartySessions {
-				if r.rm == "slurm" && !s.slurm {
+				under := s.under
+				if under == nil {
+					under = []string{"openmpi", "mpich"}
+				}
+				if !slices.Contains(under, r.name) {
 					continue
 				}
 				t.Run(s.name, func(t *testing.T) {
