@@ -219,14 +219,7 @@ func TestRelayWithoutKeySeesNoPlaintext(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := s.ln.Accept(ctx, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if err := cs.WaitConnected(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	cs := s.join(ctx, n)
 	command(t, cs.Command, wire.All(n), wire.OpStart, wire.MustEncode(wire.Start{Program: "ring", Args: []string{"secret-argument"}}))
 	shell := wire.MustEncode(wire.Text{Text: "shell id > /tmp/owned"})
 	cs.Command(ctx, wire.All(n), wire.OpRaw, shell, 10*time.Second)
@@ -267,14 +260,7 @@ func TestTamperedLinkIsDropped(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := s.ln.Accept(ctx, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if err := cs.WaitConnected(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	cs := s.join(ctx, n)
 	r.flip.Store(true)
 	groups, err := cs.Command(ctx, wire.All(n), wire.OpStart, wire.MustEncode(wire.Start{Program: "ring"}), 10*time.Second)
 	<-r.flipped

@@ -75,14 +75,8 @@ func gdbTree(t *testing.T, n int, program string, args ...string) *client.Sessio
 	start(t, testenv.Command(t, mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, serverArgs...)...))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := s.ln.Accept(ctx, n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := s.join(ctx, n)
 	t.Cleanup(func() { cs.Quit(context.Background(), 10*time.Second) })
-	if err := cs.WaitConnected(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
 	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, program), Args: args})
 	if groups := command(t, cs.Command, wire.All(n), wire.OpStart, body); !okRanks(groups).Equal(wire.All(n)) {
 		t.Fatalf("start %s: %s", program, describe(groups))

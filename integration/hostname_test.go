@@ -45,14 +45,7 @@ func TestHostWithoutName(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := s.ln.Accept(ctx, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if err := cs.WaitConnected(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	cs := s.join(ctx, n)
 	entry, err := routing.ReadMaster(s.routes, n)
 	if err != nil {
 		t.Fatal(err)

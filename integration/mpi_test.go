@@ -164,6 +164,21 @@ func start(t testing.TB, cmd *exec.Cmd) *proc {
 	return p
 }
 
+// join waits until the master has connected and every one of n ranks has
+// joined, and returns the session, which ends with the test.
+func (s *session) join(ctx context.Context, n int) *client.Session {
+	s.t.Helper()
+	cs, err := s.ln.Accept(ctx, n)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { cs.Close() })
+	if err := cs.WaitConnected(ctx, nil); err != nil {
+		s.t.Fatal(err)
+	}
+	return cs
+}
+
 func (s *session) master() *proc {
 	port := strconv.Itoa(s.ln.Addr().Port)
 	return start(s.t, testenv.Command(s.t, sdmBin, "--master", "--host=127.0.0.1", "--port="+port,
@@ -181,14 +196,7 @@ func (s *session) debugHang(n int, procs ...*proc) {
 	t := s.t
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := s.ln.Accept(ctx, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if err := cs.WaitConnected(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	cs := s.join(ctx, n)
 	start := wire.MustEncode(wire.Start{Program: "hang"})
 	command(t, cs.Command, wire.All(n), wire.OpStart, start)
 	got := describe(command(t, cs.Command, wire.All(n), wire.OpWhere, nil))

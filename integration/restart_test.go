@@ -381,14 +381,9 @@ func TestRelay(t *testing.T) {
 
 // A job started on a target over ssh starts again there.
 func TestRelaunchOnTarget(t *testing.T) {
-	testenv.RequireTool(t, "gdb")
-	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
-	bin := testenv.Examples(t)
-	ssh, daemon := sshd(t)
 	const n = 2
 	all := wire.All(n)
-	o := adapter{rm: "openmpi", program: "ring", args: []string{"--oversubscribe"}}.options(bin, n)
-	o.Target, o.SSH, o.Forward = "root@127.0.0.1", ssh, true
+	o, daemon := onTarget(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	first, err := launcher.Launch(ctx, o)
@@ -409,7 +404,7 @@ func TestRelaunchOnTarget(t *testing.T) {
 	if got := s.Summary(); got != "2 ranks under mpirun on root@127.0.0.1" || s.Launcher() != "mpirun" {
 		t.Fatalf("summary %q, launcher %q", got, s.Launcher())
 	}
-	command(t, s.Command, all, wire.OpStart, wire.MustEncode(wire.Start{Program: filepath.Join(bin, "ring")}))
+	command(t, s.Command, all, wire.OpStart, wire.MustEncode(wire.Start{Program: o.Program}))
 	command(t, s.Command, all, wire.OpBreak, wire.MustEncode(wire.Break{Location: "pass"}))
 	command(t, s.Command, all, wire.OpRun, nil)
 	stoppedAll(t, s.Session, all)

@@ -68,16 +68,25 @@ LogLevel DEBUG1
 	return ssh, p
 }
 
-// The launcher and the master run on a target reached with ssh, and the
-// master reaches the front end through a port ssh forwards.
-func TestTargetOverSSHWithForwarding(t *testing.T) {
+// onTarget describes a job of n ranks of ring under mpirun on a target
+// reached over a real sshd of this machine, with the session port
+// forwarded; the sshd is there for its log.
+func onTarget(t *testing.T, n int) (launcher.Options, *proc) {
+	t.Helper()
 	testenv.RequireTool(t, "gdb")
 	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	bin := testenv.Examples(t)
 	ssh, daemon := sshd(t)
-	const n = 2
 	o := adapter{rm: "openmpi", program: "ring", args: []string{"--oversubscribe"}}.options(bin, n)
 	o.Target, o.SSH, o.Forward = "root@127.0.0.1", ssh, true
+	return o, daemon
+}
+
+// The launcher and the master run on a target reached with ssh, and the
+// master reaches the front end through a port ssh forwards.
+func TestTargetOverSSHWithForwarding(t *testing.T) {
+	const n = 2
+	o, daemon := onTarget(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	s, err := launcher.Launch(ctx, o)
@@ -85,7 +94,7 @@ func TestTargetOverSSHWithForwarding(t *testing.T) {
 		t.Fatalf("%v\nsshd:\n%s", err, daemon.out.String())
 	}
 	all := wire.All(n)
-	command(t, s.Command, all, wire.OpStart, wire.MustEncode(wire.Start{Program: filepath.Join(bin, "ring")}))
+	command(t, s.Command, all, wire.OpStart, wire.MustEncode(wire.Start{Program: o.Program}))
 	command(t, s.Command, all, wire.OpBreak, wire.MustEncode(wire.Break{Location: "pass"}))
 	command(t, s.Command, all, wire.OpRun, nil)
 	stoppedAll(t, s.Session, all)

@@ -108,19 +108,7 @@ func TestDlopenAutoStopsOnceResolved(t *testing.T) {
 // end, as medium does, and reads the others itself while a breakpoint is
 // pending.
 func TestDlopenAutoMatch(t *testing.T) {
-	bin := testenv.Examples(t)
-	r := newRank(t, 0, 1, "")
-	r.start(filepath.Join(bin, "dlopen"), "3")
-	if d := r.dlopen("auto", "libplugin.so"); d.Mode != "auto" || d.Match != "libplugin.so" || d.Warning != "" {
-		t.Fatalf("set: %+v", d)
-	}
-	r.must(wire.OpBreak, wire.Break{Location: "plugin_function"}, nil)
-	r.must(wire.OpRun, nil, nil)
-	s := r.until(wire.EventStopped, nil)
-	stoppedIn(t, s.last, "plugin_function")
-	if got := strings.Join(s.names(), " "); got != "libplugin.so" {
-		t.Fatalf("loads reported: %q", got)
-	}
+	stopsInPlugin(t, "auto", "libplugin.so")
 }
 
 // A breakpoint set while the process runs makes the next load stop, so

@@ -156,13 +156,14 @@ func TestDlopenSlowBackToBack(t *testing.T) {
 	}
 }
 
-// Medium: every load stops, but only one matching the list is reported;
-// the breakpoint in that library is hit at its first call.
-func TestDlopenMediumMatch(t *testing.T) {
-	bin := testenv.Examples(t)
+// stopsInPlugin runs examples/dlopen in mode with the match list and a
+// breakpoint in its plugin: the plugin's load, and only it, is reported,
+// and the rank stops at the breakpoint.
+func stopsInPlugin(t *testing.T, mode, match string) *rank {
+	t.Helper()
 	r := newRank(t, 0, 1, "")
-	r.start(filepath.Join(bin, "dlopen"), "3")
-	if d := r.dlopen("medium", "libcuda.so*:libplug*"); d.Mode != "medium" || d.Match != "libcuda.so*:libplug*" || d.Warning != "" {
+	r.start(filepath.Join(testenv.Examples(t), "dlopen"), "3")
+	if d := r.dlopen(mode, match); d.Mode != mode || d.Match != match || d.Warning != "" {
 		t.Fatalf("set: %+v", d)
 	}
 	r.must(wire.OpBreak, wire.Break{Location: "plugin_function"}, nil)
@@ -170,8 +171,15 @@ func TestDlopenMediumMatch(t *testing.T) {
 	s := r.until(wire.EventStopped, nil)
 	stoppedIn(t, s.last, "plugin_function")
 	if got := strings.Join(s.names(), " "); got != "libplugin.so" {
-		t.Fatalf("loads reported: %s", got)
+		t.Fatalf("loads reported: %q", got)
 	}
+	return r
+}
+
+// Medium: every load stops, but only one matching the list is reported;
+// the breakpoint in that library is hit at its first call.
+func TestDlopenMediumMatch(t *testing.T) {
+	r := stopsInPlugin(t, "medium", "libcuda.so*:libplug*")
 	if got := r.raw("show stop-on-solib-events"); !strings.Contains(got, "is 1") {
 		t.Fatalf("medium does not stop at loads: %q", got)
 	}
