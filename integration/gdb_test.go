@@ -245,6 +245,36 @@ func TestConsoleInputErrors(t *testing.T) {
 	}
 }
 
+// A line longer than a command may be is one command typed wrong, from
+// -e, a --batch file or piped input alike: one error naming the script
+// and the line, and the next command still runs.
+func TestConsoleLongLine(t *testing.T) {
+	long := strings.Repeat("[0] print x", 7000)[:70000]
+	script := filepath.Join(t.TempDir(), "cmds")
+	os.WriteFile(script, []byte("[0] where\n"+long+"\n[1] where\n"), 0o600)
+	for _, c := range []struct {
+		name, stdin string
+		args        []string
+	}{
+		{"-e", "", []string{"-e", "[0] where", "-e", long, "-e", "[1] where"}},
+		{script, "", []string{"--batch", script}},
+		{"stdin", "[0] where\n" + long + "\n[1] where\n", nil},
+	} {
+		args := append([]string{"debug", "-n", "2", "--backend", "sim"}, c.args...)
+		out, stderr, code := run(t, c.stdin, append(args, "--", "ring")...)
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2 for a command typed wrong: %s", c.name, code, stderr)
+		}
+		want := "sdm: " + c.name + ":2: a line of 70000 bytes is longer than the 64 KiB a command may be\n"
+		if !strings.Contains(stderr, want) || strings.Count(stderr, "longer than") != 1 {
+			t.Errorf("%s: stderr lacks %q once:\n%.2000s", c.name, want, stderr)
+		}
+		if !strings.Contains(out, "[0] MPI_Send at send.c:110") || !strings.Contains(out, "[1] MPI_Sendrecv at sendrecv.c:87") {
+			t.Errorf("%s: the commands around the long line did not both run:\n%s", c.name, out)
+		}
+	}
+}
+
 // Every console command, through the tree to two gdbs and back.
 func TestEveryConsoleCommand(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
