@@ -16,7 +16,7 @@ func FuzzParse(f *testing.F) {
 		"", "# a comment", "where", "[0-3] where", "[1,3-5] print x[2]", "[workers] next 3",
 		"[all] continue", "[0-3", "[] where", "[0-3]", "[9] where", "[0-3,x] where", "[-1] where",
 		"[0-3:2] bt", "  [ 0 , 2 ]   print  a b  ", "defset w [0-1]", "nosuch", "[0]\twhere",
-		"[" + strings.Repeat("0,", 100) + "0] where", strings.Repeat("x", MaxLine+1),
+		"[" + strings.Repeat("0,", 100) + "0] where",
 	} {
 		f.Add(seed)
 	}
