@@ -325,7 +325,7 @@ func (b *Backend) raw(ctx context.Context, g *GDB, text string) ([]byte, error) 
 	b.mu.Lock()
 	watched := b.watched
 	b.mu.Unlock()
-	met := b.endingBy()
+	after := b.rawEnds()
 	var answer []byte
 	var err error
 	exit := false // gdb answered ^exit: it ends
@@ -339,10 +339,9 @@ func (b *Backend) raw(ctx context.Context, g *GDB, text string) ([]byte, error) 
 	} else {
 		answer, err = console(func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }, text)
 	}
-	if d := met(); d != nil {
-		b.afterRaw(ctx, g, d)
-	}
-	if exit || g.Ended() {
+	ends := exit || g.Ended()
+	after(ctx, g, ends)
+	if ends {
 		select {
 		case <-watched:
 		case <-ctx.Done():

@@ -176,25 +176,48 @@ func (b *Backend) endingBy() func() *death {
 	}
 }
 
-// afterRaw reports a death during a raw command once gdb's records up to
-// its answer have been handled: unless gdb reported the end itself, or
-// started a new process, or the backend let go of the process.
-func (b *Backend) afterRaw(ctx context.Context, g *GDB, d *death) {
-	if d == nil {
-		return
-	}
-	g.WaitHandled(ctx, g.Mark())
+// rawEnds follows the process across a raw command, which may end it
+// (kill), replace it (run) or let it go (detach), or meet its death. The
+// returned function, called after the command's answer, reports the end
+// once gdb's records up to that answer have been handled, unless gdb
+// reported the end itself or started a new process: a process gdb let go
+// of and that is dead was killed by gdb, as the kill command reports it;
+// one still watched died without gdb's noticing. When gdb itself ends
+// (gdbEnds), its end took the process with it, which gdb's watcher
+// reports.
+func (b *Backend) rawEnds() func(ctx context.Context, g *GDB, gdbEnds bool) {
+	met := b.endingBy()
 	b.mu.Lock()
-	stale := b.proc != nil || b.gone || b.lastPid != d.p.pid
+	before := b.proc
 	b.mu.Unlock()
-	if stale {
-		return
+	// A pidfd of our own, which the watch's letting go does not close.
+	pidfd := -1
+	if before != nil {
+		if fd, err := unix.PidfdOpen(before.pid, 0); err == nil {
+			pidfd = fd
+		}
 	}
-	if !d.known {
-		// gdb reaped it and reported no end: gdb ended it (a raw kill).
-		d.state, d.known = wire.State{State: wire.StateExited, Reason: "killed"}, true
+	return func(ctx context.Context, g *GDB, gdbEnds bool) {
+		d := met()
+		if pidfd >= 0 {
+			defer unix.Close(pidfd)
+		}
+		if before == nil || gdbEnds {
+			return
+		}
+		g.WaitHandled(ctx, g.Mark())
+		b.mu.Lock()
+		same := !b.gone && b.lastPid == before.pid
+		letGo, watched := b.proc == nil, b.proc == before
+		b.mu.Unlock()
+		switch {
+		case !same:
+		case letGo && pidfd >= 0 && ended(pidfd):
+			b.exited(wire.State{State: wire.StateExited, Reason: "killed"})
+		case watched && d != nil:
+			b.died(d)
+		}
 	}
-	b.died(d)
 }
 
 // ended says whether the pidfd fd says its process ended.

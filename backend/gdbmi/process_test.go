@@ -186,3 +186,42 @@ func TestGDBEndReportedAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// A death during a raw command: one gdb does not notice (the shell's
+// kill) is reported after the command with its cause; one gdb causes
+// (kill) as killed; one it reports itself once.
+func TestProgramKilledDuringRawCommand(t *testing.T) {
+	bin := testenv.Examples(t)
+	r := newRank(t, 2, 4, "")
+	r.start(filepath.Join(bin, "plain"), "30")
+	r.must(wire.OpBreak, wire.Break{Location: "compute"}, nil)
+	for _, c := range []struct{ raw, reason, signal string }{
+		{"shell kill -9 %d", "killed by a signal", "SIGKILL"},
+		{"kill", "killed", ""},
+	} {
+		r.must(wire.OpRun, nil, nil)
+		if op, st := r.next(20*time.Second, wire.EventExited, wire.EventStopped); op != wire.EventStopped {
+			t.Fatalf("run: %s %+v", op, st)
+		}
+		raw := c.raw
+		if strings.Contains(raw, "%d") {
+			raw = fmt.Sprintf(raw, gdbmi.Pid(r.b))
+		}
+		r.must(wire.OpRaw, wire.Text{Text: raw}, nil)
+		if op, st := r.next(time.Second, wire.EventExited, wire.EventStopped); op != wire.EventExited || st.Reason != c.reason || st.Signal != c.signal {
+			t.Fatalf("gdb %s: %s %+v", raw, op, st)
+		}
+		var st wire.State
+		r.must(wire.OpStatus, nil, &st)
+		if st.State != wire.StateExited || st.Signal != c.signal {
+			t.Fatalf("status after gdb %s: %+v", raw, st)
+		}
+	}
+	select {
+	case ev := <-r.b.Events():
+		if ev.Op == wire.EventExited {
+			t.Fatal("a second exited event")
+		}
+	default:
+	}
+}
