@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,6 +243,29 @@ func TestConsoleInputErrors(t *testing.T) {
 	// The good commands after the bad ones ran.
 	if strings.Count(out, "MPI_Send at send.c:110") != 2 {
 		t.Errorf("where ran %d times after the errors, want 2:\n%s", strings.Count(out, "MPI_Send at send.c:110"), out)
+	}
+}
+
+// A rank's process killed from outside while stopped at a breakpoint
+// (here by gdb's Python, behind gdb's back) is reported at once, status
+// says so, and continue answers with the death instead of running.
+func TestRankKilledAtBreakpoint(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	out, stderr, code := run(t, "", "debug", "-n", "3", "-e", "break compute", "-e", "run", "-e", "[0-1] wait",
+		"-e", "[1] gdb python import os; os.kill(gdb.selected_inferior().pid, 9)",
+		"-e", "[1] status", "-e", "[1] continue", "-e", "[1] status", "-e", "kill", "--", filepath.Join(bin, "plain"), "30")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 for the rank that answered with an error: %s", code, stderr)
+	}
+	if n := strings.Count(out, "[1] killed by SIGKILL\n"); n != 3 {
+		t.Errorf("%d lines say rank 1 was killed (the event and two statuses), want 3:\n%s", n, out)
+	}
+	if !regexp.MustCompile(`\[1\] error: rank 1's process \(pid \d+\) was killed by SIGKILL\n`).MatchString(out) {
+		t.Errorf("continue did not answer with the death:\n%s", out)
+	}
+	if strings.Contains(out, "[1] running") {
+		t.Errorf("a dead rank reported running:\n%s", out)
 	}
 }
 
