@@ -6,7 +6,6 @@
 package console
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -284,17 +283,23 @@ func (c *Console) printEvents(batch []client.Event) {
 }
 
 // RunScript executes the commands read from r, one per line; blank lines
-// and lines starting with # are skipped. A command typed wrong (ErrUsage)
-// is reported to complain, naming name:line, and the script goes on; so
-// does a wait, step, next or finish whose ranks still run at its deadline
-// (it says which, and Failed tells). Any other failure ends the script.
-// It returns ErrQuit after a quit, and ErrScriptErrors at the end of a
-// script in which something was wrong.
+// and lines starting with # are skipped. A command typed wrong (ErrUsage),
+// a line longer than MaxLine among them, is reported to complain, naming
+// name:line, and the script goes on; so does a wait, step, next or finish
+// whose ranks still run at its deadline (it says which, and Failed
+// tells). Any other failure ends the script. It returns ErrQuit after a
+// quit, and ErrScriptErrors at the end of a script in which something was
+// wrong.
 func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, complain func(error)) error {
-	sc := bufio.NewScanner(r)
+	lines := newLines(r)
 	failed := false
-	for line := 1; sc.Scan(); line++ {
-		err := c.Exec(ctx, sc.Text())
+	for line := 1; lines.scan(); line++ {
+		var err error
+		if lines.n > MaxLine {
+			err = tooLong(lines.n)
+		} else {
+			err = c.Exec(ctx, string(lines.text))
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrQuit):
@@ -306,8 +311,8 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return err
+	if err := lines.err; err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if failed {
 		return ErrScriptErrors
@@ -322,24 +327,38 @@ var ErrScriptErrors = errors.New("some commands were not understood")
 // Exec runs one command line. A command that ctx ends (a ^C) says what it
 // left behind and returns ErrInterrupted.
 func (c *Console) Exec(ctx context.Context, line string) error {
+	cmd, ranks, args, err := c.parse(line)
+	if err != nil || cmd == nil {
+		return err
+	}
+	return c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, args))
+}
+
+// parse splits a command line, "[SET] command args", into the command,
+// the ranks it goes to and its arguments; no command (nil) for a blank
+// line or a comment. Every mistake is a usage error.
+func (c *Console) parse(line string) (*command, wire.RankSet, string, error) {
+	if len(line) > MaxLine {
+		return nil, wire.RankSet{}, "", tooLong(len(line))
+	}
 	line = strings.TrimSpace(line)
 	if line == "" || strings.HasPrefix(line, "#") {
-		return nil
+		return nil, wire.RankSet{}, "", nil
 	}
 	ranks, rest, err := c.prefix(line)
 	if err != nil {
-		return err
+		return nil, wire.RankSet{}, "", err
 	}
 	rest = strings.TrimSpace(rest)
 	name, args, _ := strings.Cut(rest, " ")
 	if name == "" {
-		return usageError("%q: a rank set needs a command after it", line)
+		return nil, wire.RankSet{}, "", usageError("%q: a rank set needs a command after it", line)
 	}
 	cmd, ok := lookup(name)
 	if !ok {
-		return usageError("unknown command %q (try help)", name)
+		return nil, wire.RankSet{}, "", usageError("unknown command %q (try help)", name)
 	}
-	return c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, strings.TrimSpace(args)))
+	return cmd, ranks, strings.TrimSpace(args), nil
 }
 
 // prefix splits an optional leading [SET] off line; without one the focus

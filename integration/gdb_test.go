@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -236,6 +237,59 @@ func TestConsoleInputErrors(t *testing.T) {
 	// The good commands after the bad ones ran.
 	if strings.Count(out, "MPI_Send at send.c:110") != 2 {
 		t.Errorf("where ran %d times after the errors, want 2:\n%s", strings.Count(out, "MPI_Send at send.c:110"), out)
+	}
+}
+
+// A rank's process killed from outside while stopped at a breakpoint
+// (here by gdb's Python, behind gdb's back) is reported at once, status
+// says so, and continue answers with the death instead of running.
+func TestRankKilledAtBreakpoint(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	out, stderr, code := run(t, "", "debug", "-n", "3", "-e", "break compute", "-e", "run", "-e", "[0-1] wait",
+		"-e", "[1] gdb python import os; os.kill(gdb.selected_inferior().pid, 9)",
+		"-e", "[1] status", "-e", "[1] continue", "-e", "[1] status", "-e", "kill", "--", filepath.Join(bin, "plain"), "30")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 for the rank that answered with an error: %s", code, stderr)
+	}
+	if n := strings.Count(out, "[1] killed by SIGKILL\n"); n != 3 {
+		t.Errorf("%d lines say rank 1 was killed (the event and two statuses), want 3:\n%s", n, out)
+	}
+	if !regexp.MustCompile(`\[1\] error: rank 1's process \(pid \d+\) was killed by SIGKILL\n`).MatchString(out) {
+		t.Errorf("continue did not answer with the death:\n%s", out)
+	}
+	if strings.Contains(out, "[1] running") {
+		t.Errorf("a dead rank reported running:\n%s", out)
+	}
+}
+
+// A line longer than a command may be is one command typed wrong, from
+// -e, a --batch file or piped input alike: one error naming the script
+// and the line, and the next command still runs.
+func TestConsoleLongLine(t *testing.T) {
+	long := strings.Repeat("[0] print x", 7000)[:70000]
+	script := filepath.Join(t.TempDir(), "cmds")
+	os.WriteFile(script, []byte("[0] where\n"+long+"\n[1] where\n"), 0o600)
+	for _, c := range []struct {
+		name, stdin string
+		args        []string
+	}{
+		{"-e", "", []string{"-e", "[0] where", "-e", long, "-e", "[1] where"}},
+		{script, "", []string{"--batch", script}},
+		{"stdin", "[0] where\n" + long + "\n[1] where\n", nil},
+	} {
+		args := append([]string{"debug", "-n", "2", "--backend", "sim"}, c.args...)
+		out, stderr, code := run(t, c.stdin, append(args, "--", "ring")...)
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2 for a command typed wrong: %s", c.name, code, stderr)
+		}
+		want := "sdm: " + c.name + ":2: a line of 70000 bytes is longer than the 64 KiB a command may be\n"
+		if !strings.Contains(stderr, want) || strings.Count(stderr, "longer than") != 1 {
+			t.Errorf("%s: stderr lacks %q once:\n%.2000s", c.name, want, stderr)
+		}
+		if !strings.Contains(out, "[0] MPI_Send at send.c:110") || !strings.Contains(out, "[1] MPI_Sendrecv at sendrecv.c:87") {
+			t.Errorf("%s: the commands around the long line did not both run:\n%s", c.name, out)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,11 +30,13 @@ type Backend struct {
 	queue  queue
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	gdb   *GDB
-	term  *terminal
-	out   *output
-	state wire.State
+	mu  sync.Mutex
+	gdb *GDB
+	// watched is closed once the watcher of gdb has reported its end.
+	watched <-chan struct{}
+	term    *terminal
+	out     *output
+	state   wire.State
 	// reported counts the states gdb reported, so that a command that set
 	// the program going can tell whether gdb has said anything since.
 	reported int
@@ -46,7 +49,22 @@ type Backend struct {
 	// not news.
 	attaching bool
 	exiting   bool // the end is being reported (exited)
-	closed    bool
+	// announcing counts stops and ends sent as events whose state is
+	// not set yet: status waits for them, so that it never contradicts
+	// news that went out before it.
+	announcing int
+	closed     bool
+	// The process itself (process.go): proc is watched for its end;
+	// lastPid names the last one in the words about its death; gone: it
+	// ended, and gdb's records about it are stale until a new one starts;
+	// ending: a command that may end it runs, and deferred is a death it
+	// met; untold: it died without gdb's noticing, and gdb is to let go
+	// of it before its next command.
+	proc         *process
+	lastPid      int
+	gone, ending bool
+	deferred     *death
+	untold       bool
 	// going is what the next *running record reports, set by the command
 	// that sets the process going: a step keeps its op and the frame it
 	// started from, so that status says what a rank that does not come
@@ -126,6 +144,7 @@ func (b *Backend) Close() error {
 	b.closed = true
 	g, term, kill := b.gdb, b.term, b.attached && b.killOnClose
 	b.mu.Unlock()
+	b.unwatch()
 	if g != nil && kill {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		g.Run(ctx, "-interpreter-exec console kill")
@@ -160,6 +179,10 @@ func (b *Backend) work() {
 			j.done(nil, err)
 			continue
 		}
+		b.tidy()
+		if j.op == opTidy {
+			continue
+		}
 		j.done(b.handle(j.ctx, j.op, j.body))
 	}
 }
@@ -177,6 +200,18 @@ func (b *Backend) emit(op string, body []byte) {
 func (b *Backend) status() ([]byte, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	deadline := time.After(announceWait)
+	for b.announcing > 0 {
+		changed := b.changed
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			b.mu.Lock()
+			return nil, fmt.Errorf("rank %d: news of the process was not sent within %v", b.cfg.Rank, announceWait)
+		}
+		b.mu.Lock()
+	}
 	if b.gdb != nil {
 		select {
 		case <-b.gdb.Done():
@@ -186,6 +221,10 @@ func (b *Backend) status() ([]byte, error) {
 	}
 	return wire.Encode(b.state)
 }
+
+// announceWait bounds status's wait for news on its way up: a node that
+// reads no events for that long is stuck.
+const announceWait = 10 * time.Second
 
 // halt interrupts a running program with SIGINT, as a terminal's ^C
 // would, but aimed at the main thread (whose thread id is the process id):

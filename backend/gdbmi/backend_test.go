@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,12 +75,20 @@ func (r *rank) must(op string, body any, v any) {
 // and answering the loads reported on the way as the front end does.
 func (r *rank) event(op string) wire.State {
 	r.t.Helper()
-	deadline := time.After(20 * time.Second)
+	_, st := r.next(20*time.Second, op)
+	return st
+}
+
+// next waits, for at most d, for the next event called one of ops, and
+// says which it was.
+func (r *rank) next(d time.Duration, ops ...string) (string, wire.State) {
+	r.t.Helper()
+	deadline := time.After(d)
 	for {
 		select {
 		case ev, ok := <-r.b.Events():
 			if !ok {
-				r.t.Fatalf("events closed while waiting for %s", op)
+				r.t.Fatalf("events closed while waiting for %s", strings.Join(ops, " or "))
 			}
 			switch ev.Op {
 			case wire.EventOutput:
@@ -87,22 +96,22 @@ func (r *rank) event(op string) wire.State {
 				wire.Decode(ev.Body, &o)
 				r.output.WriteString(o.Text)
 			case wire.EventLoaded:
-				if op != wire.EventLoaded {
+				if !slices.Contains(ops, wire.EventLoaded) {
 					r.must(wire.OpPlant, nil, nil)
 				}
 			}
-			if ev.Op != op {
+			if !slices.Contains(ops, ev.Op) {
 				continue
 			}
 			var st wire.State
-			if op == wire.EventError {
+			if ev.Op == wire.EventError {
 				st.Reason = string(ev.Body)
 			} else if len(ev.Body) > 0 {
 				wire.Decode(ev.Body, &st)
 			}
-			return st
+			return ev.Op, st
 		case <-deadline:
-			r.t.Fatalf("no %s event within 20s", op)
+			r.t.Fatalf("no %s event within %v", strings.Join(ops, " or "), d)
 		}
 	}
 }

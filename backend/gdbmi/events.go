@@ -13,43 +13,15 @@ import (
 )
 
 // watch turns gdb's asynchronous records into events until gdb ends; if
-// gdb ends while the backend is open, that is an error event.
-func (b *Backend) watch(g *GDB) {
+// gdb ends while the backend is open, that is an error event. Records
+// about a process that has ended (gdb's own words for a death reported
+// already, a continue that met a dead process) are stale until gdb
+// starts a new one.
+func (b *Backend) watch(g *GDB, done chan<- struct{}) {
+	defer close(done)
 	for r := range g.Async() {
-		switch {
-		case r.Type == Exec && r.Class == "running":
-			b.mu.Lock()
-			quiet := b.quietRuns > 0
-			st := wire.State{State: wire.StateRunning}
-			if quiet {
-				b.quietRuns--
-			} else if b.going.State != "" {
-				st, b.going = b.going, wire.State{}
-			}
-			b.mu.Unlock()
-			if !quiet {
-				b.setState(st)
-				b.emit(wire.EventRunning, nil)
-			}
-		case r.Type == Exec && r.Class == "stopped" && r.Results.S("reason") == "solib-event":
-			b.solibStop(g, r.Results)
-		case r.Type == Exec && r.Class == "stopped":
-			b.stopped(g, r.Results)
-		case r.Type == Notify && r.Class == "library-loaded":
-			b.libraryLoaded(r.Results.S("target-name"), r.Results.S("symbols-loaded") == "1")
-		case r.Type == Notify && r.Class == "thread-group-started":
-			pid, _ := strconv.Atoi(r.Results.S("pid"))
-			b.mu.Lock()
-			b.pid = pid
-			b.mu.Unlock()
-		case r.Type == Notify && r.Class == "thread-group-exited":
-			// The end itself is reported by the *stopped record that
-			// follows (with the exit code or the signal), or, for a program
-			// gdb killed, by the kill command.
-			b.mu.Lock()
-			b.pid = 0
-			b.mu.Unlock()
-		}
+		b.record(g, r)
+		g.Handled()
 	}
 	b.mu.Lock()
 	closed := b.closed
@@ -60,11 +32,65 @@ func (b *Backend) watch(g *GDB) {
 	}
 }
 
+// record acts on one asynchronous record.
+func (b *Backend) record(g *GDB, r Record) {
+	b.mu.Lock()
+	gone := b.gone
+	b.mu.Unlock()
+	switch {
+	case r.Type == Exec && gone && r.Class == "running":
+		b.mu.Lock()
+		if b.quietRuns > 0 {
+			b.quietRuns-- // the backend's own continue, which met the death
+		}
+		b.mu.Unlock()
+	case r.Type == Exec && gone && r.Results.S("reason") == "solib-event":
+	case r.Type == Exec && r.Class == "running":
+		b.mu.Lock()
+		quiet := b.quietRuns > 0
+		st := wire.State{State: wire.StateRunning}
+		if quiet {
+			b.quietRuns--
+		} else if b.going.State != "" {
+			st, b.going = b.going, wire.State{}
+		}
+		b.mu.Unlock()
+		if !quiet {
+			b.setState(st)
+			b.emit(wire.EventRunning, nil)
+		}
+	case r.Type == Exec && r.Class == "stopped" && r.Results.S("reason") == "solib-event":
+		b.solibStop(g, r.Results)
+	case r.Type == Exec && r.Class == "stopped":
+		b.stopped(g, r.Results)
+	case r.Type == Notify && r.Class == "library-loaded":
+		b.libraryLoaded(r.Results.S("target-name"), r.Results.S("symbols-loaded") == "1")
+	case r.Type == Notify && r.Class == "thread-group-started":
+		pid, _ := strconv.Atoi(r.Results.S("pid"))
+		b.mu.Lock()
+		b.pid = pid
+		b.mu.Unlock()
+		b.watchProcess(g, pid)
+	case r.Type == Notify && r.Class == "thread-group-exited":
+		// The end itself is reported by the *stopped record that
+		// follows (with the exit code or the signal), or, for a program
+		// gdb killed, by the kill command. Either way gdb is done with
+		// the process, and says what became of it.
+		b.mu.Lock()
+		b.pid = 0
+		b.mu.Unlock()
+		b.unwatch()
+	}
+}
+
 // stopped handles a *stopped record: a stop, or the end of the program.
 // Libraries loaded since the last read are read before the stop is
 // reported, and its frame asked again, since it may lie in one of them.
 func (b *Backend) stopped(g *GDB, res Value) {
 	reason := res.S("reason")
+	b.mu.Lock()
+	gone := b.gone
+	b.mu.Unlock()
 	switch reason {
 	case "exited-normally":
 		b.exited(wire.State{State: wire.StateExited, Reason: "exited"})
@@ -76,6 +102,9 @@ func (b *Backend) stopped(g *GDB, res Value) {
 	case "exited-signalled":
 		b.exited(wire.State{State: wire.StateExited, Reason: "killed by a signal", Signal: res.S("signal-name")})
 		return
+	}
+	if gone {
+		return // about a process that is no more
 	}
 	st := wire.State{
 		State:      wire.StateStopped,
@@ -99,9 +128,16 @@ func (b *Backend) stopped(g *GDB, res Value) {
 	}
 	// The news goes out before the state changes: an answer that says
 	// stopped (to status, say) then comes after the stop itself.
+	b.mu.Lock()
+	b.announcing++
+	b.mu.Unlock()
 	b.out.drain()
 	b.emit(wire.EventStopped, wire.MustEncode(st))
-	b.setState(st)
+	b.mu.Lock()
+	b.state, b.held = st, false
+	b.announcing--
+	b.report()
+	b.mu.Unlock()
 }
 
 // currentFrame asks gdb for the selected frame.
@@ -125,11 +161,13 @@ func (b *Backend) exited(st wire.State) {
 		return
 	}
 	b.exiting = true
+	b.announcing++
 	b.mu.Unlock()
 	b.out.drain()
 	b.emit(wire.EventExited, wire.MustEncode(st))
 	b.mu.Lock()
-	b.state, b.pid, b.held, b.exiting = st, 0, false, false
+	b.state, b.pid, b.held, b.exiting, b.gone = st, 0, false, false, true
+	b.announcing--
 	b.report()
 	b.mu.Unlock()
 }

@@ -7,3 +7,11 @@ func LoadStops(b *Backend) int {
 	defer b.mu.Unlock()
 	return b.loadStops
 }
+
+// Pid is the process id of b's program, the last one gdb started or
+// attached to.
+func Pid(b *Backend) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastPid
+}

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // GDB is one gdb running the GDB/MI interpreter. Commands go one at a
@@ -24,6 +27,9 @@ type GDB struct {
 	async chan Record
 	queue records // async records read, waiting for Async's reader
 	done  chan struct{}
+	// pidfd is gdb's own pidfd (nil where the kernel has none), which
+	// tells at once that gdb ended, before its output is read to the end.
+	pidfd *os.File
 
 	run sync.Mutex // one command at a time
 
@@ -32,6 +38,10 @@ type GDB struct {
 	waiting *pending
 	err     error        // why gdb ended, once done is closed
 	stderr  bytes.Buffer // gdb's own complaints, for the error when it dies
+	// handled counts the records Async's reader has acted on (Handled);
+	// progress is closed and replaced at each.
+	handled  uint64
+	progress chan struct{}
 }
 
 type pending struct {
@@ -49,7 +59,7 @@ func Start(path string) (*GDB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
 	}
-	g := &GDB{path: resolved, async: make(chan Record), done: make(chan struct{})}
+	g := &GDB{path: resolved, async: make(chan Record), done: make(chan struct{}), progress: make(chan struct{})}
 	g.queue.wake = make(chan struct{}, 1)
 	g.cmd = exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
 	// gdb must not share our process group: a ^C meant for the front end
@@ -66,9 +76,66 @@ func Start(path string) (*GDB, error) {
 	if err := g.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", resolved, err)
 	}
+	if fd, err := unix.PidfdOpen(g.cmd.Process.Pid, 0); err == nil {
+		g.pidfd = os.NewFile(uintptr(fd), "pidfd of gdb")
+	}
 	go g.read(stdout)
 	go g.forward()
 	return g, nil
+}
+
+// Ended reports whether gdb's process has ended, which its pidfd tells
+// before its output has been read to the end.
+func (g *GDB) Ended() bool {
+	select {
+	case <-g.done:
+		return true
+	default:
+	}
+	if g.pidfd == nil {
+		return false
+	}
+	var gone bool
+	if control(g.pidfd, func(fd int) error {
+		gone = ended(fd)
+		return nil
+	}) != nil {
+		return true // closed: gdb has been reaped
+	}
+	return gone
+}
+
+// Mark is how many asynchronous records gdb has printed so far. Taken
+// after a command's answer, it counts every record gdb printed before
+// that answer.
+func (g *GDB) Mark() uint64 { return g.queue.count() }
+
+// Handled tells that Async's reader has acted on one more record.
+func (g *GDB) Handled() {
+	g.mu.Lock()
+	g.handled++
+	close(g.progress)
+	g.progress = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// WaitHandled waits until Async's reader has acted on the first n
+// records (a Mark), so that what gdb said before an answer has been
+// taken into account; false when ctx ended first.
+func (g *GDB) WaitHandled(ctx context.Context, n uint64) bool {
+	for {
+		g.mu.Lock()
+		handled, progress := g.handled, g.progress
+		g.mu.Unlock()
+		if handled >= n {
+			return true
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // Pid is gdb's process id.
@@ -183,6 +250,9 @@ func (g *GDB) read(stdout io.Reader) {
 		g.err = fmt.Errorf("gdb (%s) exited", g.path)
 	}
 	close(g.done)
+	if g.pidfd != nil {
+		g.pidfd.Close()
+	}
 }
 
 // forward hands the queued records to Async's reader, and closes Async
@@ -206,6 +276,7 @@ func (g *GDB) forward() {
 type records struct {
 	mu     sync.Mutex
 	items  []Record
+	pushed uint64 // records pushed so far
 	closed bool
 	wake   chan struct{} // a token when items arrive or the queue closes
 }
@@ -213,8 +284,15 @@ type records struct {
 func (q *records) push(r Record) {
 	q.mu.Lock()
 	q.items = append(q.items, r)
+	q.pushed++
 	q.mu.Unlock()
 	q.signal()
+}
+
+func (q *records) count() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pushed
 }
 
 func (q *records) close() {

@@ -38,22 +38,30 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		return nil, err
 	}
 	run := func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }
+	b.mu.Lock()
+	attached := b.attached
+	b.mu.Unlock()
+	if needsProcess[op] || (op == wire.OpRun && attached) {
+		if err := b.deathError(); err != nil {
+			return nil, err
+		}
+	}
 	switch op {
 	case wire.OpRun:
-		b.mu.Lock()
-		attached := b.attached
-		b.mu.Unlock()
 		if attached {
 			return b.resume(g, run, "-exec-continue") // it runs already: run it on
 		}
-		// A new process: its libraries are all to be read again.
+		// A new process: its libraries are all to be read again. gdb
+		// ends the one before, which is no news.
 		b.mu.Lock()
 		b.started, b.unread, b.held = false, false, false
 		b.mu.Unlock()
+		defer b.endingBy()()
 		return b.resume(g, run, "-exec-run")
 	case wire.OpPlant:
 		return b.plant(g)
 	case wire.OpDetach:
+		defer b.endingBy()()
 		return b.detach(ctx, g)
 	case wire.OpCont:
 		return b.resume(g, run, "-exec-continue")
@@ -70,6 +78,8 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 	case wire.OpFinish:
 		return b.resume(g, run, "-exec-finish")
 	case wire.OpKill:
+		// The end is this command's news, not the watch's.
+		defer b.endingBy()()
 		if _, _, err := run(`-interpreter-exec console "kill"`); err != nil {
 			return nil, err
 		}
@@ -291,18 +301,53 @@ func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, e
 		if err := wire.Decode(body, &t); err != nil {
 			return nil, err
 		}
-		// gdb's own commands may set or delete breakpoints too.
-		defer b.breakpointsChanged(g)
-		if strings.HasPrefix(t.Text, "-") {
-			r, text, err := run(t.Text)
-			if err != nil {
-				return nil, err
-			}
-			return wire.Encode(wire.Text{Text: text + r.Class + formatResults(r.Results)})
-		}
-		return console(run, t.Text)
+		return b.raw(ctx, g, t.Text)
 	}
 	return nil, fmt.Errorf("%w %q", backend.ErrUnknownOp, op)
+}
+
+// needsProcess are the commands that need the process itself, not only
+// its program: after a death they are answered with the death.
+var needsProcess = map[string]bool{
+	wire.OpCont: true, wire.OpStep: true, wire.OpNext: true, wire.OpFinish: true, wire.OpKill: true,
+	wire.OpDetach: true, wire.OpWhere: true, wire.OpFrame: true, wire.OpDepth: true, wire.OpLocals: true,
+	wire.OpArgs: true, wire.OpThreads: true, wire.OpThread: true, wire.OpMemRead: true, wire.OpMemSet: true,
+}
+
+// raw passes a command to gdb as it is: an MI command when it starts
+// with -, else a CLI one. It may end the process (kill, run) or gdb
+// itself (quit, -gdb-exit): a death meanwhile is reported after it,
+// unless gdb reported or caused it, and gdb's end is reported (the error
+// event, every later command answered with it) before the answer.
+func (b *Backend) raw(ctx context.Context, g *GDB, text string) ([]byte, error) {
+	// gdb's own commands may set or delete breakpoints too.
+	defer b.breakpointsChanged(g)
+	b.mu.Lock()
+	watched := b.watched
+	b.mu.Unlock()
+	after := b.rawEnds()
+	var answer []byte
+	var err error
+	exit := false // gdb answered ^exit: it ends
+	if strings.HasPrefix(text, "-") {
+		var r Record
+		var out string
+		if r, out, err = g.Run(ctx, text); err == nil {
+			exit = r.Class == "exit"
+			answer, err = wire.Encode(wire.Text{Text: out + r.Class + formatResults(r.Results)})
+		}
+	} else {
+		answer, err = console(func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }, text)
+	}
+	ends := exit || g.Ended()
+	after(ctx, g, ends)
+	if ends {
+		select {
+		case <-watched:
+		case <-ctx.Done():
+		}
+	}
+	return answer, err
 }
 
 // debugger returns the running gdb, or why there is none.
@@ -414,12 +459,13 @@ func (b *Backend) launch() (*GDB, error) {
 		b.term = term
 		b.out = newOutput(b, term)
 	}
-	b.gdb = g
+	watched := make(chan struct{})
+	b.gdb, b.watched = g, watched
 	b.solib = solibVars{stop: true}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.watch(g)
+		b.watch(g, watched)
 	}()
 	return g, nil
 }

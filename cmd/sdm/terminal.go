@@ -103,7 +103,7 @@ func interactive(ctx context.Context, con *console.Console) error {
 			return nil
 		case err != nil:
 			return err
-		case text != "":
+		case text != "" && len(text) < historyLine:
 			line.AppendHistory(text)
 		}
 		err = interruptible(ctx, intr, run)
@@ -142,6 +142,11 @@ func interruptible(ctx context.Context, intr <-chan os.Signal, run func(context.
 	}
 	return err
 }
+
+// historyLine bounds the lines kept in the history: liner reads its
+// history back through a 4 KiB buffer, and a longer line would stop the
+// reading of it, losing the lines after it.
+const historyLine = 4 << 10
 
 // historyFile is ~/.sdm_history, or a file in the temporary directory for
 // a user without a home.
