@@ -205,6 +205,9 @@ func runDebug(args []string) error {
 	s, err := launcher.Launch(ctx, o)
 	progress.clear()
 	if err != nil {
+		if ended := endedBy(ctx, nil); ended != nil {
+			return ended // the launch cut short: its job is gone
+		}
 		return refused(err)
 	}
 	load := func(ctx context.Context, s *launcher.Session) error {
