@@ -262,16 +262,19 @@ func (s *Session) push(m *wire.Message) {
 
 // track keeps the membership of the tree up to date.
 func (s *Session) track(m *wire.Message) {
-	if m.Op != wire.EventConnected && m.Op != wire.EventLost {
+	if m.Op != wire.EventConnected && m.Op != wire.EventLost && m.Op != wire.EventRejoined {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range m.Groups {
-		if m.Op == wire.EventConnected {
+		switch m.Op {
+		case wire.EventConnected:
 			s.connected = s.connected.Union(g.Ranks)
-		} else {
+		case wire.EventLost:
 			s.lost = s.lost.Union(g.Ranks)
+		case wire.EventRejoined:
+			s.lost = s.lost.Minus(g.Ranks)
 		}
 	}
 	close(s.changed)

@@ -91,6 +91,7 @@ type Console struct {
 	sets        map[string]wire.RankSet // named rank sets (defset)
 	failed      bool                    // some rank answered some command with a failure
 	ran         wire.RankSet            // ranks the user ran since the job (re)started
+	losses      map[string]wire.RankSet // ranks reported lost, by cause (losses.go)
 	// verboseLoads: the text prints reported loads (set verbose loads).
 	verboseLoads bool
 }

@@ -50,6 +50,9 @@ func (c *Console) printReply(op, expr string, g wire.Group) {
 		c.mu.Unlock()
 	}
 	value, lines := describe(op, g)
+	if g.Status != wire.StatusOK {
+		lines = []string{c.failureText(g)}
+	}
 	if op == wire.OpPrint && g.Status == wire.StatusOK {
 		lines[0] = expr + " = " + lines[0]
 	}
@@ -111,6 +114,14 @@ func (c *Console) Failed() bool {
 
 // printEvent prints one piece of news from the tree.
 func (c *Console) printEvent(ev client.Event) {
+	switch ev.Op {
+	case wire.EventLost:
+		if !c.lossNews(&ev) {
+			return
+		}
+	case wire.EventRejoined:
+		c.rejoined(ev.Group.Ranks)
+	}
 	value, lines := describe(ev.Op, ev.Group)
 	if c.opts.JSON {
 		obj := map[string]any{"ranks": ev.Group.Ranks.String(), "count": ev.Group.Ranks.Count(), "event": ev.Op}
@@ -170,7 +181,7 @@ func describe(op string, g wire.Group) (any, []string) {
 
 func decode(op string, body []byte) (any, []string, error) {
 	switch op {
-	case wire.EventLost, wire.EventError, wire.EventWarning:
+	case wire.EventLost, wire.EventRejoined, wire.EventError, wire.EventWarning:
 		return string(body), []string{op + ": " + string(body)}, nil
 	case wire.EventLoaded:
 		var l wire.Loaded

@@ -1,12 +1,18 @@
 package integration
 
 import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/launcher"
 )
 
 // SIGTERM stops a master and its servers promptly, even when the front end
@@ -48,5 +54,79 @@ func TestSIGTERMStopsEveryone(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("still running 5s after SIGTERM")
 		}
+	}
+}
+
+// sdm ended by a signal in the middle of a session (timeout's SIGTERM, a
+// closed terminal's SIGHUP, a SIGINT to a script) ends its job with it,
+// under every launcher: nothing of the session stays behind.
+func TestSignalEndsTheJob(t *testing.T) {
+	bin := testenv.Examples(t)
+	byRM := map[string]adapter{}
+	for _, a := range adapters(t) {
+		byRM[a.rm] = a
+	}
+	for _, c := range []struct {
+		rm  string
+		sig syscall.Signal
+	}{
+		{"local", syscall.SIGTERM}, {"openmpi", syscall.SIGHUP}, {"mpich", syscall.SIGTERM},
+		{"slurm", syscall.SIGHUP}, {"openmpi", syscall.SIGINT},
+	} {
+		t.Run(c.rm+"/"+c.sig.String(), func(t *testing.T) {
+			a := byRM[c.rm]
+			a.prepare(t)
+			args := []string{"debug", "-n", "4", "--rm", a.rm}
+			for _, arg := range a.args {
+				args = append(args, "--launcher-arg="+arg)
+			}
+			if a.force {
+				args = append(args, "--force")
+			}
+			args = append(args, "--", filepath.Join(bin, a.program))
+			cmd := testenv.Command(t, sdmBin, args...)
+			tmp := t.TempDir()
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			// Commands come from a pipe that stays open and silent: sdm
+			// waits for them when the signal comes.
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			cmd.Stdin = r
+			p := start(t, cmd)
+			r.Close()
+			// The session is up once every rank's gdb runs (what sdm
+			// prints may wait in a buffer until it ends).
+			var dir string
+			for limit := time.Now().Add(60 * time.Second); ; {
+				if dirs, _ := filepath.Glob(filepath.Join(tmp, "sdm-*")); len(dirs) == 1 {
+					dir = dirs[0]
+					if strings.Count(strings.Join(sessionProcesses([]byte(launcher.SessionEnv+"="+dir+"\x00")), "\n"), "gdb") >= 4 {
+						break
+					}
+				}
+				if time.Now().After(limit) {
+					t.Fatalf("the session did not come up within 60s: %s", p.out.String())
+				}
+				select {
+				case <-p.done:
+					t.Fatalf("sdm ended before the session came up: %v", p.err)
+				case <-time.After(100 * time.Millisecond): // polling the process table, as noStrays does
+				}
+			}
+			p.cmd.Process.Signal(c.sig)
+			select {
+			case <-p.done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("sdm still runs 20s after %v", c.sig)
+			}
+			var exit *exec.ExitError
+			if !errors.As(p.err, &exit) || exit.ExitCode() != 128+int(c.sig) {
+				t.Errorf("sdm ended by %v: %v, want exit status %d", c.sig, p.err, 128+int(c.sig))
+			}
+			noStrays(t, dir)
+		})
 	}
 }

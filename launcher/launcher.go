@@ -200,7 +200,7 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
 			err = cause
 		}
-		s.cancel()
+		s.stop()
 		s.closeTarget()
 		return nil, keptLogs(err, dir)
 	}
@@ -363,6 +363,25 @@ func (s *Session) cancel() {
 	}
 	if s.Starter != nil {
 		s.Starter.Cancel()
+	}
+}
+
+// stop cancels whatever of the session's processes still runs and waits
+// until they are gone: a launcher that outlives the grace period is
+// killed by a timer of this process, which must not exit first (an
+// mpirun whose daemons did not start would stay behind).
+func (s *Session) stop() {
+	s.cancel()
+	deadline := time.After(rm.Grace + 2*time.Second)
+	for _, job := range []rm.Job{s.Job, s.Master, s.Starter} {
+		if job == nil {
+			continue
+		}
+		select {
+		case <-job.Done():
+		case <-deadline:
+			return
+		}
 	}
 }
 

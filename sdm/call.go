@@ -1,6 +1,7 @@
 package sdm
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/sdm-hpc/sdm/wire"
@@ -52,15 +53,24 @@ func (c *call) fail(source int, status wire.Status, reason string) {
 	}
 }
 
-// expire reports every source that has not answered as timed out.
+// expire reports every source that has not answered as timed out, naming
+// it: this node's debugger, or the server of a child's subtree. The text
+// names no duration: each level of the tree has its own deadline, and the
+// same news from every level must merge (the front end, which knows the
+// deadline it gave, says it).
 func (c *call) expire() {
 	for source, want := range c.waiting {
-		// The text names no duration: each level of the tree has its own
-		// deadline, and the same news from every level must merge.
-		c.merger.Add(want, wire.StatusTimeout, []byte("no answer to "+c.op+" before the deadline"))
+		reason := "debugger busy or hung"
+		if source != selfSource {
+			reason = notResponding(source)
+		}
+		c.merger.Add(want, wire.StatusTimeout, []byte(reason))
 		delete(c.waiting, source)
 	}
 }
+
+// notResponding is why a child's subtree did not answer.
+func notResponding(index int) string { return fmt.Sprintf("server %d not responding", index) }
 
 // reply is the call's merged answer.
 func (c *call) reply() *wire.Message {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sdm-hpc/sdm/wire"
@@ -56,11 +58,6 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 		n.log.Printf("dropped connection from %s: index %d is not a child of %d", peer, hello.Index, n.cfg.Index)
 		link.Close()
 		return
-	case c.link != nil:
-		n.mu.Unlock()
-		n.log.Printf("dropped connection from %s: child %d is already connected", peer, hello.Index)
-		link.Close()
-		return
 	case hello.Size != n.cfg.Tree.Size:
 		n.mu.Unlock()
 		n.log.Printf("dropped connection from %s: child %d thinks the job has %d ranks, not %d", peer, hello.Index, hello.Size, n.cfg.Tree.Size)
@@ -72,10 +69,29 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 		link.Close()
 		return
 	}
-	c.link = link
+	// A child that dials again holds its old link for broken, whatever
+	// this end thinks of it: the new one replaces it. What the child owes
+	// on the old link it answers on the new one.
+	old, again := c.link, c.connected
+	out := newOutbox(link)
+	c.link, c.out, c.quiet, c.joined, c.connected = link, out, false, wire.RankSet{}, true
 	n.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	if again {
+		n.log.Printf("server %d rejoined from %s", c.index, peer)
+	}
 	n.cfg.Trace.Printf("server %d joined from %s", c.index, peer)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		out.run(func(err error) {
+			n.childLost(c, link, fmt.Sprintf("could not send to server %d: %v", c.index, err))
+		})
+	}()
 	n.serveChild(c, link)
+	<-sent
 }
 
 func (n *Node) handshakeTimeout() time.Duration {
@@ -94,20 +110,20 @@ func (n *Node) serveChild(c *child, link *wire.Link) {
 			if err != nil {
 				return
 			}
-			n.forwardEvents(c, m, n.output)
+			n.forwardEvents(c, link, m, n.output)
 		}
 	}()
 	for {
 		m, err := link.Recv()
 		if err != nil {
-			n.childLost(c, link, fmt.Sprintf("connection to server %d (%s) lost: %v", c.index, link.RemoteAddr(), err))
+			n.childLost(c, link, linkLoss(fmt.Sprintf("server %d", c.index), n.cfg.Link, err))
 			return
 		}
 		switch m.Kind {
 		case wire.KindReply:
 			n.childReply(c, m)
 		case wire.KindEvent:
-			n.forwardEvents(c, m, n.events)
+			n.forwardEvents(c, link, m, n.events)
 		default:
 			n.log.Printf("ignoring %s %q from child %d", m.Kind, m.Op, c.index)
 		}
@@ -115,13 +131,27 @@ func (n *Node) serveChild(c *child, link *wire.Link) {
 }
 
 // forwardEvents passes a child's events up, keeping only ranks of its own
-// subtree so that a confused child cannot speak for others.
-func (n *Node) forwardEvents(c *child, m *wire.Message, to *batcher) {
+// subtree so that a confused child cannot speak for others, and keeps
+// track of which of them have joined.
+func (n *Node) forwardEvents(c *child, link *wire.Link, m *wire.Message, to *batcher) {
 	for _, g := range m.Groups {
 		g.Ranks = g.Ranks.Intersect(c.ranks)
-		if !g.Ranks.Empty() {
-			to.add(m.Op, g)
+		if g.Ranks.Empty() {
+			continue
 		}
+		switch m.Op {
+		case wire.EventConnected, wire.EventRejoined, wire.EventLost:
+			n.mu.Lock()
+			if c.link == link {
+				if m.Op == wire.EventLost {
+					c.joined = c.joined.Minus(g.Ranks)
+				} else {
+					c.joined = c.joined.Union(g.Ranks)
+				}
+			}
+			n.mu.Unlock()
+		}
+		to.add(m.Op, g)
 	}
 }
 
@@ -141,26 +171,97 @@ func (n *Node) childReply(c *child, m *wire.Message) {
 	}
 }
 
-// childLost fails everything c owes and tells the parent its ranks are gone.
+// childLost fails everything c owes and tells the parent its ranks are
+// gone: the event first, so that the front end learns of the loss before
+// any answer that it fails.
 func (n *Node) childLost(c *child, link *wire.Link, reason string) {
 	link.Close()
 	n.mu.Lock()
 	if c.link != link {
 		n.mu.Unlock()
-		return
+		return // replaced by the child's new link, or lost already
 	}
-	c.link, c.lost = nil, reason
+	c.link, c.out, c.lost, c.quiet, c.joined = nil, nil, reason, false, wire.RankSet{}
+	calls := n.pending()
+	quitting := n.quitting
+	n.mu.Unlock()
+	if !quitting {
+		n.log.Printf("%s (%s)", reason, link.RemoteAddr())
+		n.events.add(wire.EventLost, wire.Group{Ranks: c.ranks, Body: []byte(reason)})
+	}
+	for _, cl := range calls {
+		n.settle(cl, func(cl *call) { cl.fail(c.index, wire.StatusLost, reason) })
+	}
+}
+
+// pending lists the calls in flight; n.mu is held.
+func (n *Node) pending() []*call {
 	calls := make([]*call, 0, len(n.calls))
 	for _, cl := range n.calls {
 		calls = append(calls, cl)
 	}
-	quitting := n.quitting
+	return calls
+}
+
+// watchChildren notices children that fall silent, and stops commands
+// from waiting for them (see Config.NotResponding), until ctx ends.
+func (n *Node) watchChildren(ctx context.Context) {
+	ticker := time.NewTicker(min(time.Second, n.cfg.NotResponding/4))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		n.checkChildren()
+	}
+}
+
+// checkChildren marks the children not heard from for NotResponding as
+// quiet, answering for their subtrees in every call that waits for them,
+// and those heard from again as not.
+func (n *Node) checkChildren() {
+	n.mu.Lock()
+	var quiet []*child
+	for _, c := range n.children {
+		if c.link == nil {
+			continue
+		}
+		silent := c.link.Silence()
+		switch {
+		case silent >= n.cfg.NotResponding && !c.quiet:
+			c.quiet = true
+			quiet = append(quiet, c)
+			n.log.Printf("server %d not responding: nothing heard for %v", c.index, silent.Round(time.Second))
+		case silent < n.cfg.NotResponding && c.quiet:
+			c.quiet = false
+			n.log.Printf("server %d responding again", c.index)
+		}
+	}
+	var calls []*call
+	if len(quiet) > 0 {
+		calls = n.pending()
+	}
 	n.mu.Unlock()
-	for _, cl := range calls {
-		n.settle(cl, func(cl *call) { cl.fail(c.index, wire.StatusLost, reason) })
+	for _, c := range quiet {
+		for _, cl := range calls {
+			n.settle(cl, func(cl *call) { cl.fail(c.index, wire.StatusTimeout, notResponding(c.index)) })
+		}
 	}
-	if !quitting {
-		n.log.Print(reason)
-		n.events.add(wire.EventLost, wire.Group{Ranks: c.ranks, Body: []byte(reason)})
+}
+
+// linkLoss says why the link to who broke, from what reading it said:
+// the peer closed it (or its process ended), it fell silent, or its
+// bytes were tampered with.
+func linkLoss(who string, cfg wire.LinkConfig, err error) string {
+	switch {
+	case errors.Is(err, wire.ErrTampered):
+		return fmt.Sprintf("link to %s broken: %v", who, err)
+	case errors.Is(err, wire.ErrSilent):
+		return fmt.Sprintf("no word from %s for %v: link dropped", who, cfg.SilenceLimit())
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, net.ErrClosed):
+		return "connection closed by " + who
 	}
+	return fmt.Sprintf("link to %s failed: %v", who, err)
 }

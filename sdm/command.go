@@ -16,23 +16,20 @@ func margin(timeout time.Duration) time.Duration {
 	return min(timeout/10, 250*time.Millisecond)
 }
 
-// command starts m: it registers a call, forwards m to the children whose
-// subtrees it reaches, in arrival order, and hands it to the backend.
+// command starts m: it registers a call, posts m to the children whose
+// subtrees it reaches, in arrival order, and hands it to the backend. It
+// never waits for a child: a child that is gone is answered for at once
+// (lost), one that has not been heard from lately too (not responding),
+// and the others get m through their outboxes.
 func (n *Node) command(ctx context.Context, m *wire.Message) {
 	n.cfg.Trace.Printf("command %d %s to [%v], %v", m.ID, m.Op, m.Ranks, m.Timeout)
 	cl := &call{id: m.ID, op: m.Op, cancel: func() {}, waiting: make(map[int]wire.RankSet)}
-	type forward struct {
-		index int
-		link  *wire.Link
-		ranks wire.RankSet
-	}
-	var forwards []forward
 	n.mu.Lock()
 	if _, dup := n.calls[m.ID]; dup {
 		n.mu.Unlock()
 		n.log.Printf("refused command %d (%s): a command with that id is still running", m.ID, m.Op)
 		cl.merger.Add(m.Ranks, wire.StatusError, []byte(fmt.Sprintf("command id %d is already in use", m.ID)))
-		n.sendUp(cl.reply(), (*wire.Link).Send)
+		n.reply(cl)
 		return
 	}
 	if m.Op == wire.OpQuit {
@@ -45,20 +42,24 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 	if own {
 		cl.waiting[selfSource] = n.self
 	}
+	timeout := m.Timeout - margin(m.Timeout)
+	deadline := time.Now().Add(timeout)
 	for _, c := range n.children {
 		r := m.Ranks.Intersect(c.ranks)
 		switch {
 		case r.Empty():
 		case c.link == nil:
 			cl.merger.Add(r, wire.StatusLost, []byte(c.lost))
+		case c.quiet:
+			cl.merger.Add(r, wire.StatusTimeout, []byte(notResponding(c.index)))
 		default:
 			cl.waiting[c.index] = r
-			forwards = append(forwards, forward{c.index, c.link, r})
+			c.out.post(&wire.Message{Kind: wire.KindCommand, ID: m.ID, Op: m.Op, Ranks: r, Timeout: timeout, Body: m.Body}, deadline)
 		}
 	}
 	if len(cl.waiting) == 0 {
 		n.mu.Unlock()
-		n.sendUp(cl.reply(), (*wire.Link).Send)
+		n.reply(cl)
 		return
 	}
 	// The backend's work ends when the call is settled, by its answer or
@@ -69,14 +70,6 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 	cl.timer = time.AfterFunc(m.Timeout, func() { n.settle(cl, (*call).expire) })
 	n.mu.Unlock()
 
-	down := &wire.Message{Kind: wire.KindCommand, ID: m.ID, Op: m.Op, Timeout: m.Timeout - margin(m.Timeout), Body: m.Body}
-	for _, f := range forwards {
-		down.Ranks = f.ranks
-		if err := f.link.Send(down); err != nil {
-			reason := fmt.Sprintf("could not send %s to server %d: %v", m.Op, f.index, err)
-			n.settle(cl, func(cl *call) { cl.fail(f.index, wire.StatusLost, reason) })
-		}
-	}
 	if !own {
 		return
 	}
@@ -114,18 +107,25 @@ func (n *Node) settle(cl *call, update func(*call)) {
 	cl.timer.Stop()
 	cl.cancel()
 	n.mu.Unlock()
-	// Events held for merging go up before the answer, so that an answer
-	// never overtakes news from before it: the front end that has the
-	// answer to status has every stop that status reports.
-	n.events.flush()
-	n.output.flush()
-	n.sendUp(cl.reply(), (*wire.Link).Send)
+	n.reply(cl)
 	if cl.op == wire.OpQuit && n.self.Empty() {
 		// The master hangs up on the front end after the answer, which
 		// tells it everything has been sent. The servers stay until their
 		// parents hang up, top down: none exits before every rank has
 		// answered (a launcher such as mpiexec may tear a job down as soon
 		// as one of its processes ends).
-		n.up.Close()
+		if up := n.parentLink(); up != nil {
+			up.Close()
+		}
 	}
+}
+
+// reply sends cl's answer up. Events held for merging go first, so that
+// an answer never overtakes news from before it: the front end that has
+// the answer to status has every stop that status reports, and the loss
+// of a subtree before the answer that says those ranks are lost.
+func (n *Node) reply(cl *call) {
+	n.events.flush()
+	n.output.flush()
+	n.sendUp(cl.reply(), (*wire.Link).Send)
 }

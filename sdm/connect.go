@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/sdm-hpc/sdm/wire"
@@ -20,8 +21,10 @@ const (
 )
 
 // connectUp dials the parent until it answers and authenticates, then
-// introduces this node.
-func (n *Node) connectUp(ctx context.Context) (*wire.Link, error) {
+// introduces this node. At first a parent may not listen yet; again (to
+// rejoin) it listened before, and one that refuses the connection now is
+// gone: that ends the wait at once.
+func (n *Node) connectUp(ctx context.Context, again bool) (*wire.Link, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
 	defer cancel()
 	wait := firstRetry
@@ -39,6 +42,8 @@ func (n *Node) connectUp(ctx context.Context) (*wire.Link, error) {
 			n.log.Printf("session port: dropped a connection from %s: %v", peer, err)
 		case refused:
 			return nil, fmt.Errorf("%s refused us: %w", n.parentName(), err)
+		case again && errors.Is(err, syscall.ECONNREFUSED):
+			return nil, fmt.Errorf("%s is gone: %w", n.parentName(), err)
 		}
 		last = err
 		select {

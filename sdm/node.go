@@ -41,9 +41,16 @@ type Config struct {
 	// dropped and the next awaited, where otherwise a refused handshake
 	// is final.
 	AcceptsFrontEnd bool
-	// ConnectTimeout bounds the wait for the parent (default 60 s).
+	// ConnectTimeout bounds the wait for the parent (default 60 s): at
+	// first, and again each time a server's link to its parent breaks and
+	// it dials again to rejoin.
 	ConnectTimeout time.Duration
-	Link           wire.LinkConfig
+	// NotResponding is how long a child may go unheard (its link pings
+	// every second) before commands stop waiting for it: its ranks are
+	// answered at once as not responding, until it is heard from again
+	// (default 5 s).
+	NotResponding time.Duration
+	Link          wire.LinkConfig
 	// Backend debugs this node's rank; nil for the master.
 	Backend backend.Backend
 	// EventWindow is how long a node with children holds events to merge
@@ -67,6 +74,13 @@ const shutdownID = ^uint64(0)
 // DefaultEventWindow is the default Config.EventWindow.
 const DefaultEventWindow = 10 * time.Millisecond
 
+// DefaultNotResponding is the default Config.NotResponding: five pings
+// missed. A server that runs answers a ping within milliseconds, even on
+// a node busy with hundreds of gdbs; one that has not for five seconds is
+// stopped, starved or cut off, and a command that waited for it would
+// wait out its whole deadline (30 s at the console) each time.
+const DefaultNotResponding = 5 * time.Second
+
 // Node is a running tree node.
 type Node struct {
 	cfg      Config
@@ -75,11 +89,13 @@ type Node struct {
 	children map[int]*child
 	log      *log.Logger
 
-	up      *wire.Link
-	upReady chan struct{} // closed once up is set
-	stopped chan struct{} // closed when Run is ending
-	events  *batcher
-	output  *batcher
+	upMu     sync.Mutex
+	up       *wire.Link    // the link to the parent; nil while there is none
+	held     []upward      // what waits for a link to the parent
+	upClosed bool          // Run is ending: a new link to the parent is closed at once
+	stopped  chan struct{} // closed when Run is ending
+	events   *batcher
+	output   *batcher
 	// answered carries the settling of the backend's answers to
 	// pumpBackend, which settles them in order with the backend's events.
 	answered chan func()
@@ -95,7 +111,16 @@ type child struct {
 	index int
 	ranks wire.RankSet // the ranks of its subtree
 	link  *wire.Link   // nil until it connects, and after it is lost
+	out   *outbox      // the commands on their way down link
 	lost  string       // why it was lost
+	// quiet: not heard from for Config.NotResponding, so commands do not
+	// wait for it.
+	quiet bool
+	// joined is what of its subtree has joined through this link, as its
+	// connected and rejoined events said: what this node, rejoining its
+	// own parent, says is back.
+	joined    wire.RankSet
+	connected bool // it has connected before: a new link is a rejoin
 }
 
 // New checks cfg and prepares a node; Run brings it up.
@@ -123,11 +148,13 @@ func New(cfg Config) (*Node, error) {
 	if cfg.EventWindow <= 0 {
 		cfg.EventWindow = DefaultEventWindow
 	}
+	if cfg.NotResponding <= 0 {
+		cfg.NotResponding = DefaultNotResponding
+	}
 	n := &Node{
 		cfg:      cfg,
 		children: make(map[int]*child, len(kids)),
 		log:      cfg.Log,
-		upReady:  make(chan struct{}),
 		stopped:  make(chan struct{}),
 		calls:    make(map[uint64]*call),
 		quitAcks: make(chan int, len(kids)),
@@ -147,7 +174,7 @@ func New(cfg Config) (*Node, error) {
 	for _, k := range kids {
 		var b wire.Builder
 		cfg.Tree.Walk(k, b.Add)
-		c := &child{index: k, ranks: b.Set(), lost: "its server has not connected"}
+		c := &child{index: k, ranks: b.Set(), lost: fmt.Sprintf("server %d has not connected", k)}
 		reach.AddSet(c.ranks)
 		n.children[k] = c
 	}
@@ -167,8 +194,12 @@ func New(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// Run connects the node and serves until its parent link closes or ctx
-// ends. It returns nil when the session ended with a quit command.
+// Run connects the node and serves until the session ends or ctx does.
+// A server whose link to its parent breaks dials it again and rejoins;
+// it ends when that fails (the parent refuses the connection, or
+// Config.ConnectTimeout passes), so that nothing below a parent that is
+// gone stays behind. Run returns nil when the session ended with a quit
+// command.
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -182,20 +213,23 @@ func (n *Node) Run(ctx context.Context) error {
 		wg.Wait()
 	}()
 	if n.cfg.Listener != nil {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			n.acceptChildren(ctx, &wg)
 		}()
+		go func() {
+			defer wg.Done()
+			n.watchChildren(ctx)
+		}()
 		context.AfterFunc(ctx, func() { n.cfg.Listener.Close() })
 	}
-	up, err := n.connectUp(ctx)
+	up, err := n.connectUp(ctx, false)
 	if err != nil {
 		return err
 	}
-	n.up = up
-	close(n.upReady)
-	context.AfterFunc(ctx, func() { up.Close() })
+	context.AfterFunc(ctx, n.closeUp)
+	n.setUp(up, nil)
 	if n.cfg.Backend != nil {
 		wg.Add(1)
 		go func() {
@@ -205,15 +239,31 @@ func (n *Node) Run(ctx context.Context) error {
 		n.events.add(wire.EventConnected, wire.Group{Ranks: n.self})
 	}
 	for {
-		m, err := up.Recv()
-		if err != nil {
-			n.mu.Lock()
-			quitting := n.quitting
-			n.mu.Unlock()
-			if quitting || ctx.Err() != nil {
+		err := n.serveParent(ctx, up)
+		if n.ending(ctx) {
+			return nil
+		}
+		reason := linkLoss(n.parentName(), n.cfg.Link, err)
+		if n.self.Empty() {
+			return fmt.Errorf("lost the link to %s (%s): %s", n.parentName(), up.RemoteAddr(), reason)
+		}
+		n.dropUp()
+		n.log.Printf("lost the link to %s (%s): %s; dialling it again", n.parentName(), up.RemoteAddr(), reason)
+		if up, err = n.rejoin(ctx); err != nil {
+			if n.ending(ctx) {
 				return nil
 			}
-			return fmt.Errorf("lost the link to %s (%s): %w", n.parentName(), up.RemoteAddr(), err)
+			return fmt.Errorf("lost the link to %s (%s) and could not rejoin: %w", n.parentName(), reason, err)
+		}
+	}
+}
+
+// serveParent runs the commands that come down up until it breaks.
+func (n *Node) serveParent(ctx context.Context, up *wire.Link) error {
+	for {
+		m, err := up.Recv()
+		if err != nil {
+			return err
 		}
 		if m.Kind != wire.KindCommand {
 			n.log.Printf("ignoring %s %q from parent", m.Kind, m.Op)
@@ -221,6 +271,34 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		n.command(ctx, m)
 	}
+}
+
+// ending says whether the node is stopping on purpose: quit, or its owner.
+func (n *Node) ending(ctx context.Context) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.quitting || ctx.Err() != nil
+}
+
+// rejoin dials the parent again after the link broke. The parent takes a
+// child back as it took it at first (handshake and hello); the first
+// thing the child says is which of its ranks are back, before anything
+// that waited for the link goes up.
+func (n *Node) rejoin(ctx context.Context) (*wire.Link, error) {
+	up, err := n.connectUp(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	back := n.self
+	n.mu.Lock()
+	for _, c := range n.children {
+		back = back.Union(c.joined)
+	}
+	n.mu.Unlock()
+	n.log.Printf("rejoined %s (%s)", n.parentName(), up.RemoteAddr())
+	n.setUp(up, &wire.Message{Kind: wire.KindEvent, Op: wire.EventRejoined,
+		Groups: []wire.Group{{Ranks: back, Body: fmt.Appendf(nil, "server %d reconnected", n.cfg.Index)}}})
+	return up, nil
 }
 
 // parentName says who the parent is, for messages.
@@ -245,7 +323,8 @@ func (n *Node) shutdown(graceful bool) {
 		if c.link != nil {
 			links = append(links, c.link)
 			if graceful {
-				c.link.Send(&wire.Message{Kind: wire.KindCommand, ID: shutdownID, Op: wire.OpQuit, Ranks: c.ranks, Timeout: quitWait})
+				c.out.post(&wire.Message{Kind: wire.KindCommand, ID: shutdownID, Op: wire.OpQuit, Ranks: c.ranks, Timeout: quitWait},
+					time.Now().Add(quitWait))
 			}
 		}
 	}
@@ -285,25 +364,6 @@ func (n *Node) shutdown(graceful bool) {
 	n.mu.Unlock()
 	if n.cfg.Backend != nil {
 		n.cfg.Backend.Close()
-	}
-}
-
-// sendUp sends m on the parent link once it exists; a node that stops
-// before it ever reached its parent drops m.
-func (n *Node) sendUp(m *wire.Message, send func(*wire.Link, *wire.Message) error) {
-	select {
-	case <-n.upReady:
-	case <-n.stopped:
-		return
-	}
-	if err := send(n.up, m); err != nil {
-		n.mu.Lock()
-		quitting := n.quitting
-		n.mu.Unlock()
-		// At the end the parent may hang up first: no news.
-		if !quitting {
-			n.log.Printf("send %s %s to parent: %v", m.Kind, m.Op, err)
-		}
 	}
 }
 

@@ -38,6 +38,16 @@ func testKey(b byte) wire.Key {
 // startTree brings up n servers plus the master and waits until all joined.
 func startTree(t testing.TB, n, fanout int, program string, args ...string) *tree {
 	t.Helper()
+	return startTreeDialling(t, n, fanout, nil, program, args...)
+}
+
+// dialer is how a node connects to its parent.
+type dialer = func(context.Context) (net.Conn, error)
+
+// startTreeDialling is startTree with node id's dialling of its parent
+// wrapped by wrap, when not nil.
+func startTreeDialling(t testing.TB, n, fanout int, wrap func(id int, dial dialer) dialer, program string, args ...string) *tree {
+	t.Helper()
 	cfg := wire.LinkConfig{Key: testKey(1)}
 	ln, err := client.Listen("127.0.0.1:0", cfg, nil)
 	if err != nil {
@@ -60,6 +70,9 @@ func startTree(t testing.TB, n, fanout int, program string, args ...string) *tre
 			up = listeners[p].Addr().String()
 		}
 		nc := sdm.Config{Index: id, Tree: tr, Listener: listeners[id], DialUp: sdm.DialTCP(up), Link: cfg}
+		if wrap != nil {
+			nc.DialUp = wrap(id, nc.DialUp)
+		}
 		if id != tr.Master() {
 			nc.Backend = sim.New(backendConfig(id, n))
 		}

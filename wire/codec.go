@@ -66,8 +66,17 @@ func (c *Codec) Write(m *Message) error {
 	if c.buf.Cap() > 64<<10 {
 		c.buf = bytes.Buffer{} // do not keep a huge buffer for one big reply
 	}
-	return err
+	if err != nil {
+		return writeError{err}
+	}
+	return nil
 }
+
+// writeError is a write that failed once the frame was on its way: part
+// of it may have gone out, so the stream cannot carry another.
+type writeError struct{ error }
+
+func (e writeError) Unwrap() error { return e.error }
 
 // Read returns the next message. Malformed or oversized frames are errors
 // that wrap ErrMessage or ErrFrameTooLarge; the stream is unusable after one.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,23 +20,60 @@ type LinkConfig struct {
 	HandshakeTimeout time.Duration
 	// MaxFrame bounds one message (DefaultMaxFrame).
 	MaxFrame int
-	// KeepAlive is how often an idle link is pinged, so that a peer whose
-	// host vanished without closing the connection is noticed. A peer that
-	// exits or is killed is noticed at once through the closed connection.
+	// KeepAlive is how often each end pings the other (DefaultKeepAlive),
+	// so that a live peer is heard from at least that often and Silence
+	// measures how long it has not been.
 	KeepAlive time.Duration
+	// Silence is how long a link may go without a word from its peer
+	// before it is dropped (DefaultSilence): the peer's host is gone, or
+	// the peer has been stopped that long. A peer that exits or is killed
+	// is noticed at once through the closed connection.
+	Silence time.Duration
 	// Log receives the multiplexer's own complaints (discarded when nil).
 	Log io.Writer
 }
 
-// DefaultKeepAlive is the ping interval of idle links.
-const DefaultKeepAlive = 5 * time.Second
+// DefaultKeepAlive is the ping interval of links.
+const DefaultKeepAlive = time.Second
+
+// DefaultSilence is how long a link stays without a word from its peer.
+// A server that is alive answers a ping within milliseconds, but one may
+// be stopped for a while and come back: job control, a node that swaps,
+// an executable paged in from a parallel file system that hangs for tens
+// of seconds. Commands do not wait on a silent peer (the tree node stops
+// waiting for it after a few seconds), so dropping the link early would
+// buy nothing but a loss and a rejoin; dropping it at all lets a peer
+// whose host vanished be reported lost, and lets the servers below it,
+// which drop it too, try to rejoin and then end instead of staying
+// orphaned.
+const DefaultSilence = time.Minute
+
+// keepAlive is the ping interval cfg asks for.
+func (c LinkConfig) keepAlive() time.Duration {
+	if c.KeepAlive > 0 {
+		return c.KeepAlive
+	}
+	return DefaultKeepAlive
+}
+
+// SilenceLimit is how long a link of this configuration stays silent
+// before it is dropped.
+func (c LinkConfig) SilenceLimit() time.Duration {
+	if c.Silence > 0 {
+		return c.Silence
+	}
+	return DefaultSilence
+}
 
 func (c LinkConfig) yamux() *yamux.Config {
 	y := yamux.DefaultConfig()
-	y.KeepAliveInterval = c.KeepAlive
-	if y.KeepAliveInterval <= 0 {
-		y.KeepAliveInterval = DefaultKeepAlive
-	}
+	// The link pings and judges silence itself (watch): yamux's keepalive
+	// would take a process that was stopped itself for a peer gone quiet
+	// the moment it runs again, and drop every one of its links.
+	y.EnableKeepAlive = false
+	// A write that cannot go out for this long will not: the peer stopped
+	// reading.
+	y.ConnectionWriteTimeout = c.SilenceLimit()
 	y.LogOutput = c.Log
 	if y.LogOutput == nil {
 		y.LogOutput = io.Discard
@@ -58,6 +96,7 @@ type Link struct {
 	control *Codec
 	output  *Codec
 	closed  atomic.Bool
+	live    liveness
 }
 
 // NewLink runs the handshake on conn as the end e describes and opens the
@@ -93,13 +132,16 @@ func NewLink(conn net.Conn, e Ends, cfg LinkConfig) (l *Link, err error) {
 		}
 		return nil, err
 	}
-	return &Link{
+	l = &Link{
 		conn:    sc,
 		session: session,
 		streams: streams,
 		control: NewCodec(streams[0], cfg.MaxFrame),
 		output:  NewCodec(streams[1], cfg.MaxFrame),
-	}, nil
+		live:    liveness{heard: &sc.heard, interval: cfg.keepAlive()},
+	}
+	go l.watch(cfg.SilenceLimit())
+	return l, nil
 }
 
 // openStreams opens (dialer) or accepts (listener) the control and output
@@ -125,13 +167,24 @@ func openStreams(s *yamux.Session, dialer bool, timeout time.Duration) ([2]net.C
 }
 
 // Send writes a message on the control stream. Safe for concurrent use.
-func (l *Link) Send(m *Message) error { return l.control.Write(m) }
+// A write that fails on the way (the peer did not read for
+// LinkConfig.Silence) closes the link: the stream is cut mid-frame.
+func (l *Link) Send(m *Message) error { return l.write(l.control, m) }
 
 // Recv reads the next message of the control stream.
 func (l *Link) Recv() (*Message, error) { return l.recv(l.control) }
 
-// SendOutput writes a message on the output stream. Safe for concurrent use.
-func (l *Link) SendOutput(m *Message) error { return l.output.Write(m) }
+// SendOutput writes a message on the output stream, as Send does.
+func (l *Link) SendOutput(m *Message) error { return l.write(l.output, m) }
+
+func (l *Link) write(c *Codec, m *Message) error {
+	err := c.Write(m)
+	var cut writeError
+	if errors.As(err, &cut) {
+		l.Close()
+	}
+	return err
+}
 
 // RecvOutput reads the next message of the output stream.
 func (l *Link) RecvOutput() (*Message, error) { return l.recv(l.output) }
@@ -140,9 +193,9 @@ func (l *Link) recv(c *Codec) (*Message, error) {
 	m, err := c.Read()
 	switch {
 	case err == nil:
-	case l.conn.Err() != nil:
+	case l.Err() != nil:
 		// yamux reports only that its session ended; the reason is ours.
-		err = l.conn.Err()
+		err = l.Err()
 	case l.closed.Load():
 		err = net.ErrClosed
 	}
@@ -165,9 +218,16 @@ func (l *Link) Close() error {
 // Done is closed when the link is gone, for whatever reason.
 func (l *Link) Done() <-chan struct{} { return l.session.CloseChan() }
 
-// Err says why the link broke when bytes on it were altered or forged
-// (wrapping ErrTampered), or nil.
-func (l *Link) Err() error { return l.conn.Err() }
+// Err says why the link broke when this end found it broken: bytes on it
+// were altered or forged (wrapping ErrTampered), or the peer fell silent
+// (wrapping ErrSilent). It is nil otherwise: the link is up, or was
+// closed, by either end.
+func (l *Link) Err() error {
+	if err := l.conn.Err(); err != nil {
+		return err
+	}
+	return l.live.err()
+}
 
 // RemoteAddr is the peer's address, for messages about it.
 func (l *Link) RemoteAddr() net.Addr { return l.conn.RemoteAddr() }

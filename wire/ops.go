@@ -70,6 +70,7 @@ const (
 const (
 	EventConnected = "connected" // the ranks' servers joined the tree; no body
 	EventLost      = "lost"      // the ranks' servers left the tree; B: text reason
+	EventRejoined  = "rejoined"  // the ranks' servers, lost, are back in the tree; B: text, who reconnected
 	EventRunning   = "running"   // no body
 	EventStopped   = "stopped"   // B: State
 	EventExited    = "exited"    // B: State

@@ -37,6 +37,7 @@ type secureConn struct {
 	plain    []byte // decrypted and not read yet
 	received uint64 // records received, for errors
 	failed   atomic.Pointer[error]
+	heard    atomic.Int64 // when the last record arrived (clock)
 
 	wmu  sync.Mutex
 	send *noise.CipherState
@@ -44,7 +45,9 @@ type secureConn struct {
 }
 
 func newSecureConn(conn net.Conn, recv, send *noise.CipherState) *secureConn {
-	return &secureConn{Conn: conn, r: bufio.NewReaderSize(conn, 2+maxRecord), recv: recv, send: send}
+	c := &secureConn{Conn: conn, r: bufio.NewReaderSize(conn, 2+maxRecord), recv: recv, send: send}
+	c.heard.Store(int64(clock()))
+	return c
 }
 
 // Read returns plaintext from the next records. A record that does not
@@ -86,6 +89,7 @@ func (c *secureConn) readRecord() (int, error) {
 		return 0, c.fail(fmt.Errorf("%w: record %d from %s was altered or forged on the way", ErrTampered, c.received+1, c.RemoteAddr()))
 	}
 	c.received++
+	c.heard.Store(int64(clock()))
 	c.plain = plain
 	return len(plain), nil
 }

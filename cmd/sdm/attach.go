@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -107,7 +105,7 @@ func runAttach(args []string) error {
 			return &exitError{2, fmt.Errorf("--ranks %s: %w", *ranks, err)}
 		}
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := endContext(f)
 	defer cancel()
 	o := launcher.Options{Fanout: *f.fanout, Debugger: "gdb-mi", SSH: *f.sshCommand,
 		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0)}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -186,7 +184,7 @@ func runDebug(args []string) error {
 		}
 		*target = *forward
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := endContext(f)
 	defer stop()
 	dir, _ := os.Getwd()
 	o := launcher.Options{
@@ -207,6 +205,9 @@ func runDebug(args []string) error {
 	s, err := launcher.Launch(ctx, o)
 	progress.clear()
 	if err != nil {
+		if ended := endedBy(ctx, nil); ended != nil {
+			return ended // the launch cut short: its job is gone
+		}
 		return refused(err)
 	}
 	load := func(ctx context.Context, s *launcher.Session) error {
@@ -264,12 +265,26 @@ func runSession(ctx context.Context, s session, f *sessionFlags, opts console.Op
 		go s.watch(ending)
 	}
 
-	runErr := prepare(con)
-	if runErr == nil {
-		runErr = runCommands(ctx, con, *f.exprs, *f.batch)
+	// The commands run apart, so that sdm's end (ctx) ends the session
+	// even while they wait for input that may never come.
+	ran := make(chan error, 1)
+	go func() {
+		err := prepare(con)
+		if err == nil {
+			err = runCommands(ctx, con, *f.exprs, *f.batch)
+		}
+		ran <- err
+	}()
+	var runErr error
+	select {
+	case runErr = <-ran:
+	case <-ctx.Done():
 	}
 	close(ending)
 	endErr := s.end(10 * time.Second)
+	if err := endedBy(ctx, endErr); err != nil {
+		return err
+	}
 	// The session is closed now: what events remain are printed, then the
 	// event channel closes.
 	<-printed

@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// subtree is the ranks of server index's subtree in a binomial tree of n.
+func subtree(n, index int) wire.RankSet {
+	var b wire.Builder
+	routing.Tree{Size: n}.Walk(index, b.Add)
+	return b.Set()
+}
+
+// groupsWith is the union of the ranks of the groups with status.
+func groupsWith(groups []wire.Group, status wire.Status) wire.RankSet {
+	var r wire.RankSet
+	for _, g := range groups {
+		if g.Status == status {
+			r = r.Union(g.Ranks)
+		}
+	}
+	return r
+}
+
+// A stopped interior server holds up no command beyond its deadline and
+// no command to the other ranks at all; woken, its ranks answer again as
+// they were.
+func TestStoppedServerStallsNobody(t *testing.T) {
+	const n, victim = 16, 1
+	s := launch(t, n, 0, "ring")
+	stalled := subtree(n, victim)
+	others := wire.All(n).Minus(stalled)
+	before := describe(command(t, s.Command, wire.All(n), wire.OpWhere, nil))
+	server := s.Job.(*local.Job).Process(victim)
+	if err := server.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	woken := false
+	defer func() {
+		if !woken {
+			server.Signal(syscall.SIGCONT)
+		}
+	}()
+
+	// The command that is in flight when the server stops: answered by
+	// its deadline, the subtree marked, the others ok.
+	const deadline = 2 * time.Second
+	start := time.Now()
+	groups, err := s.Command(context.Background(), wire.All(n), wire.OpStatus, nil, deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > deadline+500*time.Millisecond {
+		t.Fatalf("a command with a deadline of %v took %v", deadline, d)
+	}
+	if !groupsWith(groups, wire.StatusTimeout).Equal(stalled) || !okRanks(groups).Equal(others) ||
+		!strings.Contains(describe(groups), "server 1 not responding") {
+		t.Fatalf("status of all with server %d stopped: %s", victim, describe(groups))
+	}
+
+	// The others answer without waiting for the stopped server, again
+	// and again: no command waits behind one that cannot go down.
+	for range 10 {
+		start := time.Now()
+		groups := command(t, s.Command, others, wire.OpStatus, nil)
+		if !okRanks(groups).Equal(others) {
+			t.Fatalf("status of the others: %s", describe(groups))
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("status of the ranks that were not stopped took %v", d)
+		}
+	}
+
+	// Woken, the subtree answers again, from where it was.
+	if err := server.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	woken = true
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		groups, err := s.Command(ctx, wire.All(n), wire.OpWhere, nil, deadline)
+		if err != nil {
+			t.Fatalf("the subtree of server %d did not answer again after SIGCONT: %v", victim, err)
+		}
+		if okRanks(groups).Equal(wire.All(n)) {
+			if got := describe(groups); got != before {
+				t.Fatalf("where after waking: %s, before the stop: %s", got, before)
+			}
+			break
+		}
+	}
+}
+
+// A killed interior server's subtree is reported lost once, as a closed
+// connection, and the servers below it, orphaned, end.
+func TestKilledServerLostOnce(t *testing.T) {
+	const n, victim = 16, 1
+	s := launch(t, n, 0, "ring")
+	job := s.Job.(*local.Job)
+	lost := subtree(n, victim)
+	if err := job.Process(victim).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var losses []client.Event
+	events(t, s.Session.Session, func(ev client.Event) bool {
+		if ev.Op == wire.EventLost {
+			losses = append(losses, ev)
+		}
+		return ev.Op == wire.EventLost && ev.Group.Ranks.Equal(lost)
+	})
+	if len(losses) != 1 || string(losses[0].Group.Body) != "connection closed by server 1" {
+		t.Fatalf("loss of server %d reported as %v", victim, losses)
+	}
+	// The orphans end: each finds its parent gone when it dials again.
+	lost.Minus(wire.Single(victim)).Each(func(r int) bool {
+		p := job.Process(r)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for p.Signal(syscall.Signal(0)) == nil && ctx.Err() == nil {
+			waitTick(ctx)
+		}
+		if err := p.Signal(syscall.Signal(0)); err == nil {
+			t.Errorf("server %d still runs 10s after its parent was killed", r)
+		}
+		return true
+	})
+	// Whatever came since is news of other things: nothing more is lost.
+	groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil)
+	if !groupsWith(groups, wire.StatusLost).Equal(lost) {
+		t.Fatalf("status after the loss: %s", describe(groups))
+	}
+	drained, stop := context.WithCancel(context.Background())
+	stop()
+	for {
+		ev, err := s.NextEvent(drained)
+		if err != nil {
+			break
+		}
+		if ev.Op == wire.EventLost {
+			t.Fatalf("loss reported again: %s %s", ev.Group.Ranks, ev.Group.Body)
+		}
+	}
+	s.end()
+}
+
+// waitTick waits a little, or until ctx ends: the pace of polling a
+// process that has no other way to say it ended.
+func waitTick(ctx context.Context) {
+	t := time.NewTimer(20 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// A hung gdb holds up only its own rank: its commands time out, the
+// others' answer at once.
+func TestHungGDBDelaysOnlyItsRank(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	const n = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", SDM: sdmBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.End(10 * time.Second)
+	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"30"}})
+	command(t, s.Command, wire.All(n), wire.OpStart, body)
+	gdb := testenv.Child(t, s.Job.(*local.Job).Process(2).Pid, "gdb")
+	if err := syscall.Kill(gdb, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(gdb, syscall.SIGCONT)
+	// print asks gdb itself, where status is known without it.
+	onePlusOne := wire.MustEncode(wire.Expr{Expr: "1+1"})
+	const deadline = 2 * time.Second
+	groups, err := s.Command(ctx, wire.All(n), wire.OpPrint, onePlusOne, deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !groupsWith(groups, wire.StatusTimeout).Equal(wire.Single(2)) || !okRanks(groups).Equal(wire.All(n).Minus(wire.Single(2))) {
+		t.Fatalf("print with rank 2's gdb stopped: %s", describe(groups))
+	}
+	others := wire.Range(0, 1).Union(wire.Single(3))
+	for range 5 {
+		start := time.Now()
+		groups := command(t, s.Command, others, wire.OpPrint, onePlusOne)
+		if !okRanks(groups).Equal(others) {
+			t.Fatalf("print of the others: %s", describe(groups))
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("print of the ranks whose gdb runs took %v", d)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// ErrSilent is wrapped when a link is dropped because its peer said
+// nothing, not even an answer to a ping, for LinkConfig.Silence.
+var ErrSilent = errors.New("peer silent")
+
+// epoch anchors clock: durations since it are monotonic, and keep running
+// while the process is stopped.
+var epoch = time.Now()
+
+// clock is the monotonic time, as a duration since epoch.
+func clock() time.Duration { return time.Since(epoch) }
+
+// liveness tells how long a link's peer has been silent. The peer is
+// heard from whenever a record arrives (pings are answered with one at
+// least every interval); silence is the time since then.
+//
+// A process that was stopped itself (SIGSTOP, a swapped-out node) finds
+// on waking that nothing arrived for as long as it slept, although the
+// peer may have answered every ping: the answers wait unread in the
+// socket. The watchdog ticks every interval; a tick that comes late says
+// that this process did not run, and the silence counts from then.
+type liveness struct {
+	heard    *atomic.Int64 // the last record (secureConn.heard)
+	interval time.Duration
+	ticked   atomic.Int64 // the watchdog's last tick
+	woke     atomic.Int64 // when the watchdog last found that this process had not run
+	dropped  atomic.Pointer[error]
+}
+
+// Silence is how long the peer has not been heard from; zero when this
+// process itself has not run lately and cannot tell.
+func (l *Link) Silence() time.Duration {
+	now := clock()
+	lv := &l.live
+	if ticked := time.Duration(lv.ticked.Load()); ticked > 0 && now-ticked > 2*lv.interval {
+		return 0 // the watchdog is late: this process is only now running again
+	}
+	last := max(time.Duration(lv.heard.Load()), time.Duration(lv.woke.Load()))
+	return max(now-last, 0)
+}
+
+// watch pings the peer every interval and drops the link once the peer
+// has been silent for limit.
+func (l *Link) watch(limit time.Duration) {
+	lv := &l.live
+	ticker := time.NewTicker(lv.interval)
+	defer ticker.Stop()
+	lv.ticked.Store(int64(clock()))
+	var pinging atomic.Bool
+	for {
+		select {
+		case <-l.session.CloseChan():
+			return
+		case <-ticker.C:
+		}
+		now := clock()
+		if now-time.Duration(lv.ticked.Load()) > 2*lv.interval {
+			lv.woke.Store(int64(now))
+		}
+		lv.ticked.Store(int64(now))
+		if silent := l.Silence(); silent >= limit {
+			err := fmt.Errorf("%w: no word from %s for %v", ErrSilent, l.RemoteAddr(), silent.Round(time.Second))
+			lv.dropped.CompareAndSwap(nil, &err)
+			l.Close()
+			return
+		}
+		// One ping at a time: a peer that does not answer gets no more.
+		if pinging.CompareAndSwap(false, true) {
+			go func() {
+				defer pinging.Store(false)
+				l.session.Ping()
+			}()
+		}
+	}
+}
+
+// err is why the watchdog dropped the link, or nil.
+func (lv *liveness) err() error {
+	if err := lv.dropped.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
