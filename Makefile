@@ -16,7 +16,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -36,6 +36,10 @@ thirdparty:
 	scripts/thirdparty.sh
 
 $(OUT)/plain: examples/plain/plain.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -o $@ $<
+
+$(OUT)/flood: examples/flood/flood.c
 	@mkdir -p $(OUT)
 	$(CC) $(CFLAGS) -o $@ $<
 
