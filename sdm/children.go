@@ -94,7 +94,7 @@ func (n *Node) serveChild(c *child, link *wire.Link) {
 			if err != nil {
 				return
 			}
-			n.forwardEvents(c, m, n.output)
+			n.forwardOutput(c, m)
 		}
 	}()
 	for {

@@ -20,7 +20,8 @@ func margin(timeout time.Duration) time.Duration {
 // subtrees it reaches, in arrival order, and hands it to the backend.
 func (n *Node) command(ctx context.Context, m *wire.Message) {
 	n.cfg.Trace.Printf("command %d %s to [%v], %v", m.ID, m.Op, m.Ranks, m.Timeout)
-	cl := &call{id: m.ID, op: m.Op, cancel: func() {}, waiting: make(map[int]wire.RankSet)}
+	cl := &call{id: m.ID, op: m.Op, cancel: func() {}, waiting: make(map[int]wire.RankSet),
+		flushBy: time.Now().Add(m.Timeout - margin(m.Timeout))}
 	type forward struct {
 		index int
 		link  *wire.Link
@@ -116,9 +117,13 @@ func (n *Node) settle(cl *call, update func(*call)) {
 	n.mu.Unlock()
 	// Events held for merging go up before the answer, so that an answer
 	// never overtakes news from before it: the front end that has the
-	// answer to status has every stop that status reports.
+	// answer to status has every stop that status reports. Output does
+	// not hold answers up, except quit's: the session ends with it, and
+	// what the ranks wrote before should reach the front end first.
 	n.events.flush()
-	n.output.flush()
+	if cl.op == wire.OpQuit && !n.output.flush(cl.flushBy) {
+		n.log.Printf("output still queued when the session ended at %v was dropped: the front end did not take it", cl.flushBy.Format(time.TimeOnly))
+	}
 	n.sendUp(cl.reply(), (*wire.Link).Send)
 	if cl.op == wire.OpQuit && n.self.Empty() {
 		// The master hangs up on the front end after the answer, which
