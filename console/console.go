@@ -118,15 +118,15 @@ func New(s Tree, out io.Writer, opts Options) *Console {
 // (Options.Window) after the first and merged, so that ranks which stop at
 // the same place a few milliseconds apart, or print the same line, show as
 // one line. The program output gathered is bounded (printLimit): a batch
-// that holds that much prints before its window ends, and output prints
-// while a wait holds the rest of the news back.
+// that holds that much prints before its window ends, or while a wait
+// holds the news, its output does.
 func (c *Console) PrintEvents(ctx context.Context) {
 	var b batch
 	var flushAt time.Time
 	for {
 		var wait context.Context
 		var cancel context.CancelFunc
-		if !b.empty() && (!c.holding() || b.output > 0) {
+		if !b.empty() && !c.holding() {
 			wait, cancel = context.WithDeadline(ctx, flushAt)
 		} else {
 			wait, cancel = context.WithCancel(ctx)
@@ -138,11 +138,7 @@ func (c *Console) PrintEvents(ctx context.Context) {
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && c.holding() {
-				// A wait holds the news and decides when to print it; the
-				// output goes on.
-				c.printEvents(b.takeOutput())
-				flushAt = time.Now().Add(c.opts.Window)
-				continue
+				continue // a wait began during the window: it decides when to print
 			}
 			if ctx.Err() == nil && errors.Is(err, context.Canceled) {
 				c.drain(&b)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // slowReader is a terminal that takes rate bytes a second: it reads the
@@ -90,6 +91,7 @@ type floodLines struct {
 	length int
 	next   map[int]int // rank → number of its next line
 	cut    map[int]bool
+	last   int // the rank of the latest line
 	bytes  int64
 	bad    []string
 }
@@ -111,6 +113,7 @@ func (f *floodLines) add(line string) bool {
 		return true
 	}
 	f.bytes += int64(len(text)) + 1
+	f.last = rank
 	want := fmt.Sprintf("rank %d line %d ", rank, f.next[rank])
 	want += strings.Repeat(".", f.length-1-len(want))
 	switch {
@@ -190,14 +193,20 @@ func floodRun(t *testing.T, reader slowReader, script string, onLine func(line s
 func TestFloodSlowTerminal(t *testing.T) {
 	const mb, length = 30, 100
 	lines := newFloodLines(length)
-	stopAt := -1
-	n := 0
+	// linesAtStop is, for each rank, how many of its lines had printed
+	// when its stop in done did.
+	linesAtStop := map[int]int{}
 	peak, stderr := floodRun(t, slowReader{rate: 12 << 20, lines: make(chan string, 64)},
 		"break done\nrun\nwait\nprint lines\nquit\n",
 		func(line string, _ io.Writer) {
-			n++
-			if !lines.add(line) && strings.Contains(line, "stopped in done") && stopAt < 0 {
-				stopAt = n
+			if lines.add(line) || !strings.Contains(line, " stopped in done ") {
+				return
+			}
+			if ranks, err := wire.ParseRankSet(line[1:strings.IndexByte(line, ']')]); err == nil {
+				ranks.Each(func(r int) bool {
+					linesAtStop[r] = lines.next[r]
+					return true
+				})
 			}
 		}, strconv.Itoa(mb), strconv.Itoa(length))
 	for _, bad := range lines.bad {
@@ -213,11 +222,13 @@ func TestFloodSlowTerminal(t *testing.T) {
 	if wantBytes := int64(2 * want * length); lines.bytes != wantBytes {
 		t.Errorf("%d bytes of output arrived, want %d", lines.bytes, wantBytes)
 	}
-	switch {
-	case stopAt < 0:
-		t.Errorf("no stop in done was printed")
-	case stopAt <= 2*want:
-		t.Errorf("the stop in done printed as line %d, before the %d lines written before it", stopAt, 2*want)
+	for r := range 2 {
+		switch at, ok := linesAtStop[r]; {
+		case !ok:
+			t.Errorf("no stop in done was printed for rank %d", r)
+		case at != want:
+			t.Errorf("rank %d's stop in done printed after %d of the %d lines it wrote before it", r, at, want)
+		}
 	}
 	// Before output was bounded the front end held all of it: 60 MB of
 	// output took it past 250 MB.
@@ -257,19 +268,20 @@ func TestHaltDuringFlood(t *testing.T) {
 	lines := newFloodLines(100)
 	var (
 		halted   bool
-		haltedAt int64 // output bytes read when the halt was typed
-		stopAt   int64 = -1
+		haltedAt int64        // output bytes read when the halt was typed
+		stopAt   int64        = -1
+		stopped  wire.RankSet // ranks whose stop has printed
 		haltTime time.Time
 		took     time.Duration
 		finished bool
-		// afterStop counts the lines printed after the stop: the ranks
-		// wrote them all before it.
+		// afterStop counts the lines of ranks printed after their stop:
+		// they wrote them all before it.
 		afterStop int
 	)
 	floodRun(t, slowReader{rate: rate, lines: make(chan string, 64)}, "run\n",
 		func(line string, input io.Writer) {
 			if lines.add(line) {
-				if stopAt >= 0 {
+				if stopped.Contains(lines.last) {
 					afterStop++
 				}
 				if !halted && lines.bytes >= 4<<20 {
@@ -281,8 +293,13 @@ func TestHaltDuringFlood(t *testing.T) {
 			switch {
 			case strings.Contains(line, " done "):
 				finished = true
-			case halted && stopAt < 0 && strings.Contains(line, "stopped in "):
-				stopAt, took = lines.bytes, time.Since(haltTime)
+			case halted && strings.Contains(line, " stopped in "):
+				if ranks, err := wire.ParseRankSet(line[1:strings.IndexByte(line, ']')]); err == nil {
+					stopped = stopped.Union(ranks)
+				}
+				if stopAt < 0 && stopped.Equal(wire.All(2)) {
+					stopAt, took = lines.bytes, time.Since(haltTime)
+				}
 			}
 		}, "100000")
 	for _, bad := range lines.bad {
@@ -292,11 +309,11 @@ func TestHaltDuringFlood(t *testing.T) {
 	case !halted:
 		t.Fatal("the flood never reached 4 MB")
 	case stopAt < 0:
-		t.Fatal("no stop printed after the halt")
+		t.Fatalf("no stop printed after the halt for ranks %v", wire.All(2).Minus(stopped))
 	case finished:
 		t.Error("a rank finished its 100 GB: the halt did not stop it")
 	case afterStop > 0:
-		t.Errorf("%d lines of output printed after the stop", afterStop)
+		t.Errorf("%d lines of output printed after their rank's stop", afterStop)
 	}
 	// What prints between the halt and the stop is what was in flight:
 	// the front end's, the tree's and the servers' bounded buffers, and
