@@ -28,11 +28,15 @@ type slowReader struct {
 func (r slowReader) read(out io.Reader) {
 	defer close(r.lines)
 	in := bufio.NewReaderSize(out, 64<<10)
-	start, got := time.Now(), 0
+	var start time.Time
+	got := 0
 	for {
 		line, err := in.ReadString('\n')
 		if err != nil {
 			return
+		}
+		if start.IsZero() {
+			start = time.Now()
 		}
 		r.lines <- strings.TrimSuffix(line, "\n")
 		got += len(line)
