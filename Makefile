@@ -16,7 +16,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -36,6 +36,10 @@ thirdparty:
 	scripts/thirdparty.sh
 
 $(OUT)/plain: examples/plain/plain.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -o $@ $<
+
+$(OUT)/flood: examples/flood/flood.c
 	@mkdir -p $(OUT)
 	$(CC) $(CFLAGS) -o $@ $<
 
@@ -107,6 +111,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'MPIR' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'Dlopen$$' -benchtime 1x -timeout 60m ./integration/
 	$(GO) test -run '^$$' -bench 'DlopenMPI' -benchtime 5x -timeout 60m ./integration/
+	$(GO) test -run '^$$' -bench 'Flood' -benchtime 1x ./integration/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
 # 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run

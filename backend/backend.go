@@ -25,6 +25,12 @@ type Config struct {
 type Event struct {
 	Op   string // wire.Event* name
 	Body []byte // msgpack of the op's type in package wire
+	// Sent, when not nil, is called once the node has passed the event
+	// on to its parent. A backend bounds the program output it has in
+	// flight with it, and stops reading the program's output while the
+	// tree above is full: the program then blocks in its writes, as on a
+	// slow terminal.
+	Sent func()
 }
 
 // Backend debugs the process of one rank.

@@ -99,12 +99,14 @@ func (j *Joined) Add(s *Session) (first int, err error) {
 func (j *Joined) forward(job joinedJob) {
 	defer close(job.forwarded)
 	for {
-		ev, err := job.s.NextEvent(context.Background())
+		// Output keeps the budget of its session until it is read here,
+		// so that a slow reader slows the job down, as for a session.
+		e, err := job.s.events.take(context.Background())
 		if err != nil {
 			return
 		}
-		ev.Group.Ranks = ev.Group.Ranks.Shift(job.first)
-		j.events.push(ev)
+		e.ev.Group.Ranks = e.ev.Group.Ranks.Shift(job.first)
+		j.events.put(e)
 		job.moved.step()
 	}
 }

@@ -27,7 +27,7 @@ func (s *Session) answerLoad(g wire.Group) {
 	for _, a := range groups {
 		if a.Status != wire.StatusOK {
 			a.Body = append([]byte("planting breakpoints after a library load: "), a.Body...)
-			s.events.push(Event{Op: wire.EventError, Group: a})
+			s.news(Event{Op: wire.EventError, Group: a})
 		}
 	}
 }

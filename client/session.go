@@ -29,6 +29,8 @@ type Session struct {
 	size   int
 	nextID atomic.Uint64
 	events *queue
+	order  *order  // holds stops back until the output before them is in
+	output *budget // the program output queued and not read yet
 	// loadTrips counts the answers to reported loads (loads.go).
 	loadTrips atomic.Int64
 
@@ -38,7 +40,10 @@ type Session struct {
 	lost      wire.RankSet
 	changed   chan struct{} // closed and replaced whenever connected or lost change
 	err       error
-	done      chan struct{}
+	ended     chan struct{} // closed when the control stream has ended: no more answers
+	closing   chan struct{} // closed by Close: nobody waits for the rest of the output
+	closeOnce sync.Once
+	done      chan struct{} // closed when both streams have ended and everything is queued
 }
 
 // Event is news from the tree: Op (a wire.Event* name) and who said what.
@@ -52,34 +57,59 @@ func newSession(link *wire.Link, hello wire.Hello) *Session {
 		link:    link,
 		size:    hello.Size,
 		events:  newQueue(),
+		order:   newOrder(hello.Size),
+		output:  newBudget(),
 		pending: make(map[uint64]chan *wire.Message),
 		changed: make(chan struct{}),
+		ended:   make(chan struct{}),
+		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	go s.readControl()
-	go s.readOutput()
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		s.readControl()
+	}()
+	go func() {
+		defer readers.Done()
+		s.readOutput()
+	}()
+	go func() {
+		readers.Wait()
+		s.finish()
+	}()
 	return s
 }
 
 // Size is the number of ranks in the job.
 func (s *Session) Size() int { return s.size }
 
-// NextEvent returns the next event, in the order the tree sent them.
-// Nothing is dropped: events wait for a slow reader. Once the session has
-// ended and every event was taken, it returns io.EOF; when ctx ends first,
-// ctx's error.
+// NextEvent returns the next event, in the order the tree sent them,
+// except that a rank's stop or exit comes after the output the rank wrote
+// before it, which travels apart and may arrive later. Nothing is dropped:
+// events wait for a slow reader, and program output waits in the tree,
+// which holds only a bounded amount of it. Once the session has ended and
+// every event was taken, it returns io.EOF; when ctx ends first, ctx's
+// error.
 func (s *Session) NextEvent(ctx context.Context) (Event, error) { return s.events.next(ctx) }
 
 // AddOutput delivers, among the tree's events, output of ranks that
 // reached the front end by another way: a starter that passes on its
 // ranks' output, for a job acquired through MPIR. It then prints and
-// merges as output that came through the tree does. It says false when
-// the session has ended.
+// merges as output that came through the tree does, and waits while the
+// session holds as much output as it takes. It says false when the
+// session has ended.
 func (s *Session) AddOutput(ranks wire.RankSet, o wire.Output) bool {
-	return s.events.push(Event{Op: wire.EventOutput, Group: wire.Group{Ranks: ranks, Body: wire.MustEncode(o)}})
+	ev := Event{Op: wire.EventOutput, Group: wire.Group{Ranks: ranks, Body: wire.MustEncode(o)}}
+	if !s.output.acquire(len(ev.Group.Body), s.done) {
+		return false
+	}
+	return s.events.put(entry{ev: ev, budget: s.output})
 }
 
-// Done is closed when the session has ended; Err says why.
+// Done is closed when the session has ended and everything it received
+// is queued; Err says why.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Err is why the session ended (nil while it runs).
@@ -121,7 +151,7 @@ func (s *Session) Command(ctx context.Context, ranks wire.RankSet, op string, bo
 		// the master's answer to quit and its hanging up race like that.
 		// An answer that arrived before the end tells.
 		select {
-		case <-s.done:
+		case <-s.ended:
 		case <-time.After(time.Second):
 		}
 		select {
@@ -137,8 +167,9 @@ func (s *Session) Command(ctx context.Context, ranks wire.RankSet, op string, bo
 	defer wait.Stop()
 	select {
 	case r := <-ch:
+		s.awaitOutput(ranks)
 		return r.Groups, nil
-	case <-s.done:
+	case <-s.ended:
 		// The answer may have come just before the end (quit's does):
 		// it was handed over before the session ended.
 		select {
@@ -184,7 +215,7 @@ func (s *Session) WaitConnected(ctx context.Context, progress func(connected, to
 		}
 		select {
 		case <-changed:
-		case <-s.done:
+		case <-s.ended:
 		case <-ctx.Done():
 			missing := all.Minus(connected)
 			return fmt.Errorf("%d of %d ranks connected; still waiting for ranks %v: %w", connected.Count(), s.size, missing, ctx.Err())
@@ -199,7 +230,7 @@ func (s *Session) Quit(ctx context.Context, timeout time.Duration) ([]wire.Group
 	groups, err := s.Command(ctx, wire.All(s.size), wire.OpQuit, nil, timeout)
 	if err == nil {
 		// The master closes the link once it has answered; waiting for that
-		// lets the output stream drain.
+		// lets the output stream drain, as fast as the events are read.
 		select {
 		case <-s.done:
 		case <-time.After(timeout):
@@ -209,11 +240,42 @@ func (s *Session) Quit(ctx context.Context, timeout time.Duration) ([]wire.Group
 	return groups, err
 }
 
-// Close ends the session at once.
+// Close ends the session at once; output still on its way is dropped.
 func (s *Session) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
 	err := s.link.Close()
 	<-s.done
 	return err
+}
+
+// markWait bounds how long an answer waits for the output that its ranks
+// wrote before news that came before it. The mark that lets such news go
+// follows it closely unless the output stream is backed up; then the
+// answer goes first, and the news follows the output.
+const markWait = 100 * time.Millisecond
+
+// awaitOutput lets news of ranks that arrived before their answer, and
+// waits for the output before it, be queued before the answer is given
+// (for at most markWait): once the answer to status is back, the stops it
+// reports can be read.
+func (s *Session) awaitOutput(ranks wire.RankSet) {
+	timer := time.NewTimer(markWait)
+	defer timer.Stop()
+	for {
+		s.order.mu.Lock()
+		held, changed := s.order.holds(ranks), s.order.changed
+		s.order.mu.Unlock()
+		if !held {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return
+		case <-s.done:
+			return
+		}
+	}
 }
 
 func (s *Session) readControl() {
@@ -233,7 +295,9 @@ func (s *Session) readControl() {
 			}
 		case wire.KindEvent:
 			s.track(m)
-			s.push(m)
+			for _, g := range m.Groups {
+				s.news(Event{Op: m.Op, Group: g})
+			}
 			if m.Op == wire.EventLoaded {
 				for _, g := range m.Groups {
 					// Not here: the answer comes back through this loop.
@@ -244,19 +308,42 @@ func (s *Session) readControl() {
 	}
 }
 
+// news queues an event of the control stream, or holds it until the
+// output before it is in (order).
+func (s *Session) news(ev Event) {
+	s.order.mu.Lock()
+	defer s.order.mu.Unlock()
+	for _, ev := range s.order.news(ev) {
+		s.events.push(ev)
+	}
+}
+
+// readOutput queues the output stream's pieces as the budget lets it, and
+// lets go the news that waited for the marks among them. It reads on after
+// the control stream has ended, until the output sent before the end is
+// all queued, unless Close gives up on it.
 func (s *Session) readOutput() {
 	for {
 		m, err := s.link.RecvOutput()
 		if err != nil {
 			return
 		}
-		s.push(m)
-	}
-}
-
-func (s *Session) push(m *wire.Message) {
-	for _, g := range m.Groups {
-		s.events.push(Event{Op: m.Op, Group: g})
+		if m.Op == wire.EventOutputMark {
+			s.order.mu.Lock()
+			for _, g := range m.Groups {
+				for _, ev := range s.order.mark(g.Ranks) {
+					s.events.push(ev)
+				}
+			}
+			s.order.mu.Unlock()
+			continue
+		}
+		for _, g := range m.Groups {
+			if !s.output.acquire(len(g.Body), s.closing) {
+				return
+			}
+			s.events.put(entry{ev: Event{Op: m.Op, Group: g}, budget: s.output})
+		}
 	}
 }
 
@@ -281,8 +368,12 @@ func (s *Session) track(m *wire.Message) {
 	s.changed = make(chan struct{})
 }
 
+// end records why the control stream ended. When the master hung up
+// (after quit, or gone), the output it sent before is still read; any
+// other failure ends the link, and the output stream with it.
 func (s *Session) end(err error) {
-	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+	hungUp := errors.Is(err, io.EOF)
+	if hungUp || errors.Is(err, net.ErrClosed) {
 		err = ErrClosed
 	}
 	s.mu.Lock()
@@ -290,7 +381,21 @@ func (s *Session) end(err error) {
 		s.err = err
 	}
 	s.mu.Unlock()
+	close(s.ended)
+	if !hungUp {
+		s.link.Close()
+	}
+}
+
+// finish ends the session once both streams have: the news still held
+// for output that will not come is let go, and the queue closes.
+func (s *Session) finish() {
 	s.link.Close()
+	s.order.mu.Lock()
+	for _, ev := range s.order.end() {
+		s.events.push(ev)
+	}
+	s.order.mu.Unlock()
 	s.events.close()
 	close(s.done)
 }

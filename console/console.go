@@ -117,14 +117,19 @@ func New(s Tree, out io.Writer, opts Options) *Console {
 // all were printed, or ctx is done. Events are gathered for a short window
 // (Options.Window) after the first and merged, so that ranks which stop at
 // the same place a few milliseconds apart, or print the same line, show as
-// one line.
+// one line. The program output gathered is bounded (printLimit): a batch
+// that holds that much prints before its window ends, or while a wait
+// holds the news, its output does.
 func (c *Console) PrintEvents(ctx context.Context) {
-	var batch []client.Event
+	var b batch
 	var flushAt time.Time
 	for {
-		wait, cancel := context.WithCancel(ctx)
-		if len(batch) > 0 && !c.holding() {
+		var wait context.Context
+		var cancel context.CancelFunc
+		if !b.empty() && !c.holding() {
 			wait, cancel = context.WithDeadline(ctx, flushAt)
+		} else {
+			wait, cancel = context.WithCancel(ctx)
 		}
 		// A sync request cuts the window short.
 		stop := context.AfterFunc(c.syncCtx(), cancel)
@@ -136,10 +141,9 @@ func (c *Console) PrintEvents(ctx context.Context) {
 				continue // a wait began during the window: it decides when to print
 			}
 			if ctx.Err() == nil && errors.Is(err, context.Canceled) {
-				batch = c.drain(batch)
+				c.drain(&b)
 			}
-			c.printEvents(batch)
-			batch = nil
+			c.printEvents(b.take())
 			c.synced()
 			if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 				continue
@@ -150,10 +154,23 @@ func (c *Console) PrintEvents(ctx context.Context) {
 		if ev.Op == wire.EventConnected {
 			continue
 		}
-		if len(batch) == 0 {
+		if b.empty() {
 			flushAt = time.Now().Add(c.opts.Window)
 		}
-		batch = wire.AppendMerged(batch, ev, eventRanks, sameEvent, outputBeforeEnd)
+		b.add(ev)
+		if b.full() {
+			c.printFull(&b)
+		}
+	}
+}
+
+// printFull prints a batch that holds as much output as it may: all of
+// it, or while a wait holds the news, its output.
+func (c *Console) printFull(b *batch) {
+	if c.holding() {
+		c.printEvents(b.takeOutput())
+	} else {
+		c.printEvents(b.take())
 	}
 }
 
@@ -207,17 +224,27 @@ func outputFirst(batch []client.Event) []client.Event {
 	return batch
 }
 
-// drain adds to batch every event already received.
-func (c *Console) drain(batch []client.Event) []client.Event {
+// drain adds to b every event already received, printing as the output
+// fills it; it stops after syncLimit of output, which is more than the
+// front end holds: output that a flood brings meanwhile is not what the
+// Sync waits for.
+func (c *Console) drain(b *batch) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	for {
+	for drained := 0; drained < syncLimit; {
 		ev, err := c.s.NextEvent(done)
 		if err != nil {
-			return batch
+			return
 		}
-		if ev.Op != wire.EventConnected {
-			batch = wire.AppendMerged(batch, ev, eventRanks, sameEvent, outputBeforeEnd)
+		if ev.Op == wire.EventConnected {
+			continue
+		}
+		if ev.Op == wire.EventOutput {
+			drained += len(ev.Group.Body)
+		}
+		b.add(ev)
+		if b.full() {
+			c.printFull(b)
 		}
 	}
 }
@@ -269,8 +296,14 @@ func sameEvent(a, b *client.Event) bool {
 	return a.Op == b.Op && a.Group.Status == b.Group.Status && string(a.Group.Body) == string(b.Group.Body)
 }
 
+// printEvents prints a batch with one write, which a flood of output
+// needs to keep up.
 func (c *Console) printEvents(batch []client.Event) {
+	if len(batch) == 0 {
+		return
+	}
 	loads := c.opts.JSON || c.showsLoads()
+	var text []byte
 	for _, ev := range outputFirst(batch) {
 		// In text, running is implied by the command just typed; the stop
 		// that ends it is what people look for. Loads are news only to
@@ -278,9 +311,10 @@ func (c *Console) printEvents(batch []client.Event) {
 		// reports tens, which would bury the stops. JSON has them all, for
 		// programs that keep track of the libraries.
 		if (ev.Op != wire.EventRunning || c.opts.JSON) && (ev.Op != wire.EventLoaded || loads) {
-			c.printEvent(ev)
+			text = c.appendEvent(text, ev)
 		}
 	}
+	c.write(text)
 }
 
 // RunScript executes the commands read from r, one per line; blank lines

@@ -19,12 +19,12 @@ func TestLossToldOnce(t *testing.T) {
 	closed := wire.Group{Ranks: sub, Status: wire.StatusLost, Body: []byte("connection closed by server 1")}
 	news := client.Event{Op: wire.EventLost, Group: wire.Group{Ranks: sub, Body: closed.Body}}
 
-	c.printEvent(news)
+	c.printEvents([]client.Event{news})
 	c.printReply(wire.OpStatus, "", closed)
-	c.printEvent(news)
-	c.printEvent(client.Event{Op: wire.EventRejoined, Group: wire.Group{Ranks: sub, Body: []byte("server 1 reconnected")}})
+	c.printEvents([]client.Event{news})
+	c.printEvents([]client.Event{client.Event{Op: wire.EventRejoined, Group: wire.Group{Ranks: sub, Body: []byte("server 1 reconnected")}}})
 	c.printReply(wire.OpStatus, "", closed)
-	c.printEvent(news)
+	c.printEvents([]client.Event{news})
 	c.printReply(wire.OpStatus, "", wire.Group{Ranks: sub, Status: wire.StatusTimeout, Body: []byte("server 1 not responding")})
 
 	want := "[1,5] lost: connection closed by server 1\n" +

@@ -16,20 +16,29 @@ func (c *Console) println(text string) {
 		c.emit(map[string]any{"message": text})
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	fmt.Fprintln(c.out, text)
+	c.write(append([]byte(text), '\n'))
 }
 
 // emit writes one JSON object on its own line.
-func (c *Console) emit(obj map[string]any) {
-	b, err := json.Marshal(obj)
+func (c *Console) emit(obj map[string]any) { c.write(appendJSON(nil, obj)) }
+
+// appendJSON appends obj as one line of JSON.
+func appendJSON(b []byte, obj map[string]any) []byte {
+	line, err := json.Marshal(obj)
 	if err != nil {
-		b, _ = json.Marshal(map[string]any{"error": err.Error()})
+		line, _ = json.Marshal(map[string]any{"error": err.Error()})
+	}
+	return append(append(b, line...), '\n')
+}
+
+// write writes whole lines, one writer at a time.
+func (c *Console) write(text []byte) {
+	if len(text) == 0 {
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fmt.Fprintf(c.out, "%s\n", b)
+	c.out.Write(text)
 }
 
 // note reports a change of console state, such as the focus.
@@ -112,12 +121,13 @@ func (c *Console) Failed() bool {
 	return c.failed
 }
 
-// printEvent prints one piece of news from the tree.
-func (c *Console) printEvent(ev client.Event) {
+// appendEvent appends one piece of news from the tree, as it prints; a
+// loss already told appends nothing.
+func (c *Console) appendEvent(text []byte, ev client.Event) []byte {
 	switch ev.Op {
 	case wire.EventLost:
 		if !c.lossNews(&ev) {
-			return
+			return text
 		}
 	case wire.EventRejoined:
 		c.rejoined(ev.Group.Ranks)
@@ -128,11 +138,10 @@ func (c *Console) printEvent(ev client.Event) {
 		if value != nil {
 			obj["value"] = value
 		}
-		c.emit(obj)
-		return
+		return appendJSON(text, obj)
 	}
 	bad := ev.Group.Status != wire.StatusOK || ev.Op == wire.EventLost || ev.Op == wire.EventError
-	c.println(c.block(ev.Group.Ranks, bad, lines))
+	return append(append(text, c.block(ev.Group.Ranks, bad, lines)...), '\n')
 }
 
 // ANSI colours, used only when Options.Color says the output is a terminal.

@@ -19,6 +19,9 @@ type call struct {
 	waiting map[int]wire.RankSet // source (child index, or selfSource) → ranks it answers for
 	timer   *time.Timer
 	cancel  func() // stops the backend's work on the call once it is settled
+	// flushBy bounds how long a quit waits for the output queued before
+	// it to go up: a little before the parent gives up on the answer.
+	flushBy time.Time
 }
 
 // selfSource is the key of this node's own backend in call.waiting.

@@ -110,7 +110,7 @@ func (n *Node) serveChild(c *child, link *wire.Link) {
 			if err != nil {
 				return
 			}
-			n.forwardEvents(c, link, m, n.output)
+			n.forwardOutput(c, m)
 		}
 	}()
 	for {
@@ -123,7 +123,7 @@ func (n *Node) serveChild(c *child, link *wire.Link) {
 		case wire.KindReply:
 			n.childReply(c, m)
 		case wire.KindEvent:
-			n.forwardEvents(c, link, m, n.events)
+			n.forwardEvents(c, link, m)
 		default:
 			n.log.Printf("ignoring %s %q from child %d", m.Kind, m.Op, c.index)
 		}
@@ -133,7 +133,7 @@ func (n *Node) serveChild(c *child, link *wire.Link) {
 // forwardEvents passes a child's events up, keeping only ranks of its own
 // subtree so that a confused child cannot speak for others, and keeps
 // track of which of them have joined.
-func (n *Node) forwardEvents(c *child, link *wire.Link, m *wire.Message, to *batcher) {
+func (n *Node) forwardEvents(c *child, link *wire.Link, m *wire.Message) {
 	for _, g := range m.Groups {
 		g.Ranks = g.Ranks.Intersect(c.ranks)
 		if g.Ranks.Empty() {
@@ -151,7 +151,7 @@ func (n *Node) forwardEvents(c *child, link *wire.Link, m *wire.Message, to *bat
 			}
 			n.mu.Unlock()
 		}
-		to.add(m.Op, g)
+		n.events.add(m.Op, g)
 	}
 }
 

@@ -23,7 +23,8 @@ func margin(timeout time.Duration) time.Duration {
 // and the others get m through their outboxes.
 func (n *Node) command(ctx context.Context, m *wire.Message) {
 	n.cfg.Trace.Printf("command %d %s to [%v], %v", m.ID, m.Op, m.Ranks, m.Timeout)
-	cl := &call{id: m.ID, op: m.Op, cancel: func() {}, waiting: make(map[int]wire.RankSet)}
+	cl := &call{id: m.ID, op: m.Op, cancel: func() {}, waiting: make(map[int]wire.RankSet),
+		flushBy: time.Now().Add(m.Timeout - margin(m.Timeout))}
 	n.mu.Lock()
 	if _, dup := n.calls[m.ID]; dup {
 		n.mu.Unlock()
@@ -123,9 +124,13 @@ func (n *Node) settle(cl *call, update func(*call)) {
 // reply sends cl's answer up. Events held for merging go first, so that
 // an answer never overtakes news from before it: the front end that has
 // the answer to status has every stop that status reports, and the loss
-// of a subtree before the answer that says those ranks are lost.
+// of a subtree before the answer that says those ranks are lost. Output
+// does not hold answers up, except quit's: the session ends with it, and
+// what the ranks wrote before should reach the front end first.
 func (n *Node) reply(cl *call) {
 	n.events.flush()
-	n.output.flush()
+	if cl.op == wire.OpQuit && !n.output.flush(cl.flushBy) {
+		n.log.Printf("output still queued when the session ended at %v was dropped: the front end did not take it", cl.flushBy.Format(time.TimeOnly))
+	}
 	n.sendUp(cl.reply(), (*wire.Link).Send)
 }

@@ -95,7 +95,7 @@ type Node struct {
 	upClosed bool          // Run is ending: a new link to the parent is closed at once
 	stopped  chan struct{} // closed when Run is ending
 	events   *batcher
-	output   *batcher
+	output   *outputStream
 	// answered carries the settling of the backend's answers to
 	// pumpBackend, which settles them in order with the backend's events.
 	answered chan func()
@@ -184,13 +184,11 @@ func New(cfg Config) (*Node, error) {
 	if len(kids) == 0 {
 		window = 0
 	}
-	// Output a process wrote before it stopped goes up before the stop:
-	// the output batch is flushed before every batch of events.
-	n.output = newBatcher(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).SendOutput) })
-	n.events = newBatcher(window, n.reach, func(m *wire.Message) {
-		n.output.flush()
-		n.sendUp(m, (*wire.Link).Send)
-	})
+	// Output goes up a stream of its own, at the pace the parent takes
+	// it; events never wait for it. A mark in the output stream tells the
+	// front end where the output before each stop ends.
+	n.output = newOutputStream(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).SendOutput) }, n.stopped)
+	n.events = newBatcher(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).Send) })
 	return n, nil
 }
 
@@ -230,6 +228,11 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	context.AfterFunc(ctx, n.closeUp)
 	n.setUp(up, nil)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.output.run()
+	}()
 	if n.cfg.Backend != nil {
 		wg.Add(1)
 		go func() {
@@ -400,12 +403,19 @@ func (n *Node) pumpBackend() {
 	}
 }
 
-// forward adds one of the backend's events to the batch that goes up.
+// forward adds one of the backend's events to what goes up. Output never
+// blocks here: the backend bounds it (backend.Event.Sent), and this
+// goroutine also carries the rank's stops and answers. A stop or an exit
+// puts a mark in the output stream after the output the backend sent
+// before it.
 func (n *Node) forward(ev backend.Event) {
 	g := wire.Group{Ranks: n.self, Body: ev.Body}
-	if ev.Op == wire.EventOutput {
-		n.output.add(ev.Op, g)
+	switch ev.Op {
+	case wire.EventOutput:
+		n.output.add(g, ev.Sent, false)
 		return
+	case wire.EventStopped, wire.EventExited:
+		n.output.mark(n.self)
 	}
 	n.cfg.Trace.Printf("event %s", ev.Op)
 	n.events.add(ev.Op, g)

@@ -80,6 +80,11 @@ const (
 	// setting reports, and wait for the front end's OpPlant. B: Loaded.
 	EventLoaded  = "library-loaded"
 	EventWarning = "warning" // B: text: something the user should know, such as a setting that leaves out CUDA
+	// EventOutputMark travels on the output stream, never on the control
+	// stream: it follows the output the ranks wrote before their latest
+	// stop or exit, so that the front end can print that news after it
+	// however far the output lags behind. No body.
+	EventOutputMark = "output-mark"
 )
 
 // Attach names the processes of a job to debug: rank r takes Pids[r], or

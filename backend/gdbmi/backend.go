@@ -142,9 +142,10 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
-	g, term, kill := b.gdb, b.term, b.attached && b.killOnClose
+	g, term, out, kill := b.gdb, b.term, b.out, b.attached && b.killOnClose
 	b.mu.Unlock()
 	b.unwatch()
+	out.stop()
 	if g != nil && kill {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		g.Run(ctx, "-interpreter-exec console kill")
@@ -188,13 +189,17 @@ func (b *Backend) work() {
 }
 
 // emit sends an event up unless the backend is closing, or attaching.
-func (b *Backend) emit(op string, body []byte) {
+func (b *Backend) emit(op string, body []byte) { b.send(backend.Event{Op: op, Body: body}) }
+
+// send is emit for a whole event; it says whether the event went up.
+func (b *Backend) send(ev backend.Event) bool {
 	b.mu.Lock()
 	quiet := b.closed || b.attaching
 	b.mu.Unlock()
 	if !quiet {
-		b.events <- backend.Event{Op: op, Body: body}
+		b.events <- ev
 	}
+	return !quiet
 }
 
 func (b *Backend) status() ([]byte, error) {

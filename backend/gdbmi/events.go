@@ -5,10 +5,12 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -185,31 +187,61 @@ func frame(v Value) wire.Frame {
 }
 
 // output turns what the program writes to its terminal into output events,
-// a line at a time. A line still without its end is sent after a short
-// quiet spell, or at once when the program stops.
+// a line at a time. A line without an end yet is sent when the terminal
+// has been quiet for partialWait, when it reaches maxLine (in pieces of
+// maxLine), or at once when the program stops. At most outputCredit bytes
+// of output are in flight (sent up, not yet passed on by the node); beyond
+// that the pump stops reading the terminal, the terminal's buffer fills,
+// and the program blocks in its writes.
 type output struct {
 	b    *Backend
 	term *terminal
 	// reading is held from a read of the terminal until what it got has
 	// gone to add.
 	reading sync.Mutex
+	// inflight counts the bytes sent and not yet passed on; freed is
+	// signalled when it drops, done closed when the backend closes.
+	inflight atomic.Int64
+	freed    chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 
 	mu      sync.Mutex
 	partial []byte
 	timer   *time.Timer
+	// last is when the terminal last gave something; held says the pump
+	// waits for credit, so that the terminal is full, not quiet.
+	last time.Time
+	held bool
 }
 
-// partialWait is how long a line without an end waits for the rest of it.
-const partialWait = 100 * time.Millisecond
+const (
+	// partialWait is how long the terminal must stay quiet before a line
+	// without an end is sent as it is.
+	partialWait = 100 * time.Millisecond
+	// maxLine bounds a line held back for its end: a longer one is sent in
+	// pieces this long.
+	maxLine = 1 << 20
+	// outputCredit bounds the output of a rank in flight in its server.
+	outputCredit = 256 << 10
+)
 
 func newOutput(b *Backend, term *terminal) *output {
-	o := &output{b: b, term: term}
+	o := &output{b: b, term: term, freed: make(chan struct{}, 1), done: make(chan struct{})}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		o.pump()
 	}()
 	return o
+}
+
+// stop ends a pump that waits for credit; one that reads ends with the
+// terminal.
+func (o *output) stop() {
+	if o != nil {
+		o.stopOnce.Do(func() { close(o.done) })
+	}
 }
 
 // pump reads the program's output. Each read, and the handling of what
@@ -222,6 +254,9 @@ func (o *output) pump() {
 	}
 	buf := make([]byte, 32<<10)
 	for {
+		if !o.credit() {
+			return
+		}
 		var n int
 		var rerr error
 		locked := false
@@ -247,9 +282,34 @@ func (o *output) pump() {
 	}
 }
 
+// credit waits until the output in flight is below outputCredit, and says
+// false when the backend closed meanwhile. While it waits the terminal
+// is full rather than quiet, so a line without an end waits too.
+func (o *output) credit() bool {
+	for o.inflight.Load() >= outputCredit {
+		o.mu.Lock()
+		o.held = true
+		o.mu.Unlock()
+		select {
+		case <-o.freed:
+		case <-o.done:
+			return false
+		}
+	}
+	o.mu.Lock()
+	if o.held {
+		o.held = false
+		o.last = time.Now()
+		o.arm()
+	}
+	o.mu.Unlock()
+	return true
+}
+
 func (o *output) add(data []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.last = time.Now()
 	o.partial = append(o.partial, data...)
 	for {
 		i := bytes.IndexByte(o.partial, '\n')
@@ -259,11 +319,44 @@ func (o *output) add(data []byte) {
 		o.send(o.partial[:i+1])
 		o.partial = o.partial[i+1:]
 	}
+	for len(o.partial) >= maxLine {
+		o.send(o.partial[:maxLine])
+		o.partial = o.partial[maxLine:]
+	}
+	if len(o.partial) == 0 {
+		// Nothing refers to the old array any more: start afresh rather
+		// than keep a long line's worth of memory.
+		o.partial = nil
+	}
+	o.arm()
+}
+
+// arm starts the quiet-spell timer for a line without an end. o.mu is held.
+func (o *output) arm() {
 	if len(o.partial) > 0 && o.timer == nil {
-		o.timer = time.AfterFunc(partialWait, o.flush)
+		o.timer = time.AfterFunc(partialWait, o.quiet)
 	}
 }
 
+// quiet sends a line without an end once the terminal has been quiet for
+// partialWait since it last gave something; a terminal that is merely
+// unread (the pump waits for credit) is not quiet.
+func (o *output) quiet() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.timer = nil
+	switch {
+	case len(o.partial) == 0 || o.held:
+		// credit arms the timer again when the pump goes on.
+	case time.Since(o.last) < partialWait:
+		o.timer = time.AfterFunc(partialWait-time.Since(o.last), o.quiet)
+	default:
+		o.send(o.partial)
+		o.partial = nil
+	}
+}
+
+// flush sends the line without an end at once.
 func (o *output) flush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -277,9 +370,25 @@ func (o *output) flush() {
 	}
 }
 
-// send emits one piece of output. o.mu is held, which keeps pieces in order.
+// send emits one piece of output. o.mu is held, which keeps pieces in
+// order. The credit it takes comes back when the node has passed it on,
+// or at once when it was not sent.
 func (o *output) send(text []byte) {
-	o.b.emit(wire.EventOutput, wire.MustEncode(wire.Output{Stream: "tty", Text: string(text)}))
+	n := int64(len(text))
+	o.inflight.Add(n)
+	ev := backend.Event{Op: wire.EventOutput, Body: wire.MustEncode(wire.Output{Stream: "tty", Text: string(text)}),
+		Sent: func() { o.release(n) }}
+	if !o.b.send(ev) {
+		o.release(n)
+	}
+}
+
+func (o *output) release(n int64) {
+	o.inflight.Add(-n)
+	select {
+	case o.freed <- struct{}{}:
+	default:
+	}
 }
 
 // drain takes in and sends what the program wrote before it stopped or
@@ -287,7 +396,9 @@ func (o *output) send(text []byte) {
 // program's writes have all reached the terminal by then, but may not
 // have passed its line discipline yet, where TIOCINQ would count them: a
 // read of the master pushes them through first, so drain reads until
-// the terminal says there is nothing more.
+// the terminal says there is nothing more. It takes no credit: what a
+// stopped program left in its terminal is bounded by the terminal's
+// buffer, and the stop must not wait for the tree to take it.
 func (o *output) drain() {
 	if o == nil {
 		return
