@@ -175,7 +175,7 @@ func (c *consoleProc) command(b *testing.B, ranks wire.RankSet, op string) answe
 		select {
 		case l, ok := <-c.lines:
 			if !ok {
-				b.Fatalf("the console ended before [%s] %s was answered: %v\n%s", ranks, op, c.p.err, c.p.out.String())
+				b.Fatalf("the console ended before [%s] %s was answered:\n%s", ranks, op, c.p.out.String())
 			}
 			if l.Reply != op {
 				continue // news, or the job's start
