@@ -106,6 +106,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'BringUpOrder' -benchtime 2x ./integration/
 	$(GO) test -run '^$$' -bench 'Broadcast' -benchtime 200x ./integration/
 	$(GO) test -run '^$$' -bench 'Idle' -benchtime 1x ./integration/
+	$(GO) test -run '^$$' -bench 'StalledServer' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'GDB64' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'Launchers' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'MPIR' -benchtime 3x ./integration/
