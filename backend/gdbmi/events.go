@@ -3,6 +3,8 @@ package gdbmi
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -219,6 +221,10 @@ const (
 	// partialWait is how long the terminal must stay quiet before a line
 	// without an end is sent as it is.
 	partialWait = 100 * time.Millisecond
+	// busyWait is that time while the quiet may only seem so: a thread of
+	// the program is runnable (a writer preempted mid-line on a loaded
+	// node) or output waits unread in the terminal.
+	busyWait = time.Second
 	// maxLine bounds a line held back for its end: a longer one is sent in
 	// pieces this long.
 	maxLine = 1 << 20
@@ -342,18 +348,62 @@ func (o *output) arm() {
 // partialWait since it last gave something; a terminal that is merely
 // unread (the pump waits for credit) is not quiet.
 func (o *output) quiet() {
+	wait := partialWait
+	if o.busy() {
+		wait = busyWait
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.timer = nil
 	switch {
 	case len(o.partial) == 0 || o.held:
 		// credit arms the timer again when the pump goes on.
-	case time.Since(o.last) < partialWait:
-		o.timer = time.AfterFunc(partialWait-time.Since(o.last), o.quiet)
+	case time.Since(o.last) < wait:
+		o.timer = time.AfterFunc(min(partialWait, wait-time.Since(o.last)), o.quiet)
 	default:
 		o.send(o.partial)
 		o.partial = nil
 	}
+}
+
+// busy says whether the terminal's quiet may be only apparent: output
+// waits unread in it, or a thread of the program is runnable.
+func (o *output) busy() bool {
+	if o.term != nil {
+		var unread int
+		control(o.term.master, func(fd int) (err error) {
+			unread, err = unix.IoctlGetInt(fd, unix.TIOCINQ)
+			return err
+		})
+		if unread > 0 {
+			return true
+		}
+	}
+	o.b.mu.Lock()
+	pid := o.b.pid
+	o.b.mu.Unlock()
+	return pid > 0 && runnable(pid)
+}
+
+// runnable says whether a thread of process pid is running or waits for
+// a CPU (state R in /proc/PID/task/TID/stat).
+func runnable(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false
+	}
+	for _, t := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		// The state follows the command name, which may hold anything
+		// but ends at the last ')'.
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'R' {
+			return true
+		}
+	}
+	return false
 }
 
 // flush sends the line without an end at once.

@@ -1,11 +1,13 @@
 package gdbmi
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -113,5 +115,27 @@ func TestOutputCredit(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("stop did not end the wait for credit")
+	}
+}
+
+// A line without an end waits longer while the program could still be
+// writing it: a runnable thread is not a quiet terminal.
+func TestRunnableIsNotQuiet(t *testing.T) {
+	if !runnable(os.Getpid()) {
+		t.Error("this test's own process, which runs, is not runnable")
+	}
+	sleeper := testenv.Command(t, "sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runnable(sleeper.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("a sleeping process still runnable after 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if runnable(1 << 30) {
+		t.Error("a process that does not exist is runnable")
 	}
 }
