@@ -3,9 +3,10 @@
 // (package sdm) drives one Backend per rank; implementations live in the
 // subpackages (gdbmi for real programs, sim for scale tests).
 //
-// Commands enter through Do as an op name and a msgpack body (the types are
-// in package wire); answers leave as msgpack bodies, asynchronous news
-// leaves through Events.
+// Commands enter through Do as an op name and a msgpack body; Decode turns
+// them, once, into a call of the typed method of Ops that runs the op (the
+// table of ops, with their body and answer types, is package op). Answers
+// leave as msgpack bodies, asynchronous news leaves through Events.
 package backend
 
 import (
@@ -47,5 +48,5 @@ type Backend interface {
 	Close() error
 }
 
-// ErrUnknownOp is returned by Do for an op the backend does not implement.
+// ErrUnknownOp is returned by Do for an op that is not in the table.
 var ErrUnknownOp = errors.New("unknown command")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -94,7 +95,7 @@ func init() {
 		{name: "depth", usage: "depth", help: "how many frames the stack has",
 			run: simple(wire.OpDepth, noArgs)},
 		{name: "print", aliases: []string{"p"}, usage: "print EXPR", help: "the value of EXPR; ranks group by value",
-			run: exprCmd(wire.OpPrint)},
+			run: printCmd},
 		{name: "ptype", usage: "ptype EXPR", help: "the type of EXPR",
 			run: exprCmd(wire.OpPtype)},
 		{name: "locals", usage: "locals", help: "the local variables of the selected frame",
@@ -246,6 +247,15 @@ func exprCmd(op string) func(context.Context, *Console, wire.RankSet, string) er
 		}
 		return wire.Encode(wire.Expr{Expr: args})
 	})
+}
+
+// printCmd shows each value after the expression it is of.
+func printCmd(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	if args == "" {
+		return usageError("print needs an expression")
+	}
+	_, err := c.sendLabelled(ctx, ranks, wire.OpPrint, op.Print.Body(wire.Expr{Expr: args}), args)
+	return err
 }
 
 func textCmd(op, missing string) func(context.Context, *Console, wire.RankSet, string) error {

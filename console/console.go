@@ -423,18 +423,18 @@ func (c *Console) sendQuiet(ctx context.Context, ranks wire.RankSet, op string, 
 
 // send runs op on ranks and prints every answer.
 func (c *Console) send(ctx context.Context, ranks wire.RankSet, op string, body []byte) ([]wire.Group, error) {
+	return c.sendLabelled(ctx, ranks, op, body, "")
+}
+
+// sendLabelled is send for answers shown after a label, such as the
+// expression whose value they are.
+func (c *Console) sendLabelled(ctx context.Context, ranks wire.RankSet, op string, body []byte, label string) ([]wire.Group, error) {
 	groups, err := c.s.Command(ctx, ranks, op, body, c.opts.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	expr := ""
-	if op == wire.OpPrint {
-		var e wire.Expr
-		wire.Decode(body, &e)
-		expr = e.Expr
-	}
 	for _, g := range groups {
-		c.printReply(op, expr, g)
+		c.printReply(op, label, g)
 	}
 	return groups, nil
 }

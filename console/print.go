@@ -50,9 +50,10 @@ func (c *Console) note(what string, ranks wire.RankSet) {
 	c.println(fmt.Sprintf("%s [%v]", what, ranks))
 }
 
-// printReply prints one group of answers to op; expr is what print
-// evaluated, to show beside the value.
-func (c *Console) printReply(op, expr string, g wire.Group) {
+// printReply prints one group of answers to op; label, when there is
+// one, is what the value is of (the expression print evaluated), shown
+// before it.
+func (c *Console) printReply(op, label string, g wire.Group) {
 	if g.Status != wire.StatusOK {
 		c.mu.Lock()
 		c.failed = true
@@ -62,8 +63,8 @@ func (c *Console) printReply(op, expr string, g wire.Group) {
 	if g.Status != wire.StatusOK {
 		lines = []string{c.failureText(g)}
 	}
-	if op == wire.OpPrint && g.Status == wire.StatusOK {
-		lines[0] = expr + " = " + lines[0]
+	if label != "" && g.Status == wire.StatusOK {
+		lines[0] = label + " = " + lines[0]
 	}
 	if c.opts.JSON {
 		obj := map[string]any{"ranks": g.Ranks.String(), "count": g.Ranks.Count(), "reply": op, "status": g.Status.String()}
@@ -186,105 +187,6 @@ func describe(op string, g wire.Group) (any, []string) {
 		lines = []string{"ok"}
 	}
 	return v, lines
-}
-
-func decode(op string, body []byte) (any, []string, error) {
-	switch op {
-	case wire.EventLost, wire.EventRejoined, wire.EventError, wire.EventWarning:
-		return string(body), []string{op + ": " + string(body)}, nil
-	case wire.EventLoaded:
-		var l wire.Loaded
-		err := wire.Decode(body, &l)
-		return l, []string{"loaded " + strings.Join(l.Libraries, ", ")}, err
-	case wire.OpDlopen:
-		var d wire.Dlopen
-		err := wire.Decode(body, &d)
-		return d, dlopenText(d), err
-	case wire.EventRunning:
-		return nil, []string{"running"}, nil
-	case wire.OpWhere:
-		var st wire.Stack
-		err := wire.Decode(body, &st)
-		return frames(st.Frames), []string{stackText(st.Frames)}, err
-	case wire.OpStatus, wire.OpStart, wire.OpRun, wire.OpCont, wire.OpStep, wire.OpNext, wire.OpFinish,
-		wire.OpHalt, wire.OpKill, wire.OpDetach, wire.EventStopped, wire.EventExited:
-		var st wire.State
-		err := wire.Decode(body, &st)
-		return state(st), []string{stateText(st)}, err
-	case wire.OpAttach:
-		var a wire.Attached
-		err := wire.Decode(body, &a)
-		obj, text := state(a.State), "attached: "+stateText(a.State)
-		if a.DLL != "" {
-			obj["dll"] = a.DLL
-			text += " (MPIR_dll_name " + a.DLL + ")"
-		}
-		return obj, []string{text}, err
-	case wire.EventOutput:
-		var o wire.Output
-		err := wire.Decode(body, &o)
-		return map[string]string{"stream": o.Stream, "text": o.Text}, []string{strings.TrimSuffix(o.Text, "\n")}, err
-	case wire.OpBreak, wire.OpWatch:
-		var bp wire.Breakpoint
-		err := wire.Decode(body, &bp)
-		return bp, []string{breakpointText(bp)}, err
-	case wire.OpBreakList:
-		var list []wire.Breakpoint
-		err := wire.Decode(body, &list)
-		lines := make([]string, len(list))
-		for i, bp := range list {
-			lines[i] = breakpointText(bp)
-		}
-		if len(list) == 0 {
-			lines = []string{"no breakpoints"}
-		}
-		return list, lines, err
-	case wire.OpFrame:
-		var f wire.Frame
-		err := wire.Decode(body, &f)
-		return frames([]wire.Frame{f})[0], []string{frameText(f)}, err
-	case wire.OpDepth:
-		var n wire.Count
-		err := wire.Decode(body, &n)
-		return n.N, []string{fmt.Sprintf("%d frames", n.N)}, err
-	case wire.OpLocals, wire.OpArgs, wire.OpGlobals:
-		var vars []wire.Var
-		err := wire.Decode(body, &vars)
-		lines := make([]string, len(vars))
-		for i, v := range vars {
-			lines[i] = fmt.Sprintf("%s = %s (%s)", v.Name, v.Value, v.Type)
-		}
-		if len(vars) == 0 {
-			lines = []string{"none"}
-		}
-		return vars, lines, err
-	case wire.OpThreads:
-		var threads []wire.Thread
-		err := wire.Decode(body, &threads)
-		lines := make([]string, len(threads))
-		for i, th := range threads {
-			lines[i] = threadText(th)
-		}
-		return threads, lines, err
-	case wire.OpThread:
-		var th wire.Thread
-		err := wire.Decode(body, &th)
-		return th, []string{threadText(th)}, err
-	case wire.OpMemRead:
-		var m wire.Memory
-		err := wire.Decode(body, &m)
-		return m, []string{m.Addr + ": " + m.Hex}, err
-	case wire.OpPrint, wire.OpPtype, wire.OpSignals, wire.OpHandle, wire.OpRaw:
-		var t wire.Text
-		err := wire.Decode(body, &t)
-		return t.Text, strings.Split(t.Text, "\n"), err
-	}
-	if len(body) == 0 {
-		return nil, nil, nil
-	}
-	var v any
-	err := wire.Decode(body, &v)
-	return v, []string{fmt.Sprint(v)}, err
 }
 
 func frameText(f wire.Frame) string {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend/sim"
-	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -43,7 +43,7 @@ func BenchmarkMergeMillion(b *testing.B) {
 		bodies[r] = wire.MustEncode(wire.Stack{Frames: frames})
 	}
 	for b.Loop() {
-		var m sdm.Merger
+		var m op.Identical
 		for r, body := range bodies {
 			m.AddRank(r, wire.StatusOK, body)
 		}

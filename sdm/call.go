@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 type call struct {
 	id      uint64
 	op      string
-	merger  Merger
+	merger  op.Merger            // the op's own: the node knows nothing else of the op
 	waiting map[int]wire.RankSet // source (child index, or selfSource) → ranks it answers for
 	timer   *time.Timer
 	cancel  func() // stops the backend's work on the call once it is settled

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -23,7 +24,7 @@ func margin(timeout time.Duration) time.Duration {
 // and the others get m through their outboxes.
 func (n *Node) command(ctx context.Context, m *wire.Message) {
 	n.cfg.Trace.Printf("command %d %s to [%v], %v", m.ID, m.Op, m.Ranks, m.Timeout)
-	cl := &call{id: m.ID, op: m.Op, cancel: func() {}, waiting: make(map[int]wire.RankSet),
+	cl := &call{id: m.ID, op: m.Op, merger: op.NewMerger(m.Op), cancel: func() {}, waiting: make(map[int]wire.RankSet),
 		flushBy: time.Now().Add(m.Timeout - margin(m.Timeout))}
 	n.mu.Lock()
 	if _, dup := n.calls[m.ID]; dup {

@@ -8,7 +8,8 @@
 // it leaves as replies and events on the parent link.
 //
 // The node routes and merges opaque bodies: it does not know what they
-// mean, and it never prints.
+// mean, and it never prints. Of an op it takes only its merger (package
+// op), which folds the answers of its sources into groups.
 package sdm
 
 import (

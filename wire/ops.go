@@ -1,7 +1,8 @@
 package wire
 
 // Ops understood by the rank servers' backends, with the type of their
-// body (B) and of their answer (A). Answers of different ranks merge when
+// body (B) and of their answer (A); package op declares these types, and
+// how answers merge, in its table. Answers of different ranks merge when
 // their msgpack bytes are equal, so the answer types hold only what people
 // compare: no addresses that differ from rank to rank, no thread ids, no
 // hit counts, nothing rank-specific unless it is the point.

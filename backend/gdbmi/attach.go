@@ -14,22 +14,22 @@ import (
 // (acquired through MPIR): it opens the process's MPIR_debug_gate, where
 // there is one, runs it to main when it was held before main, and lets it
 // go on unless asked to leave it stopped.
-func (b *Backend) attach(ctx context.Context, a wire.Attach) ([]byte, error) {
+func (b *Backend) attach(ctx context.Context, a wire.Attach) (wire.Attached, error) {
 	rank := b.cfg.Rank
 	if rank >= len(a.Pids) {
-		return nil, fmt.Errorf("the job's table has %d processes, none for rank %d", len(a.Pids), rank)
+		return wire.Attached{}, fmt.Errorf("the job's table has %d processes, none for rank %d", len(a.Pids), rank)
 	}
 	pid := a.Pids[rank]
 	if pid <= 0 {
 		b.setState(wire.State{State: wire.StateNone})
-		return wire.Encode(wire.Attached{State: wire.State{State: wire.StateNone}})
+		return wire.Attached{State: wire.State{State: wire.StateNone}}, nil
 	}
 	if _, err := b.debugger(); err == nil {
-		return nil, errors.New("this rank debugs a process already")
+		return wire.Attached{}, errors.New("this rank debugs a process already")
 	}
 	g, err := b.launch()
 	if err != nil {
-		return nil, err
+		return wire.Attached{}, err
 	}
 	b.quiet(true)
 	defer b.quiet(false)
@@ -39,27 +39,27 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) ([]byte, error) {
 	// stop the process again once it runs.
 	for _, sig := range []string{"SIGSTOP nostop noprint nopass", "SIGCONT nostop noprint pass"} {
 		if _, _, err := run("-interpreter-exec console " + Quote("handle "+sig)); err != nil {
-			return nil, err
+			return wire.Attached{}, err
 		}
 	}
 	since := b.reports()
 	if _, _, err := run("-target-attach " + strconv.Itoa(pid)); err != nil {
-		return nil, fmt.Errorf("attach to pid %d: %w", pid, err)
+		return wire.Attached{}, fmt.Errorf("attach to pid %d: %w", pid, err)
 	}
 	if _, err := b.waitStop(ctx, since); err != nil {
-		return nil, fmt.Errorf("attach to pid %d: %w", pid, err)
+		return wire.Attached{}, fmt.Errorf("attach to pid %d: %w", pid, err)
 	}
 	// Every library the process has loaded is read, whatever the dlopen
 	// setting: it applies to the loads from now on.
 	if err := b.readSymbols(g); err != nil {
-		return nil, fmt.Errorf("attach to pid %d: %w", pid, err)
+		return wire.Attached{}, fmt.Errorf("attach to pid %d: %w", pid, err)
 	}
 	b.mu.Lock()
 	b.attached, b.killOnClose, b.started = true, a.Kill, true
 	b.mu.Unlock()
 
 	if _, _, err := run("-data-evaluate-expression " + Quote("*(int*)&MPIR_debug_gate = 1")); err != nil && !noSymbol(err) {
-		return nil, fmt.Errorf("open MPIR_debug_gate: %w", err)
+		return wire.Attached{}, fmt.Errorf("open MPIR_debug_gate: %w", err)
 	}
 	var dll string
 	if r, _, err := run("-data-evaluate-expression " + Quote("(const char*)&MPIR_dll_name")); err == nil {
@@ -67,44 +67,44 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) ([]byte, error) {
 	}
 	if a.PreMain {
 		if _, _, err := run("-break-insert -t main"); err != nil {
-			return nil, fmt.Errorf("run to main: %w", err)
+			return wire.Attached{}, fmt.Errorf("run to main: %w", err)
 		}
 		since := b.reports()
 		if _, err := b.resume(g, run, "-exec-continue"); err != nil {
-			return nil, fmt.Errorf("run to main: %w", err)
+			return wire.Attached{}, fmt.Errorf("run to main: %w", err)
 		}
 		if _, err := b.waitStop(ctx, since); err != nil {
-			return nil, fmt.Errorf("run to main: %w", err)
+			return wire.Attached{}, fmt.Errorf("run to main: %w", err)
 		}
 	}
 	if !a.Stop {
 		if _, err := b.resume(g, run, "-exec-continue"); err != nil {
-			return nil, err
+			return wire.Attached{}, err
 		}
 	}
 	b.mu.Lock()
 	st := b.state
 	b.mu.Unlock()
-	return wire.Encode(wire.Attached{State: st, DLL: dll})
+	return wire.Attached{State: st, DLL: dll}, nil
 }
 
 // detach lets an attached process go on without gdb.
-func (b *Backend) detach(ctx context.Context, g *GDB) ([]byte, error) {
+func (b *Backend) detach(ctx context.Context, g *GDB) (wire.State, error) {
 	b.mu.Lock()
 	attached := b.attached
 	b.mu.Unlock()
 	if !attached {
-		return nil, errors.New("detach: no process attached (kill or quit end a program the debugger started)")
+		return wire.State{}, errors.New("detach: no process attached (kill or quit end a program the debugger started)")
 	}
 	if _, _, err := g.Run(ctx, "-target-detach"); err != nil {
-		return nil, err
+		return wire.State{}, err
 	}
 	st := wire.State{State: wire.StateDetached}
 	b.mu.Lock()
 	b.attached, b.pid = false, 0
 	b.mu.Unlock()
 	b.setState(st)
-	return wire.Encode(st)
+	return st, nil
 }
 
 func (b *Backend) quiet(on bool) {

@@ -118,17 +118,18 @@ func New(cfg backend.Config) *Backend {
 // Events implements backend.Backend.
 func (b *Backend) Events() <-chan backend.Event { return b.events }
 
-// Do implements backend.Backend.
+// Do implements backend.Backend: it decodes the body at once, and runs
+// the op's method (backend.Ops) in the queue, or at once for status and
+// halt.
 func (b *Backend) Do(ctx context.Context, op string, body []byte, done func([]byte, error)) {
-	switch op {
-	case wire.OpStatus:
-		done(b.status())
-	case wire.OpHalt:
-		done(b.halt())
-	default:
-		if !b.queue.push(job{ctx: ctx, op: op, body: body, done: done}) {
-			done(nil, ErrClosed)
-		}
+	call, err := backend.Decode(op, body)
+	switch {
+	case err != nil:
+		done(nil, err)
+	case op == wire.OpStatus || op == wire.OpHalt:
+		done(call(ctx, b))
+	case !b.queue.push(job{ctx: ctx, call: call, done: done}):
+		done(nil, ErrClosed)
 	}
 }
 
@@ -163,10 +164,11 @@ func (b *Backend) Close() error {
 	return nil
 }
 
+// job is a command in the queue; one without a call is the backend's
+// own tidying (tidy), which runs before every command anyway.
 type job struct {
 	ctx  context.Context
-	op   string
-	body []byte
+	call backend.Call
 	done func([]byte, error)
 }
 
@@ -181,10 +183,9 @@ func (b *Backend) work() {
 			continue
 		}
 		b.tidy()
-		if j.op == opTidy {
-			continue
+		if j.call != nil {
+			j.done(j.call(j.ctx, b))
 		}
-		j.done(b.handle(j.ctx, j.op, j.body))
 	}
 }
 
@@ -202,7 +203,7 @@ func (b *Backend) send(ev backend.Event) bool {
 	return !quiet
 }
 
-func (b *Backend) status() ([]byte, error) {
+func (b *Backend) status() (wire.State, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	deadline := time.After(announceWait)
@@ -213,18 +214,18 @@ func (b *Backend) status() ([]byte, error) {
 		case <-changed:
 		case <-deadline:
 			b.mu.Lock()
-			return nil, fmt.Errorf("rank %d: news of the process was not sent within %v", b.cfg.Rank, announceWait)
+			return wire.State{}, fmt.Errorf("rank %d: news of the process was not sent within %v", b.cfg.Rank, announceWait)
 		}
 		b.mu.Lock()
 	}
 	if b.gdb != nil {
 		select {
 		case <-b.gdb.Done():
-			return nil, b.gdb.Err()
+			return wire.State{}, b.gdb.Err()
 		default:
 		}
 	}
-	return wire.Encode(b.state)
+	return b.state, nil
 }
 
 // announceWait bounds status's wait for news on its way up: a node that
@@ -236,16 +237,16 @@ const announceWait = 10 * time.Second
 // an MPI program has progress threads, and a stop in one of those would
 // show where the library waits instead of where the program is. It works
 // while gdb is busy; the stop arrives as an event.
-func (b *Backend) halt() ([]byte, error) {
+func (b *Backend) halt() (wire.State, error) {
 	b.mu.Lock()
 	state, pid := b.state, b.pid
 	b.mu.Unlock()
 	if state.State == wire.StateRunning && pid > 0 {
 		if err := unix.Tgkill(pid, pid, unix.SIGINT); err != nil {
-			return nil, fmt.Errorf("interrupt process %d: %w", pid, err)
+			return wire.State{}, fmt.Errorf("interrupt process %d: %w", pid, err)
 		}
 	}
-	return wire.Encode(state)
+	return state, nil
 }
 
 // setState records the process state as gdb reported it; whatever it is,
@@ -319,3 +320,5 @@ func (q *queue) pop() (job, bool) {
 		<-q.wake
 	}
 }
+
+var _ backend.Ops = (*Backend)(nil)

@@ -25,11 +25,11 @@ const maxNames = 1000
 // objects of the program's executable (its ELF symbol table, through
 // /proc/PID/exe), and gdb reads only what may hold them. A program without
 // a symbol table is searched whole.
-func globals(run func(string) (Record, string, error), pid int) ([]byte, error) {
+func globals(run func(string) (Record, string, error), pid int) ([]wire.Var, error) {
 	cmd := "-symbol-info-variables"
 	if names, ok := dataObjects(pid); ok {
 		if len(names) == 0 {
-			return wire.Encode([]wire.Var{})
+			return []wire.Var{}, nil
 		}
 		// gdb's patterns are basic regular expressions: \| alternates.
 		cmd += " --name " + Quote("^"+strings.Join(names, "$\\|^")+"$")
@@ -45,7 +45,7 @@ func globals(run func(string) (Record, string, error), pid int) ([]byte, error) 
 		}
 		for _, sym := range file.Get("symbols").Items() {
 			if len(out) == maxGlobals {
-				return wire.Encode(out)
+				return out, nil
 			}
 			value := ""
 			if r, _, err := run("-data-evaluate-expression " + Quote(sym.S("name"))); err != nil {
@@ -56,7 +56,7 @@ func globals(run func(string) (Record, string, error), pid int) ([]byte, error) 
 			out = append(out, wire.Var{Name: sym.S("name"), Type: sym.S("type"), Value: value})
 		}
 	}
-	return wire.Encode(out)
+	return out, nil
 }
 
 // dataObjects returns the names of the defined data objects in the

@@ -10,300 +10,442 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// handle runs one command. Every MI command sdm sends is here, so that
-// the mapping from the PTP command set to gdb can be read in one place.
-func (b *Backend) handle(ctx context.Context, op string, body []byte) ([]byte, error) {
-	switch op {
-	case wire.OpStart:
-		var st wire.Start
-		if err := wire.Decode(body, &st); err != nil {
-			return nil, err
-		}
-		return b.start(ctx, st)
-	case wire.OpAttach:
-		var a wire.Attach
-		if err := wire.Decode(body, &a); err != nil {
-			return nil, err
-		}
-		return b.attach(ctx, a)
-	case wire.OpDlopen:
-		return b.setDlopen(body) // also before there is a gdb: it applies from the start
-	}
+// The methods of backend.Ops, one per op: every MI command sdm sends is
+// here or in the helpers they call, so that the mapping from the op table
+// to gdb can be read in one place. Bodies arrive decoded (backend.Decode).
+
+// session returns the running gdb for a command of op, and the function
+// that runs MI commands under ctx. Commands that need the process itself,
+// not only its program, are answered with its death after one.
+func (b *Backend) session(ctx context.Context, op string) (*GDB, func(string) (Record, string, error), error) {
 	g, err := b.debugger()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	run := func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }
 	b.mu.Lock()
 	attached := b.attached
 	b.mu.Unlock()
 	if needsProcess[op] || (op == wire.OpRun && attached) {
 		if err := b.deathError(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	switch op {
-	case wire.OpRun:
-		if attached {
-			return b.resume(g, run, "-exec-continue") // it runs already: run it on
-		}
-		// A new process: its libraries are all to be read again. gdb
-		// ends the one before, which is no news.
-		b.mu.Lock()
-		b.started, b.unread, b.held = false, false, false
-		b.mu.Unlock()
-		defer b.endingBy()()
-		return b.resume(g, run, "-exec-run")
-	case wire.OpPlant:
-		return b.plant(g)
-	case wire.OpDetach:
-		defer b.endingBy()()
-		return b.detach(ctx, g)
-	case wire.OpCont:
-		return b.resume(g, run, "-exec-continue")
-	case wire.OpStep, wire.OpNext:
-		var c wire.Count
-		if err := decodeOptional(body, &c); err != nil {
-			return nil, err
-		}
-		cmd := "-exec-" + op
-		if c.N > 1 {
-			cmd += " " + strconv.Itoa(c.N)
-		}
-		return b.resume(g, run, cmd)
-	case wire.OpFinish:
-		return b.resume(g, run, "-exec-finish")
-	case wire.OpKill:
-		// The end is this command's news, not the watch's.
-		defer b.endingBy()()
-		if _, _, err := run(`-interpreter-exec console "kill"`); err != nil {
-			return nil, err
-		}
-		b.exited(wire.State{State: wire.StateExited, Reason: "killed"})
-		return b.status()
+	return g, func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }, nil
+}
 
-	case wire.OpBreak:
-		var br wire.Break
-		if err := wire.Decode(body, &br); err != nil {
-			return nil, err
-		}
-		out, err := breakInsert(run, br)
-		if err == nil {
-			b.breakpointsChanged(g)
-		}
-		return out, err
-	case wire.OpWatch:
-		var w wire.Watch
-		if err := wire.Decode(body, &w); err != nil {
-			return nil, err
-		}
-		mode := map[string]string{"": "", "write": "", "read": "-r ", "access": "-a "}
-		flag, ok := mode[w.Mode]
-		if !ok {
-			return nil, fmt.Errorf("watch mode %q: want write, read or access", w.Mode)
-		}
-		r, _, err := run("-break-watch " + flag + Quote(w.Expr))
-		if err != nil {
-			return nil, err
-		}
-		for _, key := range []string{"wpt", "hw-rwpt", "hw-awpt"} {
-			if r.Results.Has(key) {
-				v := r.Results.Get(key)
-				return wire.Encode(wire.Breakpoint{Number: v.Int("number"), Type: w.Mode + " watchpoint", Location: v.S("exp"), Enabled: true})
-			}
-		}
-		return nil, fmt.Errorf("gdb set no watchpoint on %s", w.Expr)
-	case wire.OpDelete, wire.OpEnable, wire.OpDisable:
-		var ids wire.IDs
-		if err := wire.Decode(body, &ids); err != nil {
-			return nil, err
-		}
-		if len(ids.IDs) == 0 {
-			return nil, fmt.Errorf("%s: no breakpoint numbers", op)
-		}
-		args := make([]string, len(ids.IDs))
-		for i, id := range ids.IDs {
-			args[i] = strconv.Itoa(id)
-		}
-		_, _, err := run("-break-" + op + " " + strings.Join(args, " "))
-		if err == nil {
-			b.breakpointsChanged(g)
-		}
-		return nil, err
-	case wire.OpCondition:
-		var c wire.Condition
-		if err := wire.Decode(body, &c); err != nil {
-			return nil, err
-		}
-		cmd := "-break-condition " + strconv.Itoa(c.ID)
-		if c.Expr != "" {
-			cmd += " " + c.Expr
-		}
-		_, _, err := run(cmd)
-		return nil, err
-	case wire.OpIgnore:
-		var ig wire.Ignore
-		if err := wire.Decode(body, &ig); err != nil {
-			return nil, err
-		}
-		_, _, err := run(fmt.Sprintf("-break-after %d %d", ig.ID, ig.Count))
-		return nil, err
-	case wire.OpBreakNext:
-		var c wire.Count
-		if err := wire.Decode(body, &c); err != nil {
-			return nil, err
-		}
-		return nil, breakNext(run, c.N)
-	case wire.OpBreakList:
-		r, _, err := run("-break-list")
-		if err != nil {
-			return nil, err
-		}
-		var list []wire.Breakpoint
-		for _, v := range r.Results.Get("BreakpointTable").Get("body").Items() {
-			list = append(list, breakpoint(v))
-		}
-		return wire.Encode(list)
+// Start implements backend.Ops.
+func (b *Backend) Start(ctx context.Context, st wire.Start) (wire.State, error) {
+	return b.start(ctx, st)
+}
 
-	case wire.OpWhere:
-		r, _, err := run("-stack-list-frames")
-		if err != nil {
-			return nil, err
-		}
-		var st wire.Stack
-		for _, v := range r.Results.Get("stack").Items() {
-			st.Frames = append(st.Frames, frame(v))
-		}
-		return wire.Encode(st)
-	case wire.OpFrame:
-		var c wire.Count
-		if err := decodeOptional(body, &c); err != nil {
-			return nil, err
-		}
-		if _, _, err := run("-stack-select-frame " + strconv.Itoa(c.N)); err != nil {
-			return nil, err
-		}
-		r, _, err := run("-stack-info-frame")
-		if err != nil {
-			return nil, err
-		}
-		return wire.Encode(frame(r.Results.Get("frame")))
-	case wire.OpDepth:
-		r, _, err := run("-stack-info-depth")
-		if err != nil {
-			return nil, err
-		}
-		return wire.Encode(wire.Count{N: r.Results.Int("depth")})
-	case wire.OpLocals:
-		r, _, err := run("-stack-list-locals --simple-values")
-		if err != nil {
-			return nil, err
-		}
-		return wire.Encode(vars(r.Results.Get("locals")))
-	case wire.OpArgs:
-		r, _, err := run("-stack-list-arguments --simple-values 0 0")
-		if err != nil {
-			return nil, err
-		}
-		frames := r.Results.Get("stack-args").Items()
-		if len(frames) == 0 {
-			return wire.Encode([]wire.Var{})
-		}
-		return wire.Encode(vars(frames[0].Get("args")))
-	case wire.OpGlobals:
-		b.mu.Lock()
-		pid := b.pid
-		b.mu.Unlock()
-		return globals(run, pid)
-	case wire.OpPrint:
-		var e wire.Expr
-		if err := wire.Decode(body, &e); err != nil {
-			return nil, err
-		}
-		r, _, err := run("-data-evaluate-expression " + Quote(e.Expr))
-		if err != nil {
-			return nil, err
-		}
-		return wire.Encode(wire.Text{Text: r.Results.S("value")})
-	case wire.OpPtype:
-		var e wire.Expr
-		if err := wire.Decode(body, &e); err != nil {
-			return nil, err
-		}
-		return console(run, "ptype "+e.Expr)
-	case wire.OpThreads:
-		r, _, err := run("-thread-info")
-		if err != nil {
-			return nil, err
-		}
-		current := r.Results.Int("current-thread-id")
-		var threads []wire.Thread
-		for _, v := range r.Results.Get("threads").Items() {
-			threads = append(threads, thread(v, current))
-		}
-		return wire.Encode(threads)
-	case wire.OpThread:
-		var c wire.Count
-		if err := wire.Decode(body, &c); err != nil {
-			return nil, err
-		}
-		r, _, err := run("-thread-select " + strconv.Itoa(c.N))
-		if err != nil {
-			return nil, err
-		}
-		id := r.Results.Int("new-thread-id")
-		return wire.Encode(wire.Thread{ID: id, Frame: frame(r.Results.Get("frame")), Current: true})
-	case wire.OpMemRead:
-		var m wire.Memory
-		if err := wire.Decode(body, &m); err != nil {
-			return nil, err
-		}
-		if m.Count <= 0 || m.Count > 1<<16 {
-			return nil, fmt.Errorf("x: read 1 to 65536 bytes, not %d", m.Count)
-		}
-		r, _, err := run(fmt.Sprintf("-data-read-memory-bytes %s %d", Quote(m.Addr), m.Count))
-		if err != nil {
-			return nil, err
-		}
-		var hex strings.Builder
-		begin := ""
-		for i, blk := range r.Results.Get("memory").Items() {
-			if i == 0 {
-				begin = blk.S("begin")
-			}
-			hex.WriteString(blk.S("contents"))
-		}
-		return wire.Encode(wire.Memory{Addr: begin, Count: hex.Len() / 2, Hex: hex.String()})
-	case wire.OpMemSet:
-		var m wire.Memory
-		if err := wire.Decode(body, &m); err != nil {
-			return nil, err
-		}
-		if m.Hex == "" || len(m.Hex)%2 != 0 || strings.Trim(m.Hex, "0123456789abcdefABCDEF") != "" {
-			return nil, fmt.Errorf("poke: %q is not an even number of hex digits", m.Hex)
-		}
-		_, _, err := run(fmt.Sprintf("-data-write-memory-bytes %s %s", Quote(m.Addr), m.Hex))
-		return nil, err
-	case wire.OpSignals:
-		return console(run, "info signals")
-	case wire.OpHandle:
-		var t wire.Text
-		if err := wire.Decode(body, &t); err != nil {
-			return nil, err
-		}
-		return console(run, "handle "+t.Text)
-	case wire.OpRaw:
-		var t wire.Text
-		if err := wire.Decode(body, &t); err != nil {
-			return nil, err
-		}
-		return b.raw(ctx, g, t.Text)
+// Attach implements backend.Ops.
+func (b *Backend) Attach(ctx context.Context, a wire.Attach) (wire.Attached, error) {
+	return b.attach(ctx, a)
+}
+
+// Status implements backend.Ops: the state the events told, without gdb.
+func (b *Backend) Status(context.Context) (wire.State, error) { return b.status() }
+
+// Halt implements backend.Ops.
+func (b *Backend) Halt(context.Context) (wire.State, error) { return b.halt() }
+
+// Run implements backend.Ops.
+func (b *Backend) Run(ctx context.Context) (wire.State, error) {
+	g, run, err := b.session(ctx, wire.OpRun)
+	if err != nil {
+		return wire.State{}, err
 	}
-	return nil, fmt.Errorf("%w %q", backend.ErrUnknownOp, op)
+	b.mu.Lock()
+	attached := b.attached
+	b.mu.Unlock()
+	if attached {
+		return b.resume(g, run, "-exec-continue") // it runs already: run it on
+	}
+	// A new process: its libraries are all to be read again. gdb ends the
+	// one before, which is no news.
+	b.mu.Lock()
+	b.started, b.unread, b.held = false, false, false
+	b.mu.Unlock()
+	defer b.endingBy()()
+	return b.resume(g, run, "-exec-run")
+}
+
+// Plant implements backend.Ops.
+func (b *Backend) Plant(ctx context.Context) (wire.State, error) {
+	g, _, err := b.session(ctx, wire.OpPlant)
+	if err != nil {
+		return wire.State{}, err
+	}
+	return b.plant(g)
+}
+
+// Detach implements backend.Ops.
+func (b *Backend) Detach(ctx context.Context) (wire.State, error) {
+	g, _, err := b.session(ctx, wire.OpDetach)
+	if err != nil {
+		return wire.State{}, err
+	}
+	defer b.endingBy()()
+	return b.detach(ctx, g)
+}
+
+// Continue implements backend.Ops.
+func (b *Backend) Continue(ctx context.Context) (wire.State, error) {
+	return b.resumeBy(ctx, wire.OpCont, "-exec-continue")
+}
+
+// Step implements backend.Ops.
+func (b *Backend) Step(ctx context.Context, c wire.Count) (wire.State, error) {
+	return b.resumeBy(ctx, wire.OpStep, counted("-exec-step", c))
+}
+
+// Next implements backend.Ops.
+func (b *Backend) Next(ctx context.Context, c wire.Count) (wire.State, error) {
+	return b.resumeBy(ctx, wire.OpNext, counted("-exec-next", c))
+}
+
+// Finish implements backend.Ops.
+func (b *Backend) Finish(ctx context.Context) (wire.State, error) {
+	return b.resumeBy(ctx, wire.OpFinish, "-exec-finish")
+}
+
+// resumeBy runs cmd, which sets the process going, for a command of op.
+func (b *Backend) resumeBy(ctx context.Context, op, cmd string) (wire.State, error) {
+	g, run, err := b.session(ctx, op)
+	if err != nil {
+		return wire.State{}, err
+	}
+	return b.resume(g, run, cmd)
+}
+
+// counted adds a repeat count to an MI command, where it is more than 1.
+func counted(cmd string, c wire.Count) string {
+	if c.N > 1 {
+		cmd += " " + strconv.Itoa(c.N)
+	}
+	return cmd
+}
+
+// Kill implements backend.Ops.
+func (b *Backend) Kill(ctx context.Context) (wire.State, error) {
+	_, run, err := b.session(ctx, wire.OpKill)
+	if err != nil {
+		return wire.State{}, err
+	}
+	// The end is this command's news, not the watch's.
+	defer b.endingBy()()
+	if _, _, err := run(`-interpreter-exec console "kill"`); err != nil {
+		return wire.State{}, err
+	}
+	b.exited(wire.State{State: wire.StateExited, Reason: "killed"})
+	return b.status()
+}
+
+// Break implements backend.Ops.
+func (b *Backend) Break(ctx context.Context, br wire.Break) (wire.Breakpoint, error) {
+	g, run, err := b.session(ctx, wire.OpBreak)
+	if err != nil {
+		return wire.Breakpoint{}, err
+	}
+	bp, err := breakInsert(run, br)
+	if err == nil {
+		b.breakpointsChanged(g)
+	}
+	return bp, err
+}
+
+// Watch implements backend.Ops.
+func (b *Backend) Watch(ctx context.Context, w wire.Watch) (wire.Breakpoint, error) {
+	_, run, err := b.session(ctx, wire.OpWatch)
+	if err != nil {
+		return wire.Breakpoint{}, err
+	}
+	mode := map[string]string{"": "", "write": "", "read": "-r ", "access": "-a "}
+	flag, ok := mode[w.Mode]
+	if !ok {
+		return wire.Breakpoint{}, fmt.Errorf("watch mode %q: want write, read or access", w.Mode)
+	}
+	r, _, err := run("-break-watch " + flag + Quote(w.Expr))
+	if err != nil {
+		return wire.Breakpoint{}, err
+	}
+	for _, key := range []string{"wpt", "hw-rwpt", "hw-awpt"} {
+		if r.Results.Has(key) {
+			v := r.Results.Get(key)
+			return wire.Breakpoint{Number: v.Int("number"), Type: w.Mode + " watchpoint", Location: v.S("exp"), Enabled: true}, nil
+		}
+	}
+	return wire.Breakpoint{}, fmt.Errorf("gdb set no watchpoint on %s", w.Expr)
+}
+
+// Delete implements backend.Ops.
+func (b *Backend) Delete(ctx context.Context, ids wire.IDs) error {
+	return b.breakIDs(ctx, wire.OpDelete, ids)
+}
+
+// Enable implements backend.Ops.
+func (b *Backend) Enable(ctx context.Context, ids wire.IDs) error {
+	return b.breakIDs(ctx, wire.OpEnable, ids)
+}
+
+// Disable implements backend.Ops.
+func (b *Backend) Disable(ctx context.Context, ids wire.IDs) error {
+	return b.breakIDs(ctx, wire.OpDisable, ids)
+}
+
+// breakIDs runs -break-delete, -break-enable or -break-disable (op) on
+// breakpoints ids.
+func (b *Backend) breakIDs(ctx context.Context, op string, ids wire.IDs) error {
+	g, run, err := b.session(ctx, op)
+	if err != nil {
+		return err
+	}
+	if len(ids.IDs) == 0 {
+		return fmt.Errorf("%s: no breakpoint numbers", op)
+	}
+	args := make([]string, len(ids.IDs))
+	for i, id := range ids.IDs {
+		args[i] = strconv.Itoa(id)
+	}
+	_, _, err = run("-break-" + op + " " + strings.Join(args, " "))
+	if err == nil {
+		b.breakpointsChanged(g)
+	}
+	return err
+}
+
+// Condition implements backend.Ops.
+func (b *Backend) Condition(ctx context.Context, c wire.Condition) error {
+	_, run, err := b.session(ctx, wire.OpCondition)
+	if err != nil {
+		return err
+	}
+	cmd := "-break-condition " + strconv.Itoa(c.ID)
+	if c.Expr != "" {
+		cmd += " " + c.Expr
+	}
+	_, _, err = run(cmd)
+	return err
+}
+
+// Ignore implements backend.Ops.
+func (b *Backend) Ignore(ctx context.Context, ig wire.Ignore) error {
+	_, run, err := b.session(ctx, wire.OpIgnore)
+	if err != nil {
+		return err
+	}
+	_, _, err = run(fmt.Sprintf("-break-after %d %d", ig.ID, ig.Count))
+	return err
+}
+
+// BreakNext implements backend.Ops.
+func (b *Backend) BreakNext(ctx context.Context, c wire.Count) error {
+	_, run, err := b.session(ctx, wire.OpBreakNext)
+	if err != nil {
+		return err
+	}
+	return breakNext(run, c.N)
+}
+
+// Breakpoints implements backend.Ops.
+func (b *Backend) Breakpoints(ctx context.Context) ([]wire.Breakpoint, error) {
+	r, err := b.run1(ctx, wire.OpBreakList, "-break-list")
+	if err != nil {
+		return nil, err
+	}
+	var list []wire.Breakpoint
+	for _, v := range r.Results.Get("BreakpointTable").Get("body").Items() {
+		list = append(list, breakpoint(v))
+	}
+	return list, nil
+}
+
+// run1 runs one MI command for a command of op.
+func (b *Backend) run1(ctx context.Context, op, cmd string) (Record, error) {
+	_, run, err := b.session(ctx, op)
+	if err != nil {
+		return Record{}, err
+	}
+	r, _, err := run(cmd)
+	return r, err
+}
+
+// Where implements backend.Ops.
+func (b *Backend) Where(ctx context.Context) (wire.Stack, error) {
+	r, err := b.run1(ctx, wire.OpWhere, "-stack-list-frames")
+	if err != nil {
+		return wire.Stack{}, err
+	}
+	var st wire.Stack
+	for _, v := range r.Results.Get("stack").Items() {
+		st.Frames = append(st.Frames, frame(v))
+	}
+	return st, nil
+}
+
+// Frame implements backend.Ops.
+func (b *Backend) Frame(ctx context.Context, c wire.Count) (wire.Frame, error) {
+	_, run, err := b.session(ctx, wire.OpFrame)
+	if err != nil {
+		return wire.Frame{}, err
+	}
+	if _, _, err := run("-stack-select-frame " + strconv.Itoa(c.N)); err != nil {
+		return wire.Frame{}, err
+	}
+	r, _, err := run("-stack-info-frame")
+	if err != nil {
+		return wire.Frame{}, err
+	}
+	return frame(r.Results.Get("frame")), nil
+}
+
+// Depth implements backend.Ops.
+func (b *Backend) Depth(ctx context.Context) (wire.Count, error) {
+	r, err := b.run1(ctx, wire.OpDepth, "-stack-info-depth")
+	if err != nil {
+		return wire.Count{}, err
+	}
+	return wire.Count{N: r.Results.Int("depth")}, nil
+}
+
+// Locals implements backend.Ops.
+func (b *Backend) Locals(ctx context.Context) ([]wire.Var, error) {
+	r, err := b.run1(ctx, wire.OpLocals, "-stack-list-locals --simple-values")
+	if err != nil {
+		return nil, err
+	}
+	return vars(r.Results.Get("locals")), nil
+}
+
+// Args implements backend.Ops.
+func (b *Backend) Args(ctx context.Context) ([]wire.Var, error) {
+	r, err := b.run1(ctx, wire.OpArgs, "-stack-list-arguments --simple-values 0 0")
+	if err != nil {
+		return nil, err
+	}
+	frames := r.Results.Get("stack-args").Items()
+	if len(frames) == 0 {
+		return []wire.Var{}, nil
+	}
+	return vars(frames[0].Get("args")), nil
+}
+
+// Globals implements backend.Ops.
+func (b *Backend) Globals(ctx context.Context) ([]wire.Var, error) {
+	_, run, err := b.session(ctx, wire.OpGlobals)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	pid := b.pid
+	b.mu.Unlock()
+	return globals(run, pid)
+}
+
+// Print implements backend.Ops.
+func (b *Backend) Print(ctx context.Context, e wire.Expr) (wire.Text, error) {
+	r, err := b.run1(ctx, wire.OpPrint, "-data-evaluate-expression "+Quote(e.Expr))
+	if err != nil {
+		return wire.Text{}, err
+	}
+	return wire.Text{Text: r.Results.S("value")}, nil
+}
+
+// Ptype implements backend.Ops.
+func (b *Backend) Ptype(ctx context.Context, e wire.Expr) (wire.Text, error) {
+	return b.console(ctx, wire.OpPtype, "ptype "+e.Expr)
+}
+
+// Signals implements backend.Ops.
+func (b *Backend) Signals(ctx context.Context) (wire.Text, error) {
+	return b.console(ctx, wire.OpSignals, "info signals")
+}
+
+// Handle implements backend.Ops.
+func (b *Backend) Handle(ctx context.Context, t wire.Text) (wire.Text, error) {
+	return b.console(ctx, wire.OpHandle, "handle "+t.Text)
+}
+
+// console runs a CLI command for a command of op.
+func (b *Backend) console(ctx context.Context, op, command string) (wire.Text, error) {
+	_, run, err := b.session(ctx, op)
+	if err != nil {
+		return wire.Text{}, err
+	}
+	return console(run, command)
+}
+
+// Threads implements backend.Ops.
+func (b *Backend) Threads(ctx context.Context) ([]wire.Thread, error) {
+	r, err := b.run1(ctx, wire.OpThreads, "-thread-info")
+	if err != nil {
+		return nil, err
+	}
+	current := r.Results.Int("current-thread-id")
+	var threads []wire.Thread
+	for _, v := range r.Results.Get("threads").Items() {
+		threads = append(threads, thread(v, current))
+	}
+	return threads, nil
+}
+
+// Thread implements backend.Ops.
+func (b *Backend) Thread(ctx context.Context, c wire.Count) (wire.Thread, error) {
+	r, err := b.run1(ctx, wire.OpThread, "-thread-select "+strconv.Itoa(c.N))
+	if err != nil {
+		return wire.Thread{}, err
+	}
+	id := r.Results.Int("new-thread-id")
+	return wire.Thread{ID: id, Frame: frame(r.Results.Get("frame")), Current: true}, nil
+}
+
+// MemRead implements backend.Ops.
+func (b *Backend) MemRead(ctx context.Context, m wire.Memory) (wire.Memory, error) {
+	_, run, err := b.session(ctx, wire.OpMemRead)
+	if err != nil {
+		return wire.Memory{}, err
+	}
+	if m.Count <= 0 || m.Count > 1<<16 {
+		return wire.Memory{}, fmt.Errorf("x: read 1 to 65536 bytes, not %d", m.Count)
+	}
+	r, _, err := run(fmt.Sprintf("-data-read-memory-bytes %s %d", Quote(m.Addr), m.Count))
+	if err != nil {
+		return wire.Memory{}, err
+	}
+	var hex strings.Builder
+	begin := ""
+	for i, blk := range r.Results.Get("memory").Items() {
+		if i == 0 {
+			begin = blk.S("begin")
+		}
+		hex.WriteString(blk.S("contents"))
+	}
+	return wire.Memory{Addr: begin, Count: hex.Len() / 2, Hex: hex.String()}, nil
+}
+
+// MemSet implements backend.Ops.
+func (b *Backend) MemSet(ctx context.Context, m wire.Memory) error {
+	_, run, err := b.session(ctx, wire.OpMemSet)
+	if err != nil {
+		return err
+	}
+	if m.Hex == "" || len(m.Hex)%2 != 0 || strings.Trim(m.Hex, "0123456789abcdefABCDEF") != "" {
+		return fmt.Errorf("poke: %q is not an even number of hex digits", m.Hex)
+	}
+	_, _, err = run(fmt.Sprintf("-data-write-memory-bytes %s %s", Quote(m.Addr), m.Hex))
+	return err
+}
+
+// Raw implements backend.Ops.
+func (b *Backend) Raw(ctx context.Context, t wire.Text) (wire.Text, error) {
+	g, _, err := b.session(ctx, wire.OpRaw)
+	if err != nil {
+		return wire.Text{}, err
+	}
+	return b.raw(ctx, g, t.Text)
 }
 
 // needsProcess are the commands that need the process itself, not only
@@ -319,14 +461,14 @@ var needsProcess = map[string]bool{
 // itself (quit, -gdb-exit): a death meanwhile is reported after it,
 // unless gdb reported or caused it, and gdb's end is reported (the error
 // event, every later command answered with it) before the answer.
-func (b *Backend) raw(ctx context.Context, g *GDB, text string) ([]byte, error) {
+func (b *Backend) raw(ctx context.Context, g *GDB, text string) (wire.Text, error) {
 	// gdb's own commands may set or delete breakpoints too.
 	defer b.breakpointsChanged(g)
 	b.mu.Lock()
 	watched := b.watched
 	b.mu.Unlock()
 	after := b.rawEnds()
-	var answer []byte
+	var answer wire.Text
 	var err error
 	exit := false // gdb answered ^exit: it ends
 	if strings.HasPrefix(text, "-") {
@@ -334,7 +476,7 @@ func (b *Backend) raw(ctx context.Context, g *GDB, text string) ([]byte, error) 
 		var out string
 		if r, out, err = g.Run(ctx, text); err == nil {
 			exit = r.Class == "exit"
-			answer, err = wire.Encode(wire.Text{Text: out + r.Class + formatResults(r.Results)})
+			answer = wire.Text{Text: out + r.Class + formatResults(r.Results)}
 		}
 	} else {
 		answer, err = console(func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }, text)
@@ -367,15 +509,15 @@ func (b *Backend) debugger() (*GDB, error) {
 
 // start (re)starts gdb if needed and loads the program with its arguments,
 // directory and environment, on its own terminal. It does not run it.
-func (b *Backend) start(ctx context.Context, st wire.Start) ([]byte, error) {
+func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) {
 	prog, err := program(st.Program, st.Dir)
 	if err != nil {
-		return nil, err
+		return wire.State{}, err
 	}
 	g, err := b.debugger()
 	if err != nil {
 		if g, err = b.launch(); err != nil {
-			return nil, err
+			return wire.State{}, err
 		}
 	}
 	b.mu.Lock()
@@ -402,13 +544,13 @@ func (b *Backend) start(ctx context.Context, st wire.Start) ([]byte, error) {
 	}
 	for _, kv := range st.Env {
 		if !strings.Contains(kv, "=") {
-			return nil, fmt.Errorf("environment entry %q is not NAME=VALUE", kv)
+			return wire.State{}, fmt.Errorf("environment entry %q is not NAME=VALUE", kv)
 		}
 		cmds = append(cmds, setenv(kv))
 	}
 	for _, cmd := range cmds {
 		if _, _, err := g.Run(ctx, cmd); err != nil {
-			return nil, fmt.Errorf("%s: %w", prog, err)
+			return wire.State{}, fmt.Errorf("%s: %w", prog, err)
 		}
 	}
 	b.setState(wire.State{State: wire.StateNotStarted, Reason: "loaded"})
@@ -503,11 +645,11 @@ func program(name, dir string) (string, error) {
 // status asked right after this answer does not see the old stop. A step
 // (step, next, finish) runs as itself from the frame it leaves, which a
 // step over a call that waits for other ranks may never get back to.
-func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd string) ([]byte, error) {
+func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd string) (wire.State, error) {
 	name := strings.TrimPrefix(strings.Fields(cmd)[0], "-exec-")
 	step := name != "continue" && name != "run"
 	if err := b.beforeResume(g, step); err != nil {
-		return nil, err
+		return wire.State{}, err
 	}
 	running := wire.State{State: wire.StateRunning}
 	if step {
@@ -526,14 +668,14 @@ func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd s
 		}
 		b.going = wire.State{}
 		b.mu.Unlock()
-		return nil, err
+		return wire.State{}, err
 	}
 	b.mu.Lock()
 	if b.reported == reported {
 		b.state = running
 	}
 	b.mu.Unlock()
-	return wire.Encode(running)
+	return running, nil
 }
 
 // stepFrom is the frame a step leaves: finish leaves the selected frame,
@@ -557,9 +699,9 @@ func (b *Backend) stepFrom(run func(string) (Record, string, error), step string
 	return b.state.Frame
 }
 
-func breakInsert(run func(string) (Record, string, error), br wire.Break) ([]byte, error) {
+func breakInsert(run func(string) (Record, string, error), br wire.Break) (wire.Breakpoint, error) {
 	if strings.TrimSpace(br.Location) == "" {
-		return nil, fmt.Errorf("break: no location")
+		return wire.Breakpoint{}, fmt.Errorf("break: no location")
 	}
 	cmd := "-break-insert -f"
 	if br.Temporary {
@@ -576,9 +718,9 @@ func breakInsert(run func(string) (Record, string, error), br wire.Break) ([]byt
 	}
 	r, _, err := run(cmd + " " + Quote(br.Location))
 	if err != nil {
-		return nil, err
+		return wire.Breakpoint{}, err
 	}
-	return wire.Encode(breakpoint(r.Results.Get("bkpt")))
+	return breakpoint(r.Results.Get("bkpt")), nil
 }
 
 // breakNext makes n the number of the next breakpoint: gdb has no setting
@@ -666,12 +808,12 @@ func thread(v Value, current int) wire.Thread {
 const startTimeout = 30 * time.Second
 
 // console runs a CLI command and answers with what it printed.
-func console(run func(string) (Record, string, error), command string) ([]byte, error) {
+func console(run func(string) (Record, string, error), command string) (wire.Text, error) {
 	_, text, err := run("-interpreter-exec console " + Quote(command))
 	if err != nil {
-		return nil, err
+		return wire.Text{}, err
 	}
-	return wire.Encode(wire.Text{Text: strings.TrimRight(text, "\n")})
+	return wire.Text{Text: strings.TrimRight(text, "\n")}, nil
 }
 
 // formatResults prints MI results back in MI syntax, for raw MI commands.
@@ -710,12 +852,4 @@ func formatValue(b *strings.Builder, v Value) {
 	} else {
 		b.WriteByte(']')
 	}
-}
-
-// decodeOptional decodes body into v unless body is empty.
-func decodeOptional(body []byte, v any) error {
-	if len(body) == 0 {
-		return nil
-	}
-	return wire.Decode(body, v)
 }

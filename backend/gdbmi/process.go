@@ -133,13 +133,9 @@ func (b *Backend) died(d *death) {
 	b.mu.Unlock()
 	b.exited(d.state)
 	// gdb lets go of the zombie before its next command, or now, when
-	// none is waiting.
-	b.queue.push(job{ctx: context.Background(), op: opTidy, done: func([]byte, error) {}})
+	// none is waiting: a job without a call only tidies.
+	b.queue.push(job{ctx: context.Background(), done: func([]byte, error) {}})
 }
-
-// opTidy is the backend's own job that makes gdb let go of a process that
-// died without its noticing.
-const opTidy = "tidy"
 
 // tidy has gdb kill (so reap and forget) a process that died without its
 // noticing: gdb still believes it stopped, and would answer the next

@@ -301,7 +301,7 @@ func (b *Backend) continueQuietly(g *GDB) error {
 
 // plant is OpPlant: read the new libraries' symbols, and let a rank held
 // at a load go on.
-func (b *Backend) plant(g *GDB) ([]byte, error) {
+func (b *Backend) plant(g *GDB) (wire.State, error) {
 	b.mu.Lock()
 	held, st, unread := b.held, b.state, b.unread
 	b.mu.Unlock()
@@ -310,14 +310,14 @@ func (b *Backend) plant(g *GDB) ([]byte, error) {
 		// it was never held); a stopped rank still gets its libraries read.
 		if st.State == wire.StateStopped && unread {
 			if err := b.readSymbols(g); err != nil {
-				return nil, err
+				return wire.State{}, err
 			}
 		}
-		return wire.Encode(st)
+		return st, nil
 	}
 	readErr := b.readSymbols(g)
 	if err := b.settle(g); err != nil {
-		return nil, err
+		return wire.State{}, err
 	}
 	// The hold ends before the process goes on: the next load may hold it
 	// again before continueQuietly returns, and that hold must stand.
@@ -331,7 +331,7 @@ func (b *Backend) plant(g *GDB) ([]byte, error) {
 			b.held = true // still stopped at the load
 		}
 		b.mu.Unlock()
-		return nil, err
+		return wire.State{}, err
 	}
 	running := wire.State{State: wire.StateRunning}
 	b.mu.Lock()
@@ -341,27 +341,22 @@ func (b *Backend) plant(g *GDB) ([]byte, error) {
 	}
 	b.mu.Unlock()
 	if readErr != nil {
-		return nil, fmt.Errorf("%w (the rank went on)", readErr)
+		return wire.State{}, fmt.Errorf("%w (the rank went on)", readErr)
 	}
-	return wire.Encode(running)
+	return running, nil
 }
 
-// setDlopen is OpDlopen: change the setting (an empty body only asks) and
-// say how it stands. A process that runs gets the new gdb settings at
-// once, so the change counts from the next load.
-func (b *Backend) setDlopen(body []byte) ([]byte, error) {
+// Dlopen implements backend.Ops: change the setting (an empty one only
+// asks) and say how it stands. It works before there is a gdb too: the
+// setting applies from the start. A process that runs gets the new gdb
+// settings at once, so the change counts from the next load.
+func (b *Backend) Dlopen(_ context.Context, d wire.Dlopen) (wire.Dlopen, error) {
 	b.mu.Lock()
 	s := b.dl
 	b.mu.Unlock()
-	if len(body) > 0 {
-		var d wire.Dlopen
-		if err := wire.Decode(body, &d); err != nil {
-			return nil, err
-		}
-		var err error
-		if s, err = s.Apply(d); err != nil {
-			return nil, err
-		}
+	s, err := s.Apply(d)
+	if err != nil {
+		return wire.Dlopen{}, err
 	}
 	b.mu.Lock()
 	changed := s.String() != b.dl.String()
@@ -379,10 +374,10 @@ func (b *Backend) setDlopen(body []byte) ([]byte, error) {
 	b.mu.Unlock()
 	if running && g != nil {
 		if err := b.settle(g); err != nil {
-			return nil, err
+			return wire.Dlopen{}, err
 		}
 	}
-	return wire.Encode(s.Answer(warning))
+	return s.Answer(warning), nil
 }
 
 // beforeResume prepares a stopped process to go on: the libraries it

@@ -27,6 +27,9 @@ var RunTime = 20 * time.Millisecond
 
 // Sim is the simulated debugger of one rank.
 type Sim struct {
+	// The simulator leaves out every op not defined below: breakpoints,
+	// steps, variables and the rest answer that the simulator has none.
+	backend.Unsupported
 	cfg    backend.Config
 	events chan backend.Event
 
@@ -43,10 +46,11 @@ type Sim struct {
 // New returns the simulator of rank cfg.Rank of cfg.Size.
 func New(cfg backend.Config) *Sim {
 	return &Sim{
-		cfg:    cfg,
-		events: make(chan backend.Event, 64),
-		state:  wire.State{State: wire.StateNotStarted},
-		dl:     dlopen.Default(),
+		Unsupported: backend.Unsupported{Backend: "sim"},
+		cfg:         cfg,
+		events:      make(chan backend.Event, 64),
+		state:       wire.State{State: wire.StateNotStarted},
+		dl:          dlopen.Default(),
 	}
 }
 
@@ -86,67 +90,69 @@ func (s *Sim) Do(ctx context.Context, op string, body []byte, done func([]byte, 
 		}()
 		return
 	}
-	done(s.do(op, body))
-}
-
-func (s *Sim) do(op string, body []byte) ([]byte, error) {
-	switch op {
-	case wire.OpStart:
-		var st wire.Start
-		if err := wire.Decode(body, &st); err != nil {
-			return nil, err
-		}
-		stack, err := Scenario(st.Program, st.Args, s.cfg.Rank, s.cfg.Size)
-		if err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.stack = stack
-		s.state = wire.State{State: wire.StateStopped, Reason: "started", Frame: stack[0]}
-		return wire.Encode(s.state)
-	case wire.OpStatus:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return wire.Encode(s.state)
-	case wire.OpWhere:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err := s.need(wire.StateStopped); err != nil {
-			return nil, err
-		}
-		return wire.Encode(wire.Stack{Frames: s.stack})
-	case wire.OpRun, wire.OpCont:
-		return s.run()
-	case wire.OpHalt:
-		return s.halt("signal-received")
-	case wire.OpKill:
-		return s.kill()
-	case wire.OpDlopen:
-		return s.setDlopen(body)
-	case wire.OpPlant:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return wire.Encode(s.state) // no load ever waits
+	call, err := backend.Decode(op, body)
+	if err != nil {
+		done(nil, err)
+		return
 	}
-	return nil, fmt.Errorf("%w %q", backend.ErrUnknownOp, op)
+	done(call(ctx, s))
 }
 
-func (s *Sim) setDlopen(body []byte) ([]byte, error) {
+// Start implements backend.Ops: the program names the scenario.
+func (s *Sim) Start(_ context.Context, st wire.Start) (wire.State, error) {
+	stack, err := Scenario(st.Program, st.Args, s.cfg.Rank, s.cfg.Size)
+	if err != nil {
+		return wire.State{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(body) > 0 {
-		var d wire.Dlopen
-		if err := wire.Decode(body, &d); err != nil {
-			return nil, err
-		}
-		dl, err := s.dl.Apply(d)
-		if err != nil {
-			return nil, err
-		}
-		s.dl = dl
+	s.stack = stack
+	s.state = wire.State{State: wire.StateStopped, Reason: "started", Frame: stack[0]}
+	return s.state, nil
+}
+
+// Status implements backend.Ops.
+func (s *Sim) Status(context.Context) (wire.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, nil
+}
+
+// Where implements backend.Ops.
+func (s *Sim) Where(context.Context) (wire.Stack, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.need(wire.StateStopped); err != nil {
+		return wire.Stack{}, err
 	}
-	return wire.Encode(s.dl.Answer(""))
+	return wire.Stack{Frames: s.stack}, nil
+}
+
+// Run implements backend.Ops.
+func (s *Sim) Run(context.Context) (wire.State, error) { return s.run() }
+
+// Continue implements backend.Ops.
+func (s *Sim) Continue(context.Context) (wire.State, error) { return s.run() }
+
+// Halt implements backend.Ops.
+func (s *Sim) Halt(context.Context) (wire.State, error) { return s.halt("signal-received"), nil }
+
+// Kill implements backend.Ops.
+func (s *Sim) Kill(context.Context) (wire.State, error) { return s.kill() }
+
+// Plant implements backend.Ops: no load ever waits.
+func (s *Sim) Plant(ctx context.Context) (wire.State, error) { return s.Status(ctx) }
+
+// Dlopen implements backend.Ops.
+func (s *Sim) Dlopen(_ context.Context, d wire.Dlopen) (wire.Dlopen, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dl, err := s.dl.Apply(d)
+	if err != nil {
+		return wire.Dlopen{}, err
+	}
+	s.dl = dl
+	return s.dl.Answer(""), nil
 }
 
 // need fails unless the process is in state want. s.mu must be held.
@@ -157,19 +163,19 @@ func (s *Sim) need(want string) error {
 	return nil
 }
 
-func (s *Sim) run() ([]byte, error) {
+func (s *Sim) run() (wire.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.need(wire.StateStopped); err != nil {
-		return nil, err
+		return wire.State{}, err
 	}
 	s.state = wire.State{State: wire.StateRunning}
 	s.emit(wire.EventRunning, nil)
 	s.runTimer = time.AfterFunc(RunTime, func() { s.halt("breakpoint-hit") })
-	return wire.Encode(s.state)
+	return s.state, nil
 }
 
-func (s *Sim) halt(reason string) ([]byte, error) {
+func (s *Sim) halt(reason string) wire.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state.State == wire.StateRunning {
@@ -179,21 +185,21 @@ func (s *Sim) halt(reason string) ([]byte, error) {
 		s.state = wire.State{State: wire.StateStopped, Reason: reason, Frame: s.stack[0]}
 		s.emit(wire.EventStopped, wire.MustEncode(s.state))
 	}
-	return wire.Encode(s.state)
+	return s.state
 }
 
-func (s *Sim) kill() ([]byte, error) {
+func (s *Sim) kill() (wire.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state.State == wire.StateNotStarted || s.state.State == wire.StateExited {
-		return nil, fmt.Errorf("no process to kill (%s)", s.state.State)
+		return wire.State{}, fmt.Errorf("no process to kill (%s)", s.state.State)
 	}
 	if s.runTimer != nil {
 		s.runTimer.Stop()
 	}
 	s.state = wire.State{State: wire.StateExited, Reason: "killed", Code: 137}
 	s.emit(wire.EventExited, wire.MustEncode(s.state))
-	return wire.Encode(s.state)
+	return s.state, nil
 }
 
 // emit queues an event. s.mu must be held, which also orders events.

@@ -1,0 +1,160 @@
+package console
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// printer turns one group's body, an answer to an op or an event's, into
+// a value for JSON and lines of text.
+type printer func(body []byte) (any, []string, error)
+
+// answer is the printer of the answers to o, decoded as the op table
+// says.
+func answer[B, A any](o op.Def[B, A], show func(A) (any, []string)) printer {
+	return func(body []byte) (any, []string, error) {
+		a, err := o.DecodeAnswer(body)
+		v, lines := show(a)
+		return v, lines, err
+	}
+}
+
+// event is the printer of an event whose body is a T.
+func event[T any](show func(T) (any, []string)) printer {
+	return func(body []byte) (any, []string, error) {
+		var t T
+		err := wire.Decode(body, &t)
+		v, lines := show(t)
+		return v, lines, err
+	}
+}
+
+// printers has one printer per op of the table (but quit, which the
+// tree answers) and per event.
+var printers = map[string]printer{
+	op.Start.Name:    answer(op.Start, showState),
+	op.Status.Name:   answer(op.Status, showState),
+	op.Run.Name:      answer(op.Run, showState),
+	op.Continue.Name: answer(op.Continue, showState),
+	op.Step.Name:     answer(op.Step, showState),
+	op.Next.Name:     answer(op.Next, showState),
+	op.Finish.Name:   answer(op.Finish, showState),
+	op.Halt.Name:     answer(op.Halt, showState),
+	op.Kill.Name:     answer(op.Kill, showState),
+	op.Attach.Name:   answer(op.Attach, showAttached),
+	op.Detach.Name:   answer(op.Detach, showState),
+
+	op.Break.Name:       answer(op.Break, showBreakpoint),
+	op.Delete.Name:      answer(op.Delete, showNone),
+	op.Enable.Name:      answer(op.Enable, showNone),
+	op.Disable.Name:     answer(op.Disable, showNone),
+	op.Condition.Name:   answer(op.Condition, showNone),
+	op.Ignore.Name:      answer(op.Ignore, showNone),
+	op.Watch.Name:       answer(op.Watch, showBreakpoint),
+	op.Breakpoints.Name: answer(op.Breakpoints, showBreakpoints),
+	op.BreakNext.Name:   answer(op.BreakNext, showNone),
+
+	op.Where.Name:   answer(op.Where, func(st wire.Stack) (any, []string) { return frames(st.Frames), []string{stackText(st.Frames)} }),
+	op.Frame.Name:   answer(op.Frame, func(f wire.Frame) (any, []string) { return frames([]wire.Frame{f})[0], []string{frameText(f)} }),
+	op.Depth.Name:   answer(op.Depth, func(n wire.Count) (any, []string) { return n.N, []string{fmt.Sprintf("%d frames", n.N)} }),
+	op.Locals.Name:  answer(op.Locals, showVars),
+	op.Args.Name:    answer(op.Args, showVars),
+	op.Globals.Name: answer(op.Globals, showVars),
+	op.Print.Name:   answer(op.Print, showText),
+	op.Ptype.Name:   answer(op.Ptype, showText),
+	op.Threads.Name: answer(op.Threads, showThreads),
+	op.Thread.Name:  answer(op.Thread, func(th wire.Thread) (any, []string) { return th, []string{threadText(th)} }),
+	op.MemRead.Name: answer(op.MemRead, func(m wire.Memory) (any, []string) { return m, []string{m.Addr + ": " + m.Hex} }),
+	op.MemSet.Name:  answer(op.MemSet, showNone),
+	op.Signals.Name: answer(op.Signals, showText),
+	op.Handle.Name:  answer(op.Handle, showText),
+	op.Raw.Name:     answer(op.Raw, showText),
+
+	op.Dlopen.Name: answer(op.Dlopen, func(d wire.Dlopen) (any, []string) { return d, dlopenText(d) }),
+	op.Plant.Name:  answer(op.Plant, showState),
+
+	wire.EventLost:     reason(wire.EventLost),
+	wire.EventRejoined: reason(wire.EventRejoined),
+	wire.EventError:    reason(wire.EventError),
+	wire.EventWarning:  reason(wire.EventWarning),
+	wire.EventRunning:  func([]byte) (any, []string, error) { return nil, []string{"running"}, nil },
+	wire.EventStopped:  event(showState),
+	wire.EventExited:   event(showState),
+	wire.EventLoaded: event(func(l wire.Loaded) (any, []string) {
+		return l, []string{"loaded " + strings.Join(l.Libraries, ", ")}
+	}),
+	wire.EventOutput: event(func(o wire.Output) (any, []string) {
+		return map[string]string{"stream": o.Stream, "text": o.Text}, []string{strings.TrimSuffix(o.Text, "\n")}
+	}),
+}
+
+// reason is the printer of an event whose body is plain text, a reason.
+func reason(name string) printer {
+	return func(body []byte) (any, []string, error) {
+		return string(body), []string{name + ": " + string(body)}, nil
+	}
+}
+
+func showNone(op.None) (any, []string) { return nil, nil }
+
+func showState(st wire.State) (any, []string) { return state(st), []string{stateText(st)} }
+
+func showAttached(a wire.Attached) (any, []string) {
+	obj, text := state(a.State), "attached: "+stateText(a.State)
+	if a.DLL != "" {
+		obj["dll"] = a.DLL
+		text += " (MPIR_dll_name " + a.DLL + ")"
+	}
+	return obj, []string{text}
+}
+
+func showBreakpoint(bp wire.Breakpoint) (any, []string) { return bp, []string{breakpointText(bp)} }
+
+func showBreakpoints(list []wire.Breakpoint) (any, []string) {
+	if len(list) == 0 {
+		return list, []string{"no breakpoints"}
+	}
+	lines := make([]string, len(list))
+	for i, bp := range list {
+		lines[i] = breakpointText(bp)
+	}
+	return list, lines
+}
+
+func showVars(vars []wire.Var) (any, []string) {
+	if len(vars) == 0 {
+		return vars, []string{"none"}
+	}
+	lines := make([]string, len(vars))
+	for i, v := range vars {
+		lines[i] = fmt.Sprintf("%s = %s (%s)", v.Name, v.Value, v.Type)
+	}
+	return vars, lines
+}
+
+func showThreads(threads []wire.Thread) (any, []string) {
+	lines := make([]string, len(threads))
+	for i, th := range threads {
+		lines[i] = threadText(th)
+	}
+	return threads, lines
+}
+
+func showText(t wire.Text) (any, []string) { return t.Text, strings.Split(t.Text, "\n") }
+
+// decode prints body with the printer of op; an op the table does not
+// hold (one private to a backend) prints as what its msgpack says.
+func decode(op string, body []byte) (any, []string, error) {
+	if p, ok := printers[op]; ok {
+		return p(body)
+	}
+	if len(body) == 0 {
+		return nil, nil, nil
+	}
+	var v any
+	err := wire.Decode(body, &v)
+	return v, []string{fmt.Sprint(v)}, err
+}

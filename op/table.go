@@ -1,0 +1,64 @@
+package op
+
+import "github.com/sdm-hpc/sdm/wire"
+
+// The ops, by the names package wire gives them (wire/ops.go says what
+// each does). Answers of different ranks merge when their bytes are
+// equal, so the answer types hold only what people compare.
+var (
+	Start    = Def[wire.Start, wire.State]{Name: wire.OpStart}
+	Status   = Def[None, wire.State]{Name: wire.OpStatus}
+	Run      = Def[None, wire.State]{Name: wire.OpRun}
+	Continue = Def[None, wire.State]{Name: wire.OpCont}
+	Step     = Def[wire.Count, wire.State]{Name: wire.OpStep}
+	Next     = Def[wire.Count, wire.State]{Name: wire.OpNext}
+	Finish   = Def[None, wire.State]{Name: wire.OpFinish}
+	Halt     = Def[None, wire.State]{Name: wire.OpHalt}
+	Kill     = Def[None, wire.State]{Name: wire.OpKill}
+	Attach   = Def[wire.Attach, wire.Attached]{Name: wire.OpAttach}
+	Detach   = Def[None, wire.State]{Name: wire.OpDetach}
+
+	Break       = Def[wire.Break, wire.Breakpoint]{Name: wire.OpBreak}
+	Delete      = Def[wire.IDs, None]{Name: wire.OpDelete}
+	Enable      = Def[wire.IDs, None]{Name: wire.OpEnable}
+	Disable     = Def[wire.IDs, None]{Name: wire.OpDisable}
+	Condition   = Def[wire.Condition, None]{Name: wire.OpCondition}
+	Ignore      = Def[wire.Ignore, None]{Name: wire.OpIgnore}
+	Watch       = Def[wire.Watch, wire.Breakpoint]{Name: wire.OpWatch}
+	Breakpoints = Def[None, []wire.Breakpoint]{Name: wire.OpBreakList}
+	BreakNext   = Def[wire.Count, None]{Name: wire.OpBreakNext}
+
+	Where   = Def[None, wire.Stack]{Name: wire.OpWhere}
+	Frame   = Def[wire.Count, wire.Frame]{Name: wire.OpFrame}
+	Depth   = Def[None, wire.Count]{Name: wire.OpDepth}
+	Locals  = Def[None, []wire.Var]{Name: wire.OpLocals}
+	Args    = Def[None, []wire.Var]{Name: wire.OpArgs}
+	Globals = Def[None, []wire.Var]{Name: wire.OpGlobals}
+	Print   = Def[wire.Expr, wire.Text]{Name: wire.OpPrint}
+	Ptype   = Def[wire.Expr, wire.Text]{Name: wire.OpPtype}
+	Threads = Def[None, []wire.Thread]{Name: wire.OpThreads}
+	Thread  = Def[wire.Count, wire.Thread]{Name: wire.OpThread}
+	MemRead = Def[wire.Memory, wire.Memory]{Name: wire.OpMemRead}
+	MemSet  = Def[wire.Memory, None]{Name: wire.OpMemSet}
+	Signals = Def[None, wire.Text]{Name: wire.OpSignals}
+	Handle  = Def[wire.Text, wire.Text]{Name: wire.OpHandle}
+	Raw     = Def[wire.Text, wire.Text]{Name: wire.OpRaw}
+
+	Dlopen = Def[wire.Dlopen, wire.Dlopen]{Name: wire.OpDlopen}
+	Plant  = Def[None, wire.State]{Name: wire.OpPlant}
+
+	Quit = Def[None, None]{Name: wire.OpQuit, Tree: true}
+)
+
+// Table lists every op.
+var Table = []Spec{
+	Start.Spec(), Status.Spec(), Run.Spec(), Continue.Spec(), Step.Spec(), Next.Spec(), Finish.Spec(),
+	Halt.Spec(), Kill.Spec(), Attach.Spec(), Detach.Spec(),
+	Break.Spec(), Delete.Spec(), Enable.Spec(), Disable.Spec(), Condition.Spec(), Ignore.Spec(),
+	Watch.Spec(), Breakpoints.Spec(), BreakNext.Spec(),
+	Where.Spec(), Frame.Spec(), Depth.Spec(), Locals.Spec(), Args.Spec(), Globals.Spec(),
+	Print.Spec(), Ptype.Spec(), Threads.Spec(), Thread.Spec(), MemRead.Spec(), MemSet.Spec(),
+	Signals.Spec(), Handle.Spec(), Raw.Spec(),
+	Dlopen.Spec(), Plant.Spec(),
+	Quit.Spec(),
+}
