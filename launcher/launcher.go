@@ -418,7 +418,7 @@ func (s *Session) End(timeout time.Duration) error {
 	defer cancel()
 	groups, err := s.Quit(ctx, timeout)
 	if err == nil && !answered(groups, s.Size()) {
-		err = fmt.Errorf("not every rank answered quit: %v", describeFailures(groups))
+		err = fmt.Errorf("not every rank answered quit: %v", wire.Failures(groups, "quit", nil))
 	}
 	errs := []error{err}
 	for _, job := range []rm.Job{s.Job, s.Master, s.Starter} {
@@ -462,16 +462,6 @@ func answered(groups []wire.Group, size int) bool {
 		}
 	}
 	return ok.Equal(wire.All(size))
-}
-
-func describeFailures(groups []wire.Group) string {
-	var parts []string
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			parts = append(parts, fmt.Sprintf("[%v] %s: %s", g.Ranks, g.Status, g.Body))
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // keptLogs says where the logs of a session that failed are kept, and

@@ -14,7 +14,6 @@ import (
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
-	"github.com/sdm-hpc/sdm/wire"
 )
 
 const debugUsage = `usage: sdm debug [flags] -- PROGRAM [ARGS...]
@@ -211,7 +210,7 @@ func runDebug(args []string) error {
 		return refused(err)
 	}
 	load := func(ctx context.Context, s *launcher.Session) error {
-		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
+		return s.Load(ctx, fs.Args(), dir, *f.timeout)
 	}
 	return runSession(ctx, launched(s, load, progress.clear), f, console.Options{}, func(*console.Console) error {
 		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
@@ -330,26 +329,6 @@ func watchJob(s *launcher.Session, ending <-chan struct{}) {
 		}
 	case <-ending:
 	}
-}
-
-// startProgram has every rank load the program, to run in dir, and fails,
-// naming the ranks, if any cannot.
-func startProgram(ctx context.Context, s *launcher.Session, timeout time.Duration, argv []string, dir string) error {
-	body, err := wire.Encode(wire.Start{Program: argv[0], Args: argv[1:], Dir: dir})
-	if err != nil {
-		return err
-	}
-	groups, err := s.Command(ctx, wire.All(s.Size()), wire.OpStart, body, timeout)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", argv[0], err)
-	}
-	var errs []error
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			errs = append(errs, fmt.Errorf("ranks %v could not start %s: %s: %s", g.Ranks, argv[0], g.Status, g.Body))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // runCommands runs -e commands and the batch file, or else the terminal.

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
-	"github.com/sdm-hpc/sdm/wire"
 )
 
 // dlopenUsage explains the dlopen flags and variables in --help.
@@ -54,20 +52,9 @@ func (f *sessionFlags) dlopen() (dlopen.Setting, error) {
 // applyDlopen gives every rank the session's dlopen setting and passes on
 // what they warn about.
 func applyDlopen(ctx context.Context, s *launcher.Session, setting dlopen.Setting, timeout time.Duration) error {
-	groups, err := s.Command(ctx, wire.All(s.Size()), wire.OpDlopen, wire.MustEncode(setting.Wire()), timeout)
-	if err != nil {
-		return fmt.Errorf("dlopen %s: %w", setting, err)
+	warnings, err := s.SetDlopen(ctx, setting, timeout)
+	for _, w := range warnings {
+		fmt.Fprintln(os.Stderr, "sdm:", w)
 	}
-	var errs []error
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			errs = append(errs, fmt.Errorf("ranks %v could not take dlopen %s: %s: %s", g.Ranks, setting, g.Status, g.Body))
-			continue
-		}
-		var d wire.Dlopen
-		if wire.Decode(g.Body, &d) == nil && d.Warning != "" {
-			fmt.Fprintf(os.Stderr, "sdm: ranks %v: %s\n", g.Ranks, d.Warning)
-		}
-	}
-	return errors.Join(errs...)
+	return err
 }

@@ -257,7 +257,7 @@ func (l *listener) take(ctx context.Context, r *connect.Request) (*launcher.Sess
 			err = applyDlopen(ctx, s, l.dl, *f.timeout)
 		}
 	} else if err = applyDlopen(ctx, s, l.dl, *f.timeout); err == nil {
-		err = startProgram(ctx, s, *f.timeout, r.Plan.Program, r.Dir)
+		err = s.Load(ctx, r.Plan.Program, r.Dir, *f.timeout)
 	}
 	if err != nil {
 		s.End(10 * time.Second)
@@ -424,13 +424,7 @@ func (l *listener) attach(ctx context.Context, s *launcher.Session, r *connect.R
 	}
 	groups, err := s.Command(ctx, wire.All(s.Size()), wire.OpAttach, body, time.Until(deadline(ctx)))
 	if err == nil {
-		var errs []error
-		for _, g := range groups {
-			if g.Status != wire.StatusOK {
-				errs = append(errs, fmt.Errorf("ranks %v could not attach: %s: %s", g.Ranks, g.Status, g.Body))
-			}
-		}
-		err = errors.Join(errs...)
+		err = wire.Failures(groups, "attach", nil)
 	}
 	verdict := "ok"
 	if err != nil {
