@@ -300,11 +300,7 @@ func sessionFiles(ctx context.Context, t target, local string, key wire.Key) (di
 // collect.
 func collect(ctx context.Context, t target, spec rm.Spec, size int) error {
 	if !t.remote() {
-		table, err := routing.WaitPublished(ctx, spec.RoutingFile(), size)
-		if err != nil {
-			return err
-		}
-		return routing.WriteFile(spec.RoutingFile(), table)
+		return routing.Collect(ctx, spec.RoutingFile(), size)
 	}
 	deadline, _ := ctx.Deadline()
 	_, err := t.run(ctx, strings.Join([]string{rm.ShellQuote(spec.SDM), "routes", "collect",

@@ -105,9 +105,5 @@ func routesCollect(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	table, err := routing.WaitPublished(ctx, fs.Arg(0), n)
-	if err != nil {
-		return err
-	}
-	return routing.WriteFile(fs.Arg(0), table)
+	return routing.Collect(ctx, fs.Arg(0), n)
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/master"
 	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/rm/pe"
+	"github.com/sdm-hpc/sdm/rm/slurm"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
@@ -168,12 +170,12 @@ func runServer(args []string) error {
 	if !ok {
 		return fmt.Errorf("%s: --debugger=%s is not available (have: gdb-mi, sim)", who, *debugger)
 	}
-	routes, ln, err := routesFrom(*routesMode, index, *routingFile, *portBase, inherited)
+	routes, err := routesFrom(*routesMode, *portBase)
 	if err != nil {
 		return prefixed(who, err)
 	}
 	err = sdm.Serve(ctx, sdm.ServerOptions{
-		Index: index, RoutingFile: *routingFile, Routes: routes, Fanout: *fanout, Listener: ln,
+		Index: index, RoutingFile: *routingFile, RoutesFrom: routes, Fanout: *fanout, Listener: inherited,
 		NewBackend: func(c backend.Config) (backend.Backend, error) {
 			c.Path = *debuggerPath
 			return newBackend(c)
@@ -181,6 +183,28 @@ func runServer(args []string) error {
 		Timeout: *timeout, Link: link, EventWindow: *window, Log: logger, Trace: trace,
 	})
 	return quietOnCancel(ctx, prefixed(who, err))
+}
+
+// routesFrom is how a server finds its routing table, from --routes_from
+// and --port_base.
+func routesFrom(mode string, portBase int) (sdm.RoutesFrom, error) {
+	switch mode {
+	case "file":
+		return sdm.RoutesFrom{}, nil
+	case "publish":
+		return sdm.RoutesFrom{Publish: true}, nil
+	case "slurm", "pe":
+		if portBase < 1 || portBase > 65535 {
+			return sdm.RoutesFrom{}, fmt.Errorf("--routes_from=%s needs --port_base", mode)
+		}
+		compute := func() (*routing.Table, error) { return slurm.Routes(os.LookupEnv, portBase) }
+		if mode == "pe" {
+			dir, _ := os.Getwd()
+			compute = func() (*routing.Table, error) { return pe.Routes(os.LookupEnv, dir, portBase) }
+		}
+		return sdm.RoutesFrom{Compute: compute}, nil
+	}
+	return sdm.RoutesFrom{}, fmt.Errorf("--routes_from=%s: want file, publish, slurm or pe", mode)
 }
 
 // prefixed names the server in its error, since many write to one terminal.
