@@ -16,42 +16,6 @@ import (
 	"github.com/sdm-hpc/sdm/launcher"
 )
 
-const connectUsage = `usage: sdm connect [flags] COMMAND [ARGS...]
-
-Put in front of the command of a batch script, it asks your front end to
-debug the job when the job runs, and waits until a front end accepts or
-rejects it (sdm listen, or sdm requests to see what waits):
-
-  #!/bin/sh
-  #SBATCH -n 4
-  sdm connect srun -n 4 ./ring
-
-The request goes into $SDM_CONNECT_DIR (default ~/.sdm/connect, which must be
-yours and mode 0700; it is made so when missing). $SDM_CONNECT_TIMEOUT sets
-a default --timeout for every sdm connect of a script. On accept, the job
-starts here with a debug server beside every rank, and its tree connects to
-the front end that accepted: srun, mpirun, mpiexec and poe commands are
-run through their resource manager's adapter (the rank count comes from
-the command, or from the allocation for srun and poe); with --mpir, the
-command runs as it is and its ranks are acquired through MPIR (the starter
-waits in MPIR_Breakpoint until the front end has attached them); any other
-command is debugged as -n processes on this machine (one by default).
-
-examples:
-  sdm connect srun -n 4 --mpi=pmix ./ring
-  sdm connect mpirun -np 8 --oversubscribe ./ring
-  sdm connect --mpir mpirun -np 8 ./ring                      # mpirun as it is, through MPIR
-  sdm connect --timeout 30m ./plain                           # give up after 30 minutes
-  sdm connect -n 4 ./plain                                    # 4 processes, no launcher
-
-Exit status: the job's (0 when its launcher exited well); 1 when the request
-was rejected (with the front end's reason), timed out, or the job could not
-start; 2 on bad usage; 130 and 143 on SIGINT and SIGTERM while waiting, the
-request deleted.
-
-flags:
-%s`
-
 func runConnect(args []string) error {
 	fs := pflag.NewFlagSet("sdm connect", pflag.ContinueOnError)
 	fs.SetInterspersed(false) // the command's own flags are its own

@@ -16,91 +16,6 @@ import (
 	"github.com/sdm-hpc/sdm/launcher"
 )
 
-const debugUsage = `usage: sdm debug [flags] -- PROGRAM [ARGS...]
-
-Starts PROGRAM as an N-rank job with a debug server (and a gdb) beside every
-rank, waits until all have joined the tree, loads the program, and runs
-debugger commands on any set of ranks. Commands come from -e (in order),
-then --batch FILE; without either, from the terminal (with line editing,
-history in ~/.sdm_history, and tab completion). Each answer is printed once
-per distinct value, with the ranks that gave it first:
-
-  [0-6] stopped in MPI_Recv at recv.c:64 (breakpoint 1)
-  [7] stopped in compute at hang.c:15 (SIGINT)
-
-examples:
-  sdm debug -n 8 -- ./plain                                  # no MPI: on this machine
-  sdm debug -n 8 -e 'break compute' -e run -e wait -e 'print value' -- ./plain
-  sdm debug -n 16 --launcher-arg=--oversubscribe -- ./ring  # Open MPI's: under mpirun
-  sdm debug -n 64 -- ./ring                                  # inside an allocation: srun --mpi=pmix
-  sdm debug --rm openmpi -n 8 --json --batch cmds.txt -- ./ring
-  sdm debug --rm slurm --forward me@login1 -n 32 -- /home/me/ring  # from a laptop
-  sdm debug -n 64 --backend sim -e stacks -- hang             # no gdb: simulated stacks
-  sdm debug --mpir -n 8 -- ./ring                            # mpirun starts ./ring itself; MPIR
-  sdm debug --mpir --starter -- ./my-starter -n 8 ./ring     # any starter with the MPIR interface
-
-Programs run as their users run them: an MPI program under its own MPI's
-launcher. The default, --rm auto, picks inside a SLURM allocation
-(SLURM_JOB_ID) srun, inside a POE partition (MP_PROCS) poe, else the MPI
-whose library the program links (libmpi.so.40: Open MPI's mpirun;
-libmpich.so: MPICH's mpiexec), else this machine, and says which and why
-("sdm: using openmpi (./ring links libmpi.so.40)"). A wrapper script is not
-followed: it runs on this machine. Under srun, a program that links an MPI
-gets the plugin it needs (--mpi=pmix for Open MPI, --mpi=pmi2 for MPICH)
-unless a --launcher-arg names one. An --rm whose launcher is not the
-program's MPI's (--rm local for an MPI program of several ranks, --rm
-openmpi for an MPICH one) is refused before anything starts, since every
-rank would be a job of its own; --force runs it anyway. With --target,
-name the resource manager: sdm does not read a program on another host.
-
-With --mpir the launcher starts the program itself, with no sdm around
-each rank, and sdm acquires the ranks through the MPIR interface: it holds
-the starter in MPIR_Breakpoint, reads its table of processes, attaches a
-gdb to every rank, and lets the starter go. The ranks wait, stopped, for
-the first command. Their output comes through the launcher, which is asked
-to label it (mpirun --tag-output, srun --label), so that it prints with its
-ranks as in every other mode. MPICH's mpiexec has no MPIR. To take over a
-job that runs already: sdm attach.
-
-Every command may start with a rank set ([0-3,7], [all], or a name given
-with defset); type help for the list: run, restart, continue, next, step,
-finish, halt, kill, wait, status, break, tbreak, watch, delete, enable,
-disable, condition, ignore, breakpoints, where, stacks, frame, print, ptype,
-locals, args, globals, threads, thread, x, poke, signals, handle, gdb, set,
-show, focus, defset, sets, quit.
-
-To run the program again, restart: it ends the whole job and starts it
-again through its launcher (the same --rm, options, size, program and
-directory, or the same MPIR launch), with the breakpoints under their old
-numbers, the dlopen settings, the rank sets and the focus, and runs it.
-Under mpirun, mpiexec, srun or poe, run starts the ranks once only: run
-again alone, a rank would start outside its job and die in MPI_Init.
-
-` + dlopenUsage + `
-
-A wait (or step, next, finish) whose ranks still run at its deadline
-(--timeout, or wait SECONDS) does not end a script: it lists them, such as
-"[1-3] still running after 30s", and the next command runs, so that halt,
-wait and stacks then show where they were. A step that does not come back
-says where it began; in an MPI program, a call there may wait for other
-ranks. wait any returns once one rank of the set stops, exits or is lost,
-and lists those still running. With --json these notes are objects with a
-note field (still-running, interrupted, halting), the command and the ranks.
-At the terminal, ^C at the prompt halts the running ranks of the focus set,
-as in gdb; ^C during a command stops it: a wait stops waiting, and leaves
-the ranks running ("interrupted: [2-3] still running").
-
-Exit status: 0 when every command ran and every rank answered it without
-error; 1 when some rank answered with an error, timed out or was lost, when
-ranks still ran at the deadline of a wait or a step (the script asked for a
-stop it did not get), or when the session failed; 2 when a flag or a command
-was typed wrong (the other commands still run), or --rm names a launcher of
-another MPI than the program's. Colour only on a terminal, and never with
-$NO_COLOR.
-
-flags:
-%s`
-
 // sessionFlags are the flags of every command that ends in a session.
 type sessionFlags struct {
 	fs          *pflag.FlagSet
@@ -132,7 +47,7 @@ func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 }
 
 func parseFlags(fs *pflag.FlagSet, args []string, usage string) (help bool, err error) {
-	fs.Usage = func() { fmt.Fprintf(os.Stderr, usage, fs.FlagUsages()) }
+	fs.Usage = func() { fmt.Fprint(os.Stderr, helpText(usage, fs)) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return true, nil

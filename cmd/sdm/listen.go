@@ -21,44 +21,6 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-const listenUsage = `usage: sdm listen [flags]
-
-Waits for jobs that ask to be debugged (sdm connect, in a batch script)
-and debugs each one that is accepted, one session after another. On a
-terminal it shows each request and asks; in scripts, --accept ID,
---accept-all and --reject ID decide without asking. Requests are read from
-$SDM_CONNECT_DIR (default ~/.sdm/connect; yours, mode 0700); only your own
-are offered, and those of processes gone from this host are deleted.
-
-examples:
-  sdm listen                                                  # ask about each job
-  sdm listen --accept-all --max 1 -e 'break pass' -e run -e wait -e stacks
-  sdm listen --accept 3f9c01ab --batch cmds.txt
-  sdm listen --reject 3f9c01ab --reason 'not now'
-  sdm listen --accept 3f9c01ab -e 'listen on' -e 'listen wait 2' -e '[all] stacks'
-  sdm requests                                                # what waits
-
-Inside a session, "listen on" takes on every job that asks while you
-debug: each joins the session with the next ranks, as the rank set jobN
-("[job2] break pass", "[all] stacks"); "listen wait N" waits until the
-session holds N jobs; "listen off" stops. Every job ends with the session.
-A job runs where its batch system placed it, so restart cannot start it
-again from here: submit it again.
-
-Each accepted job connects back here (to this machine's host name, or
---client-host, on a port chosen for it; to 127.0.0.1 for a job on this
-machine); the session key goes to it in its answer file, never on a command
-line. The commands (-e, --batch, or the terminal) run on every job that is
-accepted.
-
-` + dlopenUsage + `
-
-Exit status: 0 when every session went well; 1 when one failed, or no
-request came within --wait; 2 on bad usage.
-
-flags:
-%s`
-
 func runListen(args []string) error {
 	fs := pflag.NewFlagSet("sdm listen", pflag.ContinueOnError)
 	accept := fs.String("accept", "", "accept this request (its ID, or the start of it), debug it, and end (--accept 3f9c01ab)")
@@ -215,16 +177,6 @@ func debugRequest(ctx context.Context, l *launcher.Listener, f *sessionFlags, r 
 		return nil
 	})
 }
-
-const requestsUsage = `usage: sdm requests [--json]
-
-Lists the jobs that wait in sdm connect for a front end, oldest first: ID,
-user@host, batch job, pid, age, directory, command, and how sdm would debug
-it. Files in the directory that are not requests are reported and skipped;
-requests of processes gone from this host are deleted.
-
-flags:
-%s`
 
 func runRequests(args []string) error {
 	fs := pflag.NewFlagSet("sdm requests", pflag.ContinueOnError)

@@ -27,41 +27,6 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-const serverUsage = `usage: sdm [flags]            (a rank server, or with --master the root of the tree)
-
-A rank server learns its index from --server=ID or from the first set of
-%s,
-waits for the routing file, connects to its parent in the tree and debugs
-its rank. The master reads the routing file (or writes it, with
---generate_routes), connects to the front end at --host/--port (or, without
---host, listens for it on --listen/--port: the loopback unless told
-otherwise), and its children connect to it.
-
-Where servers listen: a server with children binds the address its entry
-of the routing file gives, when it is a literal address (127.0.0.1,
-10.1.2.3), and every interface when it is a host name, since children on
-other hosts reach it by that name; the master binds the host it
-publishes in ROUTING_FILE.master likewise, for its children. What a master
-(and a server that publishes its entry) names: $SDM_MASTER_HOST when set,
-else this host's name when it resolves, else the address of its first
-interface that is up and not the loopback.
-
-Every link is encrypted and authenticated with the session key (the Noise
-protocol, NNpsk0): a peer without the key can neither connect nor read or
-change a byte of a link. The key comes from $%s or --key-file (mode 0600),
-never from the command line; a server given the variable executes itself
-again without it, so that it does not stay in /proc/PID/environ. Whoever
-holds the key commands every rank, gdb's shell included, as the user the
-servers run as: see docs/SECURITY.md.
-
-examples:
-  mpirun -np 8 sdm --routing_file=routes --debugger=sim
-  sdm --master --host=login1 --port=40123 --routing_file=routes --key-file=~/.sdm/key
-  sdm --master --listen=0.0.0.0 --port=40123 --routing_file=routes --key-file=~/.sdm/key
-
-flags:
-%s`
-
 // backends maps --debugger names to constructors.
 var backends = map[string]func(backend.Config) (backend.Backend, error){
 	"gdb-mi": func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
@@ -90,7 +55,7 @@ func runServer(args []string) error {
 	routesMode := fs.String("routes_from", "file", "how a server finds the routing table: file (wait for --routing_file), publish (bind any port, publish it, wait for the file the front end writes), slurm or pe (compute it from the launcher's variables)")
 	portBase := fs.Int("port_base", 0, "with --routes_from=slurm or pe: the port of each node's first server (the next ones count up)")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, serverUsage, strings.Join(routing.IndexEnv, ", "), wire.KeyEnv, fs.FlagUsages())
+		fmt.Fprint(os.Stderr, helpText(serverUsage, fs))
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
