@@ -224,28 +224,6 @@ func quiet(err error) error {
 	return err
 }
 
-// watchJob says so when the job's launcher (or, for a job acquired
-// through MPIR, its starter) ends before the session does: the servers
-// may go on (the tree does not depend on it), or be gone.
-func watchJob(s *launcher.Session, ending <-chan struct{}) {
-	job, what := s.Job, "the job's launcher"
-	if s.Starter != nil {
-		job, what = s.Starter, "the job's starter"
-	}
-	if job == nil {
-		return // the job runs elsewhere (reverse connect)
-	}
-	select {
-	case <-job.Done():
-		if err := job.Wait(); err != nil {
-			fmt.Fprintf(os.Stderr, "sdm: %s ended: %v\n", what, err)
-		} else {
-			fmt.Fprintf(os.Stderr, "sdm: %s ended\n", what)
-		}
-	case <-ending:
-	}
-}
-
 // runCommands runs -e commands and the batch file, or else the terminal.
 // A command typed wrong is reported and the rest still run.
 func runCommands(ctx context.Context, con *console.Console, exprs []string, batch string) error {
@@ -272,4 +250,11 @@ func runCommands(ctx context.Context, con *console.Console, exprs []string, batc
 		return failed
 	}
 	return interactive(ctx, con)
+}
+
+// launched is the session of a job sdm started or took over; load, when
+// set, loads the program in a job started again.
+func launched(s *launcher.Session, load func(context.Context, *launcher.Session) error, settle func()) session {
+	r := launcher.NewRelaunchable(s, load, settle, log.New(os.Stderr, "sdm: ", 0))
+	return session{tree: r.Tree(), end: r.End, watch: r.Watch, restart: r}
 }
