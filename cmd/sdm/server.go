@@ -66,10 +66,10 @@ func runServer(args []string) error {
 	if fs.NArg() > 0 {
 		return &exitError{2, fmt.Errorf("unexpected argument %q (servers take flags only; see sdm --help)", fs.Arg(0))}
 	}
-	if err := dropKeyFromEnviron(); err != nil {
+	if err := sdm.DropKeyFromEnviron(); err != nil {
 		return err
 	}
-	lookup, err := handedKey()
+	lookup, err := sdm.HandedKey()
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runServer(args []string) error {
 		os.Unsetenv("GOMAXPROCS")
 		os.Unsetenv(local.GOMAXPROCSEnv)
 	}
-	inherited, err := inheritedListener()
+	inherited, err := local.InheritedListener()
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func runServer(args []string) error {
 		}
 		switch {
 		case *proxy == "stdio":
-			o.Stdio = stdioConn{}
+			o.Stdio = master.Stdio()
 		case *proxy != "tcp":
 			return &exitError{2, fmt.Errorf("--proxy=%s: want tcp or stdio", *proxy)}
 		case *host != "":
@@ -188,50 +188,3 @@ func quietOnCancel(ctx context.Context, err error) error {
 	}
 	return err
 }
-
-// inheritedListener returns the listening socket a launcher handed down
-// (see local.ListenFDEnv), or nil.
-func inheritedListener() (net.Listener, error) {
-	text, ok := os.LookupEnv(local.ListenFDEnv)
-	if !ok {
-		return nil, nil
-	}
-	os.Unsetenv(local.ListenFDEnv)
-	fd, err := strconv.Atoi(text)
-	if err != nil || fd < 3 {
-		return nil, fmt.Errorf("%s=%q: not an inherited file descriptor", local.ListenFDEnv, text)
-	}
-	f := os.NewFile(uintptr(fd), "listener")
-	defer f.Close()
-	ln, err := net.FileListener(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s=%d: %w", local.ListenFDEnv, fd, err)
-	}
-	return ln, nil
-}
-
-// stdioConn is the master's link to a front end over its standard input and
-// output (--proxy=stdio).
-type stdioConn struct{}
-
-func (stdioConn) Read(b []byte) (int, error)  { return os.Stdin.Read(b) }
-func (stdioConn) Write(b []byte) (int, error) { return os.Stdout.Write(b) }
-func (stdioConn) Close() error {
-	return errors.Join(os.Stdin.Close(), os.Stdout.Close())
-}
-func (stdioConn) LocalAddr() net.Addr  { return stdioAddr{} }
-func (stdioConn) RemoteAddr() net.Addr { return stdioAddr{} }
-func (stdioConn) SetDeadline(t time.Time) error {
-	// Pipes support deadlines; a terminal or file may not, and then the
-	// handshake simply has no deadline.
-	os.Stdin.SetReadDeadline(t)
-	os.Stdout.SetWriteDeadline(t)
-	return nil
-}
-func (c stdioConn) SetReadDeadline(t time.Time) error  { return os.Stdin.SetReadDeadline(t) }
-func (c stdioConn) SetWriteDeadline(t time.Time) error { return os.Stdout.SetWriteDeadline(t) }
-
-type stdioAddr struct{}
-
-func (stdioAddr) Network() string { return "stdio" }
-func (stdioAddr) String() string  { return "stdio" }
