@@ -5,6 +5,12 @@
 // launch where the adapter needs it (routing file and master), and waits
 // until every rank has joined the tree. What comes out is a
 // client.Session ready for commands.
+//
+// It also owns the sessions built on such jobs: Relaunchable, the job of
+// sdm debug or sdm attach that restart starts again; and reverse connect's
+// two sides, Listener and Jobs (sdm listen: requests in, sessions of one
+// or several jobs out) and HostRequest (sdm connect: an accepted request
+// in, the job running here out).
 package launcher
 
 import (
