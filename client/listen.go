@@ -7,7 +7,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -91,7 +90,7 @@ func open(conn net.Conn, cfg wire.LinkConfig, size int, dialed bool) (*Session, 
 	if timeout <= 0 {
 		timeout = wire.DefaultHandshakeTimeout
 	}
-	hello, err := sdm.ReadHello(link, timeout)
+	hello, err := wire.ReadHello(link, timeout)
 	if err == nil && (hello.Index != hello.Size || (size > 0 && hello.Size != size)) {
 		err = fmt.Errorf("peer is index %d of a job of %d ranks, not the master of %d", hello.Index, hello.Size, size)
 	}

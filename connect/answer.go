@@ -71,13 +71,13 @@ func WaitAnswer(ctx context.Context, dir string, r *Request) (*Answer, error) {
 // Fail tells the front end that accepted r that the job side could not
 // start: it stops waiting for the job's master at once, with this reason.
 func Fail(dir string, r *Request, err error) error {
-	return Post(dir, r, "failed", []byte(err.Error()+"\n"))
+	return post(dir, r, postFailed, []byte(err.Error()+"\n"))
 }
 
 // WaitFailed returns when the job side of r reports a failure (its
 // reason), or ctx ends (nil).
 func WaitFailed(ctx context.Context, dir string, r *Request) error {
-	data, err := WaitPost(ctx, dir, r, "failed")
+	data, err := waitPost(ctx, dir, r, postFailed)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -85,27 +85,4 @@ func WaitFailed(ctx context.Context, dir string, r *Request) error {
 		return err
 	}
 	return errors.New(Printable(strings.TrimSpace(string(data))))
-}
-
-// Post leaves data for the other side of an accepted request, in a file
-// ID.KIND of the directory.
-func Post(dir string, r *Request, kind string, data []byte) error {
-	return writeFile(dir, r.ID+"."+kind, data)
-}
-
-// WaitPost waits for the other side's ID.KIND, returns what it holds and
-// removes it.
-func WaitPost(ctx context.Context, dir string, r *Request, kind string) ([]byte, error) {
-	name := r.ID + "." + kind
-	path := filepath.Join(dir, name)
-	var data []byte
-	err := routing.WaitFor(ctx, dir, name, name+" in "+dir, func() (err error) {
-		data, err = readPrivate(path)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	os.Remove(path)
-	return data, nil
 }

@@ -11,6 +11,8 @@
 //	ID.answer   the front end's answer: accepted (where to connect, and
 //	            the session key) or rejected (why)
 //	ID.failed   the job side could not start after it was accepted
+//	ID.attach   MPIR: the attach command for the ranks the job side holds
+//	ID.release  MPIR: the front end's verdict, "ok" or why not (post.go)
 package connect
 
 import (

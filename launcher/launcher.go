@@ -5,6 +5,12 @@
 // launch where the adapter needs it (routing file and master), and waits
 // until every rank has joined the tree. What comes out is a
 // client.Session ready for commands.
+//
+// It also owns the sessions built on such jobs: Relaunchable, the job of
+// sdm debug or sdm attach that restart starts again; and reverse connect's
+// two sides, Listener and Jobs (sdm listen: requests in, sessions of one
+// or several jobs out) and HostRequest (sdm connect: an accepted request
+// in, the job running here out).
 package launcher
 
 import (
@@ -300,11 +306,7 @@ func sessionFiles(ctx context.Context, t target, local string, key wire.Key) (di
 // collect.
 func collect(ctx context.Context, t target, spec rm.Spec, size int) error {
 	if !t.remote() {
-		table, err := routing.WaitPublished(ctx, spec.RoutingFile(), size)
-		if err != nil {
-			return err
-		}
-		return routing.WriteFile(spec.RoutingFile(), table)
+		return routing.Collect(ctx, spec.RoutingFile(), size)
 	}
 	deadline, _ := ctx.Deadline()
 	_, err := t.run(ctx, strings.Join([]string{rm.ShellQuote(spec.SDM), "routes", "collect",
@@ -418,7 +420,7 @@ func (s *Session) End(timeout time.Duration) error {
 	defer cancel()
 	groups, err := s.Quit(ctx, timeout)
 	if err == nil && !answered(groups, s.Size()) {
-		err = fmt.Errorf("not every rank answered quit: %v", describeFailures(groups))
+		err = fmt.Errorf("not every rank answered quit: %v", wire.Failures(groups, "quit", nil))
 	}
 	errs := []error{err}
 	for _, job := range []rm.Job{s.Job, s.Master, s.Starter} {
@@ -462,16 +464,6 @@ func answered(groups []wire.Group, size int) bool {
 		}
 	}
 	return ok.Equal(wire.All(size))
-}
-
-func describeFailures(groups []wire.Group) string {
-	var parts []string
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			parts = append(parts, fmt.Sprintf("[%v] %s: %s", g.Ranks, g.Status, g.Body))
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // keptLogs says where the logs of a session that failed are kept, and

@@ -166,13 +166,7 @@ func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Sessio
 	if err != nil {
 		return s, a.fail(s, fmt.Errorf("attach the ranks: %w", err))
 	}
-	var errs []error
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			errs = append(errs, fmt.Errorf("ranks %v (%s) could not attach: %s: %s", g.Ranks, a.where(g.Ranks), g.Status, g.Body))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := wire.Failures(groups, "attach", a.where); err != nil {
 		return s, a.fail(s, err)
 	}
 	a.result.Answers = groups

@@ -63,6 +63,18 @@ func WaitPublished(ctx context.Context, routingFile string, n int) (*Table, erro
 	return t, err
 }
 
+// Collect waits until servers 0..n-1 have all published their entries
+// for routingFile, and writes the routing file from them: the front end's
+// part for servers that publish (on a remote target, through sdm routes
+// collect).
+func Collect(ctx context.Context, routingFile string, n int) error {
+	t, err := WaitPublished(ctx, routingFile, n)
+	if err != nil {
+		return err
+	}
+	return WriteFile(routingFile, t)
+}
+
 // readPublished reads what has been published; fewer than n entries is an
 // incomplete table, naming the servers still missing.
 func readPublished(dir string, n int) (*Table, error) {

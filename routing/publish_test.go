@@ -58,3 +58,24 @@ func TestWaitPublishedRefusesGarbage(t *testing.T) {
 		t.Fatal("published port 0")
 	}
 }
+
+func TestCollectWritesTheRoutingFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "routes")
+	for i := range 2 {
+		if err := Publish(file, Entry{Index: i, Host: "h", Port: 2000 + i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := Collect(ctx, file, 2); err != nil {
+		t.Fatal(err)
+	}
+	table, err := ReadFile(file)
+	if err != nil || table.Size() != 2 || table.Entries[1].Port != 2001 {
+		t.Fatalf("the routing file collected: %+v %v", table, err)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatal(err)
+	}
+}

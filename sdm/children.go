@@ -44,7 +44,7 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	// Until the child is registered, stopping the node must close the link
 	// here; afterwards shutdown does, after telling the child to quit.
 	unwatch := context.AfterFunc(ctx, func() { link.Close() })
-	hello, err := ReadHello(link, n.handshakeTimeout())
+	hello, err := wire.ReadHello(link, n.handshakeTimeout())
 	if err != nil {
 		n.log.Printf("dropped connection from %s: %v", peer, err)
 		link.Close()

@@ -65,11 +65,7 @@ func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err e
 	if link, err = wire.NewLink(conn, n.upEnds(), n.cfg.Link); err != nil {
 		return nil, peer, err
 	}
-	hello, err := wire.Encode(wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size})
-	if err == nil {
-		err = link.Send(&wire.Message{Kind: wire.KindHello, Body: hello})
-	}
-	if err != nil {
+	if err := wire.SendHello(link, wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size}); err != nil {
 		link.Close()
 		return nil, peer, err
 	}
@@ -91,23 +87,4 @@ func DialTCP(addr string) func(context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
 	}
-}
-
-// ReadHello reads the first message of a freshly accepted link, which must
-// be a hello, within timeout.
-func ReadHello(link *wire.Link, timeout time.Duration) (wire.Hello, error) {
-	var h wire.Hello
-	timer := time.AfterFunc(timeout, func() { link.Close() })
-	defer timer.Stop()
-	m, err := link.Recv()
-	if err != nil {
-		return h, fmt.Errorf("no hello within %v: %w", timeout, err)
-	}
-	if m.Kind != wire.KindHello {
-		return h, fmt.Errorf("first message is a %s, not a hello", m.Kind)
-	}
-	if err := wire.Decode(m.Body, &h); err != nil {
-		return h, err
-	}
-	return h, nil
 }

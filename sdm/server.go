@@ -18,10 +18,10 @@ import (
 type ServerOptions struct {
 	Index       int    // this server's rank
 	RoutingFile string // the shared routing file, and beside it the master file
-	// Routes returns the routing table, waiting for it as long as ctx
-	// allows (routing.Wait on RoutingFile when nil).
-	Routes func(ctx context.Context) (*routing.Table, error)
-	Fanout int // tree shape, the same for every server (routing.Tree)
+	// RoutesFrom says how the server finds the routing table; the wait
+	// for it lasts at most Timeout.
+	RoutesFrom RoutesFrom
+	Fanout     int // tree shape, the same for every server (routing.Tree)
 	// Listener, when set, is the listening socket to use (inherited, or
 	// bound before publishing it) instead of binding the port of our entry
 	// in the routing file.
@@ -39,9 +39,9 @@ type ServerOptions struct {
 // Serve runs a rank server: it waits for the routing file, listens for its
 // children, connects to its parent and serves until the session ends.
 func Serve(ctx context.Context, o ServerOptions) error {
-	routes := o.Routes
-	if routes == nil {
-		routes = func(ctx context.Context) (*routing.Table, error) { return routing.Wait(ctx, o.RoutingFile) }
+	routes, ln, err := o.RoutesFrom.open(o.Index, o.RoutingFile, o.Listener)
+	if err != nil {
+		return err
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
 	table, err := routes(waitCtx)
@@ -56,7 +56,6 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	if o.Index >= table.Size() {
 		return fmt.Errorf("rank %d: routing file %s has only ranks 0-%d", o.Index, o.RoutingFile, table.Size()-1)
 	}
-	ln := o.Listener
 	if ln == nil && len(tree.Children(o.Index)) > 0 {
 		entry, _ := table.Lookup(o.Index)
 		if ln, err = Listen(BindHost(entry.Host), entry.Port); err != nil {

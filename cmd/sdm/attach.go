@@ -17,47 +17,6 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-const attachUsage = `usage: sdm attach --pid PID | --pids P1,P2,... | --starter PID [flags]
-
-Takes over a running MPI job: starts a debug server beside every rank and
-has its gdb attach to the rank. The job goes on running unless --stop;
-halt stops it, detach lets the ranks go on undebugged, and quit (or the end
-of the commands) detaches from every rank, so the job runs on as before.
-
-The ranks are found in one of three ways:
-  --pid PID        through the starter's MPIR interface (mpirun, srun, or any
-                   starter with it): its table of processes, on every host
-                   (ssh for the others)
-  --pids P1,P2,... these processes are the ranks: each rank's number comes
-                   from its environment (PMI_RANK, OMPI_COMM_WORLD_RANK,
-                   PMIX_RANK, SLURM_PROCID, ...), or else from the order given
-  --starter PID    the starter's descendant processes that carry a rank
-                   variable, for starters without MPIR (MPICH's mpiexec);
-                   helpers such as hydra_pmi_proxy carry none and are passed by
-
---pids and --starter see the processes of this host only (what /proc
-shows): ranks on other hosts are left alone, and sdm says which. srun's
-tasks are not its descendants (slurmstepd starts them): use --pid for srun.
-
-sdm did not start the job, so it cannot start it again: for restart, start
-the job under sdm (sdm debug --mpir --starter -- CMD...).
-
-examples:
-  sdm attach --pid $(pgrep -n mpirun)                        # interactive
-  sdm attach --pid 4242 -e halt -e stacks                     # where is it stuck?
-  sdm attach --pid 4242 --ranks 0-3 --stop -e where           # some ranks only (MPIR_partial_attach_ok)
-  sdm attach --starter $(pgrep -n mpiexec) -e halt -e stacks  # MPICH: no MPIR
-  sdm attach --pids $(pgrep -d, -x ring) -e halt -e where     # the ranks themselves
-  sdm attach --pid 4242 --json -e halt -e where               # for scripts
-
-` + dlopenUsage + `
-
-Exit status: as sdm debug's: 0 when every command ran and every rank answered
-it; 1 on errors from ranks or a failed attach; 2 on a command typed wrong.
-
-flags:
-%s`
-
 func runAttach(args []string) error {
 	fs := pflag.NewFlagSet("sdm attach", pflag.ContinueOnError)
 	pid := fs.Int("pid", 0, "the process id of the job's starter with MPIR, such as mpirun or srun (--pid 4242)")

@@ -14,93 +14,7 @@ import (
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
-	"github.com/sdm-hpc/sdm/wire"
 )
-
-const debugUsage = `usage: sdm debug [flags] -- PROGRAM [ARGS...]
-
-Starts PROGRAM as an N-rank job with a debug server (and a gdb) beside every
-rank, waits until all have joined the tree, loads the program, and runs
-debugger commands on any set of ranks. Commands come from -e (in order),
-then --batch FILE; without either, from the terminal (with line editing,
-history in ~/.sdm_history, and tab completion). Each answer is printed once
-per distinct value, with the ranks that gave it first:
-
-  [0-6] stopped in MPI_Recv at recv.c:64 (breakpoint 1)
-  [7] stopped in compute at hang.c:15 (SIGINT)
-
-examples:
-  sdm debug -n 8 -- ./plain                                  # no MPI: on this machine
-  sdm debug -n 8 -e 'break compute' -e run -e wait -e 'print value' -- ./plain
-  sdm debug -n 16 --launcher-arg=--oversubscribe -- ./ring  # Open MPI's: under mpirun
-  sdm debug -n 64 -- ./ring                                  # inside an allocation: srun --mpi=pmix
-  sdm debug --rm openmpi -n 8 --json --batch cmds.txt -- ./ring
-  sdm debug --rm slurm --forward me@login1 -n 32 -- /home/me/ring  # from a laptop
-  sdm debug -n 64 --backend sim -e stacks -- hang             # no gdb: simulated stacks
-  sdm debug --mpir -n 8 -- ./ring                            # mpirun starts ./ring itself; MPIR
-  sdm debug --mpir --starter -- ./my-starter -n 8 ./ring     # any starter with the MPIR interface
-
-Programs run as their users run them: an MPI program under its own MPI's
-launcher. The default, --rm auto, picks inside a SLURM allocation
-(SLURM_JOB_ID) srun, inside a POE partition (MP_PROCS) poe, else the MPI
-whose library the program links (libmpi.so.40: Open MPI's mpirun;
-libmpich.so: MPICH's mpiexec), else this machine, and says which and why
-("sdm: using openmpi (./ring links libmpi.so.40)"). A wrapper script is not
-followed: it runs on this machine. Under srun, a program that links an MPI
-gets the plugin it needs (--mpi=pmix for Open MPI, --mpi=pmi2 for MPICH)
-unless a --launcher-arg names one. An --rm whose launcher is not the
-program's MPI's (--rm local for an MPI program of several ranks, --rm
-openmpi for an MPICH one) is refused before anything starts, since every
-rank would be a job of its own; --force runs it anyway. With --target,
-name the resource manager: sdm does not read a program on another host.
-
-With --mpir the launcher starts the program itself, with no sdm around
-each rank, and sdm acquires the ranks through the MPIR interface: it holds
-the starter in MPIR_Breakpoint, reads its table of processes, attaches a
-gdb to every rank, and lets the starter go. The ranks wait, stopped, for
-the first command. Their output comes through the launcher, which is asked
-to label it (mpirun --tag-output, srun --label), so that it prints with its
-ranks as in every other mode. MPICH's mpiexec has no MPIR. To take over a
-job that runs already: sdm attach.
-
-Every command may start with a rank set ([0-3,7], [all], or a name given
-with defset); type help for the list: run, restart, continue, next, step,
-finish, halt, kill, wait, status, break, tbreak, watch, delete, enable,
-disable, condition, ignore, breakpoints, where, stacks, frame, print, ptype,
-locals, args, globals, threads, thread, x, poke, signals, handle, gdb, set,
-show, focus, defset, sets, quit.
-
-To run the program again, restart: it ends the whole job and starts it
-again through its launcher (the same --rm, options, size, program and
-directory, or the same MPIR launch), with the breakpoints under their old
-numbers, the dlopen settings, the rank sets and the focus, and runs it.
-Under mpirun, mpiexec, srun or poe, run starts the ranks once only: run
-again alone, a rank would start outside its job and die in MPI_Init.
-
-` + dlopenUsage + `
-
-A wait (or step, next, finish) whose ranks still run at its deadline
-(--timeout, or wait SECONDS) does not end a script: it lists them, such as
-"[1-3] still running after 30s", and the next command runs, so that halt,
-wait and stacks then show where they were. A step that does not come back
-says where it began; in an MPI program, a call there may wait for other
-ranks. wait any returns once one rank of the set stops, exits or is lost,
-and lists those still running. With --json these notes are objects with a
-note field (still-running, interrupted, halting), the command and the ranks.
-At the terminal, ^C at the prompt halts the running ranks of the focus set,
-as in gdb; ^C during a command stops it: a wait stops waiting, and leaves
-the ranks running ("interrupted: [2-3] still running").
-
-Exit status: 0 when every command ran and every rank answered it without
-error; 1 when some rank answered with an error, timed out or was lost, when
-ranks still ran at the deadline of a wait or a step (the script asked for a
-stop it did not get), or when the session failed; 2 when a flag or a command
-was typed wrong (the other commands still run), or --rm names a launcher of
-another MPI than the program's. Colour only on a terminal, and never with
-$NO_COLOR.
-
-flags:
-%s`
 
 // sessionFlags are the flags of every command that ends in a session.
 type sessionFlags struct {
@@ -133,7 +47,7 @@ func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 }
 
 func parseFlags(fs *pflag.FlagSet, args []string, usage string) (help bool, err error) {
-	fs.Usage = func() { fmt.Fprintf(os.Stderr, usage, fs.FlagUsages()) }
+	fs.Usage = func() { fmt.Fprint(os.Stderr, helpText(usage, fs)) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return true, nil
@@ -211,7 +125,7 @@ func runDebug(args []string) error {
 		return refused(err)
 	}
 	load := func(ctx context.Context, s *launcher.Session) error {
-		return startProgram(ctx, s, *f.timeout, fs.Args(), dir)
+		return s.Load(ctx, fs.Args(), dir, *f.timeout)
 	}
 	return runSession(ctx, launched(s, load, progress.clear), f, console.Options{}, func(*console.Console) error {
 		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
@@ -310,48 +224,6 @@ func quiet(err error) error {
 	return err
 }
 
-// watchJob says so when the job's launcher (or, for a job acquired
-// through MPIR, its starter) ends before the session does: the servers
-// may go on (the tree does not depend on it), or be gone.
-func watchJob(s *launcher.Session, ending <-chan struct{}) {
-	job, what := s.Job, "the job's launcher"
-	if s.Starter != nil {
-		job, what = s.Starter, "the job's starter"
-	}
-	if job == nil {
-		return // the job runs elsewhere (reverse connect)
-	}
-	select {
-	case <-job.Done():
-		if err := job.Wait(); err != nil {
-			fmt.Fprintf(os.Stderr, "sdm: %s ended: %v\n", what, err)
-		} else {
-			fmt.Fprintf(os.Stderr, "sdm: %s ended\n", what)
-		}
-	case <-ending:
-	}
-}
-
-// startProgram has every rank load the program, to run in dir, and fails,
-// naming the ranks, if any cannot.
-func startProgram(ctx context.Context, s *launcher.Session, timeout time.Duration, argv []string, dir string) error {
-	body, err := wire.Encode(wire.Start{Program: argv[0], Args: argv[1:], Dir: dir})
-	if err != nil {
-		return err
-	}
-	groups, err := s.Command(ctx, wire.All(s.Size()), wire.OpStart, body, timeout)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", argv[0], err)
-	}
-	var errs []error
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			errs = append(errs, fmt.Errorf("ranks %v could not start %s: %s: %s", g.Ranks, argv[0], g.Status, g.Body))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // runCommands runs -e commands and the batch file, or else the terminal.
 // A command typed wrong is reported and the rest still run.
 func runCommands(ctx context.Context, con *console.Console, exprs []string, batch string) error {
@@ -378,4 +250,11 @@ func runCommands(ctx context.Context, con *console.Console, exprs []string, batc
 		return failed
 	}
 	return interactive(ctx, con)
+}
+
+// launched is the session of a job sdm started or took over; load, when
+// set, loads the program in a job started again.
+func launched(s *launcher.Session, load func(context.Context, *launcher.Session) error, settle func()) session {
+	r := launcher.NewRelaunchable(s, load, settle, log.New(os.Stderr, "sdm: ", 0))
+	return session{tree: r.Tree(), end: r.End, watch: r.Watch, restart: r}
 }

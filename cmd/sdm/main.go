@@ -68,21 +68,3 @@ func main() {
 		os.Exit(code)
 	}
 }
-
-const usage = `sdm — scalable debug manager for parallel programs
-
-Front end:
-  sdm debug [flags] -- PROGRAM [ARGS...]   start a job under the debugger (sdm debug --help)
-  sdm debug --mpir [flags] -- PROGRAM ...  start it with its own launcher, acquire it through MPIR
-  sdm attach --pid PID [flags]             take over a running job through its starter (sdm attach --help)
-  sdm connect [flags] COMMAND [ARGS...]    in a batch script: wait for a front end to debug COMMAND
-  sdm listen [flags]                       accept (or reject) jobs that wait in sdm connect
-  sdm requests                             list the jobs that wait
-  sdm routes check FILE                    check a routing file
-  sdm routes tree -n N [--fanout K]        print the tree of N servers
-
-Servers (started by a launcher, one per rank, as PTP's sdm):
-  sdm [--server=ID] --routing_file=FILE [--debugger=gdb-mi|sim]
-  sdm --master --host=H --port=P --routing_file=FILE
-  sdm --help                               every server flag
-`

@@ -14,21 +14,6 @@ import (
 	"github.com/sdm-hpc/sdm/routing"
 )
 
-const routesUsage = `usage:
-  sdm routes check FILE            check a routing file: prints "ok N entries", or
-                                   the first problem as FILE:LINE: what is wrong
-  sdm routes tree -n N [--fanout K]
-                                   print the tree of N servers and the master (N),
-                                   one line per node: ID PARENT CHILDREN
-                                   (parent - for the master, children - for a leaf)
-  sdm routes collect [--timeout D] FILE N
-                                   wait until N servers started with
-                                   --routes_from=publish have published their
-                                   addresses in FILE.d, then write FILE from them
-example:
-  sdm routes tree -n 8             # PTP's binomial tree: "8 - 0,1,3,7", "0 8 2,4", ...
-`
-
 func runRoutes(args []string) error {
 	if len(args) == 0 {
 		return &exitError{2, fmt.Errorf("routes needs a subcommand\n%s", routesUsage)}
@@ -105,9 +90,5 @@ func routesCollect(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	table, err := routing.WaitPublished(ctx, fs.Arg(0), n)
-	if err != nil {
-		return err
-	}
-	return routing.WriteFile(fs.Arg(0), table)
+	return routing.Collect(ctx, fs.Arg(0), n)
 }

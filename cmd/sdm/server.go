@@ -20,45 +20,12 @@ import (
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/master"
 	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/rm/pe"
+	"github.com/sdm-hpc/sdm/rm/slurm"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
 )
-
-const serverUsage = `usage: sdm [flags]            (a rank server, or with --master the root of the tree)
-
-A rank server learns its index from --server=ID or from the first set of
-%s,
-waits for the routing file, connects to its parent in the tree and debugs
-its rank. The master reads the routing file (or writes it, with
---generate_routes), connects to the front end at --host/--port (or, without
---host, listens for it on --listen/--port: the loopback unless told
-otherwise), and its children connect to it.
-
-Where servers listen: a server with children binds the address its entry
-of the routing file gives, when it is a literal address (127.0.0.1,
-10.1.2.3), and every interface when it is a host name, since children on
-other hosts reach it by that name; the master binds the host it
-publishes in ROUTING_FILE.master likewise, for its children. What a master
-(and a server that publishes its entry) names: $SDM_MASTER_HOST when set,
-else this host's name when it resolves, else the address of its first
-interface that is up and not the loopback.
-
-Every link is encrypted and authenticated with the session key (the Noise
-protocol, NNpsk0): a peer without the key can neither connect nor read or
-change a byte of a link. The key comes from $%s or --key-file (mode 0600),
-never from the command line; a server given the variable executes itself
-again without it, so that it does not stay in /proc/PID/environ. Whoever
-holds the key commands every rank, gdb's shell included, as the user the
-servers run as: see docs/SECURITY.md.
-
-examples:
-  mpirun -np 8 sdm --routing_file=routes --debugger=sim
-  sdm --master --host=login1 --port=40123 --routing_file=routes --key-file=~/.sdm/key
-  sdm --master --listen=0.0.0.0 --port=40123 --routing_file=routes --key-file=~/.sdm/key
-
-flags:
-%s`
 
 // backends maps --debugger names to constructors.
 var backends = map[string]func(backend.Config) (backend.Backend, error){
@@ -88,7 +55,7 @@ func runServer(args []string) error {
 	routesMode := fs.String("routes_from", "file", "how a server finds the routing table: file (wait for --routing_file), publish (bind any port, publish it, wait for the file the front end writes), slurm or pe (compute it from the launcher's variables)")
 	portBase := fs.Int("port_base", 0, "with --routes_from=slurm or pe: the port of each node's first server (the next ones count up)")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, serverUsage, strings.Join(routing.IndexEnv, ", "), wire.KeyEnv, fs.FlagUsages())
+		fmt.Fprint(os.Stderr, helpText(serverUsage, fs))
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -99,10 +66,10 @@ func runServer(args []string) error {
 	if fs.NArg() > 0 {
 		return &exitError{2, fmt.Errorf("unexpected argument %q (servers take flags only; see sdm --help)", fs.Arg(0))}
 	}
-	if err := dropKeyFromEnviron(); err != nil {
+	if err := sdm.DropKeyFromEnviron(); err != nil {
 		return err
 	}
-	lookup, err := handedKey()
+	lookup, err := sdm.HandedKey()
 	if err != nil {
 		return err
 	}
@@ -116,7 +83,7 @@ func runServer(args []string) error {
 		os.Unsetenv("GOMAXPROCS")
 		os.Unsetenv(local.GOMAXPROCSEnv)
 	}
-	inherited, err := inheritedListener()
+	inherited, err := local.InheritedListener()
 	if err != nil {
 		return err
 	}
@@ -153,7 +120,7 @@ func runServer(args []string) error {
 		}
 		switch {
 		case *proxy == "stdio":
-			o.Stdio = stdioConn{}
+			o.Stdio = master.Stdio()
 		case *proxy != "tcp":
 			return &exitError{2, fmt.Errorf("--proxy=%s: want tcp or stdio", *proxy)}
 		case *host != "":
@@ -168,12 +135,12 @@ func runServer(args []string) error {
 	if !ok {
 		return fmt.Errorf("%s: --debugger=%s is not available (have: gdb-mi, sim)", who, *debugger)
 	}
-	routes, ln, err := routesFrom(*routesMode, index, *routingFile, *portBase, inherited)
+	routes, err := routesFrom(*routesMode, *portBase)
 	if err != nil {
 		return prefixed(who, err)
 	}
 	err = sdm.Serve(ctx, sdm.ServerOptions{
-		Index: index, RoutingFile: *routingFile, Routes: routes, Fanout: *fanout, Listener: ln,
+		Index: index, RoutingFile: *routingFile, RoutesFrom: routes, Fanout: *fanout, Listener: inherited,
 		NewBackend: func(c backend.Config) (backend.Backend, error) {
 			c.Path = *debuggerPath
 			return newBackend(c)
@@ -181,6 +148,28 @@ func runServer(args []string) error {
 		Timeout: *timeout, Link: link, EventWindow: *window, Log: logger, Trace: trace,
 	})
 	return quietOnCancel(ctx, prefixed(who, err))
+}
+
+// routesFrom is how a server finds its routing table, from --routes_from
+// and --port_base.
+func routesFrom(mode string, portBase int) (sdm.RoutesFrom, error) {
+	switch mode {
+	case "file":
+		return sdm.RoutesFrom{}, nil
+	case "publish":
+		return sdm.RoutesFrom{Publish: true}, nil
+	case "slurm", "pe":
+		if portBase < 1 || portBase > 65535 {
+			return sdm.RoutesFrom{}, fmt.Errorf("--routes_from=%s needs --port_base", mode)
+		}
+		compute := func() (*routing.Table, error) { return slurm.Routes(os.LookupEnv, portBase) }
+		if mode == "pe" {
+			dir, _ := os.Getwd()
+			compute = func() (*routing.Table, error) { return pe.Routes(os.LookupEnv, dir, portBase) }
+		}
+		return sdm.RoutesFrom{Compute: compute}, nil
+	}
+	return sdm.RoutesFrom{}, fmt.Errorf("--routes_from=%s: want file, publish, slurm or pe", mode)
 }
 
 // prefixed names the server in its error, since many write to one terminal.
@@ -199,50 +188,3 @@ func quietOnCancel(ctx context.Context, err error) error {
 	}
 	return err
 }
-
-// inheritedListener returns the listening socket a launcher handed down
-// (see local.ListenFDEnv), or nil.
-func inheritedListener() (net.Listener, error) {
-	text, ok := os.LookupEnv(local.ListenFDEnv)
-	if !ok {
-		return nil, nil
-	}
-	os.Unsetenv(local.ListenFDEnv)
-	fd, err := strconv.Atoi(text)
-	if err != nil || fd < 3 {
-		return nil, fmt.Errorf("%s=%q: not an inherited file descriptor", local.ListenFDEnv, text)
-	}
-	f := os.NewFile(uintptr(fd), "listener")
-	defer f.Close()
-	ln, err := net.FileListener(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s=%d: %w", local.ListenFDEnv, fd, err)
-	}
-	return ln, nil
-}
-
-// stdioConn is the master's link to a front end over its standard input and
-// output (--proxy=stdio).
-type stdioConn struct{}
-
-func (stdioConn) Read(b []byte) (int, error)  { return os.Stdin.Read(b) }
-func (stdioConn) Write(b []byte) (int, error) { return os.Stdout.Write(b) }
-func (stdioConn) Close() error {
-	return errors.Join(os.Stdin.Close(), os.Stdout.Close())
-}
-func (stdioConn) LocalAddr() net.Addr  { return stdioAddr{} }
-func (stdioConn) RemoteAddr() net.Addr { return stdioAddr{} }
-func (stdioConn) SetDeadline(t time.Time) error {
-	// Pipes support deadlines; a terminal or file may not, and then the
-	// handshake simply has no deadline.
-	os.Stdin.SetReadDeadline(t)
-	os.Stdout.SetWriteDeadline(t)
-	return nil
-}
-func (c stdioConn) SetReadDeadline(t time.Time) error  { return os.Stdin.SetReadDeadline(t) }
-func (c stdioConn) SetWriteDeadline(t time.Time) error { return os.Stdout.SetWriteDeadline(t) }
-
-type stdioAddr struct{}
-
-func (stdioAddr) Network() string { return "stdio" }
-func (stdioAddr) String() string  { return "stdio" }

@@ -235,3 +235,24 @@ func (j *Job) Cancel() {
 		}
 	})
 }
+
+// InheritedListener returns, in a server, the listening socket the local
+// launcher handed down (ListenFDEnv), or nil.
+func InheritedListener() (net.Listener, error) {
+	text, ok := os.LookupEnv(ListenFDEnv)
+	if !ok {
+		return nil, nil
+	}
+	os.Unsetenv(ListenFDEnv)
+	fd, err := strconv.Atoi(text)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("%s=%q: not an inherited file descriptor", ListenFDEnv, text)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%d: %w", ListenFDEnv, fd, err)
+	}
+	return ln, nil
+}

@@ -1,4 +1,4 @@
-package main
+package sdm
 
 import (
 	"fmt"
@@ -11,25 +11,25 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// keyFDEnv names the descriptor on which a server that re-executed itself
-// finds its session key (see dropKeyFromEnviron).
-const keyFDEnv = "SDM_SESSION_KEY_FD"
+// KeyFDEnv names the descriptor on which a server that re-executed itself
+// finds its session key (see DropKeyFromEnviron).
+const KeyFDEnv = "SDM_SESSION_KEY_FD"
 
-// dropKeyFromEnviron takes the session key out of the environment a
+// DropKeyFromEnviron takes the session key out of the environment a
 // server was started with. os.Unsetenv changes only the Go runtime's copy:
 // /proc/PID/environ keeps showing what the process was started with for
 // as long as it runs. So a server given $SDM_SESSION_KEY executes itself
 // again, same pid, arguments and descriptors, without it, and hands the
 // key over on a pipe that only the new image reads. It returns only when
 // there is nothing to do, or on failure.
-func dropKeyFromEnviron() error {
+func DropKeyFromEnviron() error {
 	text, ok := os.LookupEnv(wire.KeyEnv)
 	if !ok {
 		return nil
 	}
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, wire.KeyEnv+"=") && !strings.HasPrefix(kv, keyFDEnv+"=") {
+		if !strings.HasPrefix(kv, wire.KeyEnv+"=") && !strings.HasPrefix(kv, KeyFDEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -43,29 +43,29 @@ func dropKeyFromEnviron() error {
 		return fmt.Errorf("handing the session key over: %w", err)
 	}
 	syscall.Close(p[1])
-	env = append(env, keyFDEnv+"="+strconv.Itoa(p[0]))
+	env = append(env, KeyFDEnv+"="+strconv.Itoa(p[0]))
 	err := syscall.Exec("/proc/self/exe", os.Args, env)
 	syscall.Close(p[0])
 	return fmt.Errorf("executing sdm again without $%s: %w", wire.KeyEnv, err)
 }
 
-// handedKey returns a lookup for wire.LoadKey that finds the key handed
-// over by dropKeyFromEnviron, if there is one, and closes its pipe.
-func handedKey() (func(string) (string, bool), error) {
-	text, ok := os.LookupEnv(keyFDEnv)
+// HandedKey returns a lookup for wire.LoadKey that finds the key handed
+// over by DropKeyFromEnviron, if there is one, and closes its pipe.
+func HandedKey() (func(string) (string, bool), error) {
+	text, ok := os.LookupEnv(KeyFDEnv)
 	if !ok {
 		return os.LookupEnv, nil
 	}
-	os.Unsetenv(keyFDEnv)
+	os.Unsetenv(KeyFDEnv)
 	fd, err := strconv.Atoi(text)
 	if err != nil || fd < 3 {
-		return nil, fmt.Errorf("%s=%q: not a descriptor", keyFDEnv, text)
+		return nil, fmt.Errorf("%s=%q: not a descriptor", KeyFDEnv, text)
 	}
 	f := os.NewFile(uintptr(fd), "session key")
 	defer f.Close()
 	key, err := io.ReadAll(io.LimitReader(f, 1024))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", keyFDEnv, err)
+		return nil, fmt.Errorf("%s: %w", KeyFDEnv, err)
 	}
 	return func(name string) (string, bool) {
 		if name == wire.KeyEnv {

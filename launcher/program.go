@@ -1,0 +1,40 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sdm-hpc/sdm/dlopen"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Load has every rank load the program argv[0], with its arguments, to
+// run in dir, and fails, naming the ranks, if any cannot.
+func (s *Session) Load(ctx context.Context, argv []string, dir string, timeout time.Duration) error {
+	body, err := wire.Encode(wire.Start{Program: argv[0], Args: argv[1:], Dir: dir})
+	if err != nil {
+		return err
+	}
+	groups, err := s.Command(ctx, wire.All(s.Size()), wire.OpStart, body, timeout)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	return wire.Failures(groups, "start "+argv[0], nil)
+}
+
+// SetDlopen gives every rank the session's dlopen setting, and returns
+// what the ranks warn about ("ranks 0-3: ..."), one line per group.
+func (s *Session) SetDlopen(ctx context.Context, setting dlopen.Setting, timeout time.Duration) (warnings []string, err error) {
+	groups, err := s.Command(ctx, wire.All(s.Size()), wire.OpDlopen, wire.MustEncode(setting.Wire()), timeout)
+	if err != nil {
+		return nil, fmt.Errorf("dlopen %s: %w", setting, err)
+	}
+	for _, g := range groups {
+		var d wire.Dlopen
+		if g.Status == wire.StatusOK && wire.Decode(g.Body, &d) == nil && d.Warning != "" {
+			warnings = append(warnings, fmt.Sprintf("ranks %v: %s", g.Ranks, d.Warning))
+		}
+	}
+	return warnings, wire.Failures(groups, "take dlopen "+setting.String(), nil)
+}
