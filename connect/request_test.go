@@ -66,7 +66,7 @@ func TestRequestsSkipAndClean(t *testing.T) {
 	if err != nil || len(reqs) != 0 {
 		t.Fatalf("%v %v", reqs, err)
 	}
-	want := []string{"0000beef.request: insecure: mode 0644", "0badf00d.request: not a request", "12345678.request: not a request: id " + renamed.ID}
+	want := []string{"0000beef.request: insecure permissions: mode 0644", "0badf00d.request: not a request", "12345678.request: not a request: id " + renamed.ID}
 	if len(skipped) != len(want) {
 		t.Fatalf("skipped %v", skipped)
 	}

@@ -439,7 +439,7 @@ func (s *Session) End(timeout time.Duration) error {
 	s.closeTarget()
 	if s.mpir != nil && s.mpir.m.Pid != 0 {
 		// The job goes on, no longer debugged.
-		if err := mpir.Forget(ctx, s.mpir.m.Pid); err != nil && !strings.Contains(err.Error(), "no process") {
+		if err := mpir.Forget(ctx, s.mpir.m.Pid); err != nil && !errors.Is(err, mpir.ErrNoProcess) {
 			errs = append(errs, err)
 		}
 	}
