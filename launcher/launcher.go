@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
@@ -37,10 +38,10 @@ type Options struct {
 	RM string // resource manager: auto (default; see Choose), local, openmpi, mpich, slurm or pe
 	// Adapter, when set, is used instead of the one RM names.
 	Adapter  rm.Adapter
-	Size     int    // number of ranks
-	Fanout   int    // tree shape (routing.Tree)
-	Debugger string // backend of the servers: gdb-mi or sim
-	SDM      string // the sdm executable for the servers (default: this one)
+	Size     int              // number of ranks
+	Fanout   int              // tree shape (routing.Tree)
+	Debugger backend.Debugger // the servers' debugger
+	SDM      string           // the sdm executable for the servers (default: this one)
 	// Program is the program to debug, checked before anything is
 	// submitted; Dir is where a relative Program is found.
 	Program, Dir string
@@ -212,7 +213,7 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 // at the front end's session port at clientAddr; dir is the local session
 // directory, files the one where the job runs.
 func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clientAddr string) rm.Spec {
-	serverArgs := []string{"--debugger=" + o.Debugger}
+	serverArgs := []string{"--debugger=" + string(o.Debugger)}
 	if o.Debug {
 		serverArgs = append(serverArgs, "--debug")
 	}

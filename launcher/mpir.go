@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/rm/local"
@@ -77,7 +78,7 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 	if o.Target != "" {
 		return nil, nil, errors.New("MPIR acquisition runs the starter on this machine: --target does not apply")
 	}
-	if o.Debugger != "gdb-mi" {
+	if o.Debugger != backend.GDB {
 		return nil, nil, errors.New("MPIR acquisition needs the gdb backend")
 	}
 	if o.ConnectTimeout <= 0 {

@@ -60,11 +60,10 @@ examples:
 flags:
 %s`
 
-// backends maps --debugger names to constructors.
-var backends = map[string]func(backend.Config) (backend.Backend, error){
-	"gdb-mi": func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
-	"gdb":    func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
-	"sim":    func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil },
+// backends maps each debugger to its constructor.
+var backends = map[backend.Debugger]func(backend.Config) (backend.Backend, error){
+	backend.GDB: func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
+	backend.Sim: func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil },
 }
 
 func runServer(args []string) error {
@@ -164,10 +163,11 @@ func runServer(args []string) error {
 		return quietOnCancel(ctx, prefixed(who, master.Run(ctx, o)))
 	}
 
-	newBackend, ok := backends[*debugger]
-	if !ok {
-		return fmt.Errorf("%s: --debugger=%s is not available (have: gdb-mi, sim)", who, *debugger)
+	debuggerName, err := backend.ParseDebugger(*debugger)
+	if err != nil {
+		return fmt.Errorf("%s: %w", who, err)
 	}
+	newBackend := backends[debuggerName]
 	routes, ln, err := routesFrom(*routesMode, index, *routingFile, *portBase, inherited)
 	if err != nil {
 		return prefixed(who, err)
