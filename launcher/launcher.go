@@ -76,17 +76,35 @@ type Options struct {
 
 // Progress is a step of a job coming up.
 type Progress struct {
-	Stage string // "using", "submitted", "published", "connected"
-	// Text, for "using", is the adapter's name, with Why in parentheses
-	// when there is one.
+	Stage Stage
+	// Text, for StageUsing, is the adapter's name, with Why in
+	// parentheses when there is one; for StageStarting the starter's
+	// command line; for StageAcquired what was acquired.
 	Text string
-	// Why, for "using", is why sdm chose the adapter, or what it added to
-	// its launcher's arguments: "./ring links libmpi.so.40"; empty when the
-	// user named it and it is used as named.
+	// Why, for StageUsing, is why sdm chose the adapter, or what it added
+	// to its launcher's arguments: "./ring links libmpi.so.40"; empty when
+	// the user named it and it is used as named.
 	Why   string
 	Done  int // ranks done at this stage
 	Total int
 }
+
+// Stage is how far a job has come up.
+type Stage string
+
+// The stages, in the order a job passes them: a launched job goes through
+// using, submitted, published (only where the servers publish their
+// entries) and connected; a job acquired through MPIR through using,
+// starting (when sdm starts the starter), acquired, and then the stages
+// of its servers' launch.
+const (
+	StageUsing     Stage = "using"     // the adapter is chosen
+	StageSubmitted Stage = "submitted" // the launcher has the job
+	StagePublished Stage = "published" // every server has published its entry
+	StageConnected Stage = "connected" // Done of Total servers are in the tree
+	StageStarting  Stage = "starting"  // the starter is being started
+	StageAcquired  Stage = "acquired"  // Done of Total ranks are held through MPIR
+)
 
 // Session is a launched job and the live session to its tree.
 type Session struct {
@@ -246,7 +264,7 @@ func (s *Session) submit(ctx context.Context, cancel context.CancelCauseFunc, ad
 		return nil, err
 	}
 	s.Job = job
-	progress(Progress{Stage: "submitted", Total: spec.Size})
+	progress(Progress{Stage: StageSubmitted, Total: spec.Size})
 	go func() {
 		select {
 		case <-job.Done():
@@ -264,7 +282,7 @@ func (s *Session) submit(ctx context.Context, cancel context.CancelCauseFunc, ad
 		go func() {
 			err := collect(ctx, t, spec, spec.Size)
 			if err == nil {
-				progress(Progress{Stage: "published", Done: spec.Size, Total: spec.Size})
+				progress(Progress{Stage: StagePublished, Done: spec.Size, Total: spec.Size})
 				s.Master, err = startMaster(spec)
 			}
 			masterStarted <- err
@@ -325,7 +343,7 @@ func accept(ctx context.Context, ln *client.Listener, size int, masterStarted <-
 		return nil, err
 	}
 	err = cs.WaitConnected(ctx, func(connected, total int) {
-		progress(Progress{Stage: "connected", Done: connected, Total: total})
+		progress(Progress{Stage: StageConnected, Done: connected, Total: total})
 	})
 	if err != nil {
 		cs.Close()

@@ -237,7 +237,7 @@ func (a *acquisition) servers(ctx context.Context, progress func(Progress)) (Opt
 	}
 	o.ConnectTimeout = time.Until(deadline(ctx))
 	o.Progress = func(p Progress) {
-		if p.Stage != "using" { // the servers' adapter is no news
+		if p.Stage != StageUsing { // the servers' adapter is no news
 			progress(p)
 		}
 	}
@@ -254,7 +254,7 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 			return err
 		}
 		a.result.Table = tab
-		progress(Progress{Stage: "acquired", Done: len(tab.Procs), Total: len(tab.Procs), Text: describeTable(tab)})
+		progress(Progress{Stage: StageAcquired, Done: len(tab.Procs), Total: len(tab.Procs), Text: describeTable(tab)})
 		return nil
 	case !a.launch():
 		tab, found, note, err := procTable(a.m.Procs, a.m.Ancestor)
@@ -262,14 +262,14 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 			return err
 		}
 		a.result.Table, a.found = tab, found
-		progress(Progress{Stage: "acquired", Done: found.Count(), Total: len(tab.Procs), Text: note})
+		progress(Progress{Stage: StageAcquired, Done: found.Count(), Total: len(tab.Procs), Text: note})
 		return nil
 	}
 	argv, env, unlabel, err := a.command(progress)
 	if err != nil {
 		return err
 	}
-	progress(Progress{Stage: "starting", Text: strings.Join(argv, " ")})
+	progress(Progress{Stage: StageStarting, Text: strings.Join(argv, " ")})
 	env = append(env, SessionEnv+"="+a.dir)
 	log := filepath.Join(a.dir, "starter.log")
 	out := a.m.Output
@@ -294,7 +294,7 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 	}
 	a.held = held
 	a.result.Table = held.Table
-	progress(Progress{Stage: "acquired", Done: len(held.Table.Procs), Total: len(held.Table.Procs), Text: describeTable(held.Table)})
+	progress(Progress{Stage: StageAcquired, Done: len(held.Table.Procs), Total: len(held.Table.Procs), Text: describeTable(held.Table)})
 	return nil
 }
 

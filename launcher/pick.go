@@ -142,7 +142,7 @@ func mismatch(adapter rm.Adapter, program Linked, size int) error {
 // when there is more to say than that the user named it.
 func using(adapter rm.Adapter, why string) Progress {
 	if why == "" {
-		return Progress{Stage: "using", Text: adapter.Name()}
+		return Progress{Stage: StageUsing, Text: adapter.Name()}
 	}
-	return Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")", Why: why}
+	return Progress{Stage: StageUsing, Text: adapter.Name() + " (" + why + ")", Why: why}
 }

@@ -235,7 +235,7 @@ func runDebug(args []string) error {
 // sayUsing says which resource manager starts the job and why, when sdm
 // chose it or added to what the user said.
 func sayUsing(p launcher.Progress) {
-	if p.Stage == "using" && p.Why != "" {
+	if p.Stage == launcher.StageUsing && p.Why != "" {
 		fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
 	}
 }
