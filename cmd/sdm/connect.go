@@ -73,7 +73,7 @@ func runConnect(args []string) error {
 		}
 		*timeout = d
 	}
-	plan := connect.Plan{Mode: "mpir", Program: fs.Args()}
+	plan := connect.Plan{Mode: connect.ModeMPIR, Program: fs.Args()}
 	if !*useMPIR {
 		var err error
 		if plan, err = connect.PlanCommand(fs.Args(), *size, os.Getenv); err != nil {
@@ -160,7 +160,7 @@ func host(ctx context.Context, dir string, req *connect.Request, a *connect.Answ
 		Dir: cwd, Launcher: plan.Launcher, LauncherArgs: plan.LauncherArgs,
 		ConnectTimeout: timeout, Debug: a.Debug, Log: log.New(os.Stderr, "sdm connect: ", 0),
 	}
-	if plan.Mode != "mpir" {
+	if plan.Mode != connect.ModeMPIR {
 		o.Program = plan.Program[0]
 		return launcher.Host(ctx, o, a.Address, key)
 	}

@@ -252,7 +252,7 @@ func (l *listener) take(ctx context.Context, r *connect.Request) (*launcher.Sess
 		return nil, nil, err
 	}
 	var attached []wire.Group
-	if r.Plan.Mode == "mpir" {
+	if r.Plan.Mode == connect.ModeMPIR {
 		if attached, err = l.attach(waitCtx, s, r); err == nil {
 			err = applyDlopen(ctx, s, l.dl, *f.timeout)
 		}
