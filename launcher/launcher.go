@@ -246,7 +246,7 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 	if t.remote() {
 		spec.Remote = t.command
 	}
-	if r := adapter.Routes(); r != "file" && r != "publish" {
+	if adapter.Routes().Computed() {
 		// Servers that compute their routes take ports from here up.
 		lo, hi := routing.PortRange()
 		spec.PortBase = lo + rand.IntN(hi-lo-256)
@@ -276,7 +276,7 @@ func (s *Session) submit(ctx context.Context, cancel context.CancelCauseFunc, ad
 	switch {
 	case adapter.StartsMaster():
 		masterStarted <- nil
-	case adapter.Routes() == "publish":
+	case adapter.Routes() == routing.SourcePublish:
 		// Launch help: once every server has published where it listens,
 		// write the routing file and start the master.
 		go func() {

@@ -13,15 +13,10 @@ import (
 )
 
 // routesFrom returns how a rank server finds its routing table (the
-// --routes_from modes) and, for publish, the listener it bound. mode is
-// one of:
-//
-//	file     wait for the routing file (PTP's way; the default)
-//	publish  bind any free port, publish it, wait for the routing file the
-//	         front end writes from every server's entry
-//	slurm    compute it from SLURM's variables (rank 0 writes it for the master)
-//	pe       compute it from POE's variables and host list (likewise)
-func routesFrom(mode string, index int, routingFile string, portBase int, inherited net.Listener) (func(context.Context) (*routing.Table, error), net.Listener, error) {
+// --routes_from modes, routing.Source) and, for publish, the listener it
+// bound. Where the servers compute the table, rank 0 writes it for the
+// master.
+func routesFrom(mode routing.Source, index int, routingFile string, portBase int, inherited net.Listener) (func(context.Context) (*routing.Table, error), net.Listener, error) {
 	wait := func(ctx context.Context) (*routing.Table, error) { return routing.Wait(ctx, routingFile) }
 	computed := func(compute func() (*routing.Table, error)) func(context.Context) (*routing.Table, error) {
 		return func(context.Context) (*routing.Table, error) {
@@ -39,9 +34,9 @@ func routesFrom(mode string, index int, routingFile string, portBase int, inheri
 		}
 	}
 	switch mode {
-	case "file":
+	case routing.SourceFile:
 		return wait, inherited, nil
-	case "publish":
+	case routing.SourcePublish:
 		host := routing.PublicHost()
 		ln := inherited
 		if ln == nil {
@@ -56,15 +51,15 @@ func routesFrom(mode string, index int, routingFile string, portBase int, inheri
 			return nil, nil, err
 		}
 		return wait, ln, nil
-	case "slurm", "pe":
+	case routing.SourceSLURM, routing.SourcePE:
 		if portBase < 1 || portBase > 65535 {
 			return nil, nil, fmt.Errorf("--routes_from=%s needs --port_base", mode)
 		}
-		if mode == "slurm" {
+		if mode == routing.SourceSLURM {
 			return computed(func() (*routing.Table, error) { return slurm.Routes(os.LookupEnv, portBase) }), inherited, nil
 		}
 		dir, _ := os.Getwd()
 		return computed(func() (*routing.Table, error) { return pe.Routes(os.LookupEnv, dir, portBase) }), inherited, nil
 	}
-	return nil, nil, fmt.Errorf("--routes_from=%s: want file, publish, slurm or pe", mode)
+	return nil, nil, fmt.Errorf("--routes_from=%s: not a source of routes", mode)
 }

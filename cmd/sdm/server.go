@@ -168,7 +168,11 @@ func runServer(args []string) error {
 		return fmt.Errorf("%s: %w", who, err)
 	}
 	newBackend := backends[debuggerName]
-	routes, ln, err := routesFrom(*routesMode, index, *routingFile, *portBase, inherited)
+	source, err := routing.ParseSource(*routesMode)
+	if err != nil {
+		return prefixed(who, err)
+	}
+	routes, ln, err := routesFrom(source, index, *routingFile, *portBase, inherited)
 	if err != nil {
 		return prefixed(who, err)
 	}
