@@ -12,8 +12,8 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// call is one command a console sent to its tree.
-type call struct {
+// sentCommand is one command a console sent to its tree.
+type sentCommand struct {
 	ranks   wire.RankSet
 	op      string
 	body    []byte
@@ -27,16 +27,16 @@ type scriptTree struct {
 	size   int
 	answer func(ranks wire.RankSet, op string) ([]wire.Group, error)
 	mu     sync.Mutex
-	calls  []call
+	calls  []sentCommand
 }
 
 func (f *scriptTree) Size() int             { return f.size }
 func (f *scriptTree) Done() <-chan struct{} { return nil }
 
-func (f *scriptTree) sent() []call {
+func (f *scriptTree) sent() []sentCommand {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]call(nil), f.calls...)
+	return append([]sentCommand(nil), f.calls...)
 }
 func (f *scriptTree) NextEvent(ctx context.Context) (client.Event, error) {
 	<-ctx.Done()
@@ -45,7 +45,7 @@ func (f *scriptTree) NextEvent(ctx context.Context) (client.Event, error) {
 
 func (f *scriptTree) Command(ctx context.Context, ranks wire.RankSet, op string, body []byte, timeout time.Duration) ([]wire.Group, error) {
 	f.mu.Lock()
-	f.calls = append(f.calls, call{ranks, op, body, timeout})
+	f.calls = append(f.calls, sentCommand{ranks, op, body, timeout})
 	f.mu.Unlock()
 	if f.answer == nil {
 		return []wire.Group{{Ranks: ranks, Body: wire.MustEncode(wire.Text{Text: "42"})}}, nil
@@ -53,9 +53,9 @@ func (f *scriptTree) Command(ctx context.Context, ranks wire.RankSet, op string,
 	return f.answer(ranks, op)
 }
 
-// run runs lines on a console of a scripted tree of n ranks and returns
+// execLines runs lines on a console of a scripted tree of n ranks and returns
 // what it printed and the error of the last line.
-func run(t *testing.T, f *scriptTree, opts Options, lines ...string) (string, error) {
+func execLines(t *testing.T, f *scriptTree, opts Options, lines ...string) (string, error) {
 	t.Helper()
 	var out strings.Builder
 	c := New(f, &out, opts)
@@ -70,7 +70,7 @@ func run(t *testing.T, f *scriptTree, opts Options, lines ...string) (string, er
 
 func TestCommandsGoToTheirRankSets(t *testing.T) {
 	f := &scriptTree{size: 8}
-	_, err := run(t, f, Options{Timeout: 7 * time.Second},
+	_, err := execLines(t, f, Options{Timeout: 7 * time.Second},
 		"print x",         // the focus: every rank at first
 		"[2-4,6] print y", // a set of its own
 		"focus 1-3",
@@ -116,7 +116,7 @@ func TestMistakesSendNothing(t *testing.T) {
 		"[nosuch] where": "nosuch",
 	} {
 		f := &scriptTree{size: 4}
-		_, err := run(t, f, Options{}, line)
+		_, err := execLines(t, f, Options{}, line)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one saying %q", line, err, want)
 		}
@@ -161,7 +161,7 @@ func TestAnswersInJSON(t *testing.T) {
 			{Ranks: wire.Single(3), Status: wire.StatusLost, Body: []byte("server 3 not responding")},
 		}, nil
 	}}
-	out, err := run(t, f, Options{JSON: true}, "print x")
+	out, err := execLines(t, f, Options{JSON: true}, "print x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestAnswersInJSON(t *testing.T) {
 func TestTreeFailureIsTheCommandsError(t *testing.T) {
 	gone := errors.New("print: the master did not answer within 31s")
 	f := &scriptTree{size: 2, answer: func(wire.RankSet, string) ([]wire.Group, error) { return nil, gone }}
-	out, err := run(t, f, Options{}, "print x")
+	out, err := execLines(t, f, Options{}, "print x")
 	if !errors.Is(err, gone) {
 		t.Errorf("error %v, want %v", err, gone)
 	}
