@@ -145,26 +145,13 @@ func (s *Session) Command(ctx context.Context, ranks wire.RankSet, op string, bo
 		s.mu.Unlock()
 	}()
 	m := &wire.Message{Kind: wire.KindCommand, ID: id, Op: op, Ranks: ranks, Timeout: timeout, Body: body}
-	if err := s.link.Send(m); err != nil {
-		// yamux reports a write as failed when the session ends while the
-		// write waits for its confirmation, although the bytes went out;
-		// the master's answer to quit and its hanging up race like that.
-		// An answer that arrived before the end tells.
-		select {
-		case <-s.ended:
-		case <-time.After(time.Second):
-		}
-		select {
-		case r := <-ch:
-			return r.Groups, nil
-		default:
-		}
-		return nil, fmt.Errorf("send %s: %w", op, err)
-	}
 	// The tree answers by its deadline; the extra second covers the trip
 	// back, so that a dead master is told apart from slow ranks.
 	wait := time.NewTimer(timeout + time.Second)
 	defer wait.Stop()
+	if err := s.link.Send(m); err != nil {
+		return s.sendFailed(ctx, op, ch, wait.C, err)
+	}
 	select {
 	case r := <-ch:
 		s.awaitOutput(ranks)
@@ -182,6 +169,32 @@ func (s *Session) Command(ctx context.Context, ranks wire.RankSet, op string, bo
 		return nil, ctx.Err()
 	case <-wait.C:
 		return nil, fmt.Errorf("%s: the master did not answer within %v", op, timeout+time.Second)
+	}
+}
+
+// sendFailed is the answer to a command whose sending failed. yamux
+// reports a write as failed when the session ends while the write waits
+// for its confirmation, although the bytes went out; the master's answer
+// to quit and its hanging up race like that. A cut write closed the link,
+// so the control stream ends soon after: an answer that arrived before
+// that end tells. Any other failure (a message too large) sent nothing.
+func (s *Session) sendFailed(ctx context.Context, op string, ch <-chan *wire.Message, deadline <-chan time.Time, err error) ([]wire.Group, error) {
+	err = fmt.Errorf("send %s: %w", op, err)
+	if !errors.Is(err, wire.ErrStreamCut) {
+		return nil, err
+	}
+	select {
+	case <-s.ended:
+	case <-ctx.Done():
+		return nil, err
+	case <-deadline:
+		return nil, fmt.Errorf("%w; the link did not end after it", err)
+	}
+	select {
+	case r := <-ch:
+		return r.Groups, nil
+	default:
+		return nil, err
 	}
 }
 

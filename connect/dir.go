@@ -22,13 +22,12 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // DirEnv names the directory of requests; ~/.sdm/connect by default.
 const DirEnv = "SDM_CONNECT_DIR"
-
-// ErrInsecure marks a directory or file others could read or write.
-var ErrInsecure = errors.New("insecure")
 
 // Dir returns the directory of requests, made 0700 when it is missing,
 // and refuses one that others may enter or that belongs to someone else:
@@ -59,10 +58,10 @@ func Secure(dir string) error {
 		return fmt.Errorf("connect directory %s is not a directory", dir)
 	}
 	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("connect directory %s: %w: owned by uid %d, not by you (uid %d)", dir, ErrInsecure, st.Uid, os.Geteuid())
+		return fmt.Errorf("connect directory %s: %w: owned by uid %d, not by you (uid %d)", dir, wire.ErrInsecure, st.Uid, os.Geteuid())
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("connect directory %s: %w: mode %04o lets others read the session keys handed over there (chmod 700 %s)", dir, ErrInsecure, perm, dir)
+		return fmt.Errorf("connect directory %s: %w: mode %04o lets others read the session keys handed over there (chmod 700 %s)", dir, wire.ErrInsecure, perm, dir)
 	}
 	return nil
 }
@@ -117,10 +116,10 @@ func readPrivate(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrNotRegular, info.Mode().Type())
 	}
 	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("%s: %w: owned by uid %d, not by you", name, ErrInsecure, st.Uid)
+		return nil, fmt.Errorf("%s: %w: owned by uid %d, not by you", name, wire.ErrInsecure, st.Uid)
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%s: %w: mode %04o, want 0600", name, ErrInsecure, perm)
+		return nil, fmt.Errorf("%s: %w: mode %04o, want 0600", name, wire.ErrInsecure, perm)
 	}
 	const limit = 1 << 20
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))

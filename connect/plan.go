@@ -9,13 +9,24 @@ import (
 	"strings"
 )
 
+// Mode is how a command is started for debugging.
+type Mode string
+
+// The modes, as requests spell them.
+const (
+	// ModeLauncher: a known launcher, each rank wrapped by a server
+	// through its resource-manager adapter.
+	ModeLauncher Mode = "launcher"
+	// ModeMPIR: the command is a starter, its ranks acquired through MPIR.
+	ModeMPIR Mode = "mpir"
+	// ModeProcess: the command itself, on this machine, as Size ranks of
+	// the local launcher.
+	ModeProcess Mode = "process"
+)
+
 // Plan is how a command is debugged.
 type Plan struct {
-	// Mode is "launcher" (a known launcher, each rank wrapped by a
-	// server through its resource-manager adapter), "mpir" (the command
-	// is a starter, its ranks acquired through MPIR) or "process" (the
-	// command itself, on this machine, as Size ranks of the local launcher).
-	Mode string `json:"mode"`
+	Mode Mode   `json:"mode"`
 	RM   string `json:"rm,omitempty"` // the adapter: local, openmpi, mpich, slurm, pe
 	Size int    `json:"size,omitempty"`
 	// Launcher and LauncherArgs are the launcher and its options, less
@@ -27,9 +38,9 @@ type Plan struct {
 
 func (p Plan) String() string {
 	switch p.Mode {
-	case "launcher":
+	case ModeLauncher:
 		return fmt.Sprintf("%d ranks of %s under %s", p.Size, p.Program[0], p.RM)
-	case "mpir":
+	case ModeMPIR:
 		return "a starter, its ranks acquired through MPIR"
 	}
 	if p.Size == 1 {
@@ -40,11 +51,11 @@ func (p Plan) String() string {
 
 func (p Plan) check() error {
 	switch p.Mode {
-	case "launcher", "process", "mpir":
+	case ModeLauncher, ModeProcess, ModeMPIR:
 	default:
 		return fmt.Errorf("mode %q", p.Mode)
 	}
-	if p.Mode != "mpir" && (p.Size < 1 || p.Size > 1<<22) {
+	if p.Mode != ModeMPIR && (p.Size < 1 || p.Size > 1<<22) {
 		return fmt.Errorf("%d ranks", p.Size)
 	}
 	if len(p.Program) == 0 || p.Program[0] == "" {
@@ -119,13 +130,13 @@ func PlanCommand(argv []string, n int, env func(string) string) (Plan, error) {
 		if n == 0 {
 			n = 1
 		}
-		return Plan{Mode: "process", RM: "local", Size: n, Program: argv}, nil
+		return Plan{Mode: ModeProcess, RM: "local", Size: n, Program: argv}, nil
 	}
 	if n != 0 {
 		return Plan{}, fmt.Errorf("-n goes in the %s command, not before it", name)
 	}
 	syn := launchers[name]
-	p := Plan{Mode: "launcher", RM: syn.rm, Launcher: argv[0]}
+	p := Plan{Mode: ModeLauncher, RM: syn.rm, Launcher: argv[0]}
 	var err error
 	if syn.optionsAfter {
 		err = p.splitAfter(argv[1:], syn)

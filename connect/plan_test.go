@@ -14,20 +14,20 @@ func TestPlanCommand(t *testing.T) {
 		n    int
 		want Plan
 	}{
-		{[]string{"./prog", "-n", "3"}, 0, Plan{Mode: "process", RM: "local", Size: 1, Program: []string{"./prog", "-n", "3"}}},
-		{[]string{"./prog"}, 4, Plan{Mode: "process", RM: "local", Size: 4, Program: []string{"./prog"}}},
+		{[]string{"./prog", "-n", "3"}, 0, Plan{Mode: ModeProcess, RM: "local", Size: 1, Program: []string{"./prog", "-n", "3"}}},
+		{[]string{"./prog"}, 4, Plan{Mode: ModeProcess, RM: "local", Size: 4, Program: []string{"./prog"}}},
 		{[]string{"srun", "-n4", "--mpi=pmix", "./ring", "5"}, 0,
-			Plan{Mode: "launcher", RM: "slurm", Size: 4, Launcher: "srun", LauncherArgs: []string{"--mpi=pmix"}, Program: []string{"./ring", "5"}}},
+			Plan{Mode: ModeLauncher, RM: "slurm", Size: 4, Launcher: "srun", LauncherArgs: []string{"--mpi=pmix"}, Program: []string{"./ring", "5"}}},
 		{[]string{"srun", "-p", "debug", "--ntasks", "2", "-l", "./ring"}, 0,
-			Plan{Mode: "launcher", RM: "slurm", Size: 2, Launcher: "srun", LauncherArgs: []string{"-p", "debug", "-l"}, Program: []string{"./ring"}}},
-		{[]string{"srun", "./ring"}, 0, Plan{Mode: "launcher", RM: "slurm", Size: 16, Launcher: "srun", Program: []string{"./ring"}}},
+			Plan{Mode: ModeLauncher, RM: "slurm", Size: 2, Launcher: "srun", LauncherArgs: []string{"-p", "debug", "-l"}, Program: []string{"./ring"}}},
+		{[]string{"srun", "./ring"}, 0, Plan{Mode: ModeLauncher, RM: "slurm", Size: 16, Launcher: "srun", Program: []string{"./ring"}}},
 		{[]string{"/usr/bin/mpirun.openmpi", "--allow-run-as-root", "-np", "8", "--mca", "btl", "self,vader", "-x", "A=1", "./ring", "-np", "2"}, 0,
-			Plan{Mode: "launcher", RM: "openmpi", Size: 8, Launcher: "/usr/bin/mpirun.openmpi",
+			Plan{Mode: ModeLauncher, RM: "openmpi", Size: 8, Launcher: "/usr/bin/mpirun.openmpi",
 				LauncherArgs: []string{"--mca", "btl", "self,vader", "-x", "A=1"}, Program: []string{"./ring", "-np", "2"}}},
 		{[]string{"mpiexec.hydra", "-n", "2", "-genv", "X", "1", "--", "./ring"}, 0,
-			Plan{Mode: "launcher", RM: "mpich", Size: 2, Launcher: "mpiexec.hydra", LauncherArgs: []string{"-genv", "X", "1"}, Program: []string{"./ring"}}},
+			Plan{Mode: ModeLauncher, RM: "mpich", Size: 2, Launcher: "mpiexec.hydra", LauncherArgs: []string{"-genv", "X", "1"}, Program: []string{"./ring"}}},
 		{[]string{"poe", "./ring", "5", "-procs", "3", "-labelio", "yes", "-v"}, 0,
-			Plan{Mode: "launcher", RM: "pe", Size: 3, Launcher: "poe", LauncherArgs: []string{"-labelio", "yes"}, Program: []string{"./ring", "5", "-v"}}},
+			Plan{Mode: ModeLauncher, RM: "pe", Size: 3, Launcher: "poe", LauncherArgs: []string{"-labelio", "yes"}, Program: []string{"./ring", "5", "-v"}}},
 	} {
 		got, err := PlanCommand(c.argv, c.n, lookup)
 		if err != nil || !reflect.DeepEqual(got, c.want) {

@@ -21,7 +21,7 @@ func newDir(t *testing.T) string {
 }
 
 func plain(t *testing.T) *Request {
-	r, err := NewRequest([]string{"./plain"}, Plan{Mode: "process", RM: "local", Size: 1, Program: []string{"./plain"}})
+	r, err := NewRequest([]string{"./plain"}, Plan{Mode: ModeProcess, RM: "local", Size: 1, Program: []string{"./plain"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestRequestsSkipAndClean(t *testing.T) {
 	if err != nil || len(reqs) != 0 {
 		t.Fatalf("%v %v", reqs, err)
 	}
-	want := []string{"0000beef.request: insecure: mode 0644", "0badf00d.request: not a request", "12345678.request: not a request: id " + renamed.ID}
+	want := []string{"0000beef.request: insecure permissions: mode 0644", "0badf00d.request: not a request", "12345678.request: not a request: id " + renamed.ID}
 	if len(skipped) != len(want) {
 		t.Fatalf("skipped %v", skipped)
 	}
@@ -131,7 +131,7 @@ func TestAnswer(t *testing.T) {
 }
 
 func FuzzParseRequest(f *testing.F) {
-	r, _ := NewRequest([]string{"srun", "-n", "2", "./ring"}, Plan{Mode: "launcher", RM: "slurm", Size: 2, Launcher: "srun", Program: []string{"./ring"}})
+	r, _ := NewRequest([]string{"srun", "-n", "2", "./ring"}, Plan{Mode: ModeLauncher, RM: "slurm", Size: 2, Launcher: "srun", Program: []string{"./ring"}})
 	good, _ := json.Marshal(r)
 	f.Add(good)
 	f.Add([]byte(`{}`))
@@ -155,7 +155,7 @@ func TestRequestStringEscapesControlCharacters(t *testing.T) {
 	r.JobID = "1\u202e"
 	r.Argv = []string{"./plain", "\x1b[31mred", "tab\there"}
 	r.Plan.Program = []string{"\u009b31m\xff"}
-	r.Plan.Mode = "launcher"
+	r.Plan.Mode = ModeLauncher
 	got := r.String()
 	for _, c := range got {
 		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\u202e' {

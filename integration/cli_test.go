@@ -105,7 +105,7 @@ func TestDebugBatchText(t *testing.T) {
 }
 
 func TestDebugJSON(t *testing.T) {
-	out, stderr, code := run(t, "", "debug", "-n", "4", "--backend", "sim", "--json", "-e", "where", "-e", "[9] where", "--", "ring")
+	out, stderr, code := run(t, "", "debug", "-n", "4", "--debugger", "sim", "--json", "-e", "where", "-e", "[9] where", "--", "ring")
 	if code == 0 || !strings.Contains(stderr, "ranks 9 are not in this job") {
 		t.Fatalf("a rank outside the job: exit %d, %q", code, stderr)
 	}
@@ -129,7 +129,8 @@ func TestDebugRefusesBadInput(t *testing.T) {
 	}{
 		{[]string{"debug", "-n", "2", "--backend", "sim"}, "no program given"},
 		{[]string{"debug", "-n", "0", "--backend", "sim", "--", "ring"}, "need at least one rank"},
-		{[]string{"debug", "-n", "2", "--backend", "lldb", "--", "ring"}, "want gdb or sim"},
+		{[]string{"debug", "-n", "2", "--backend", "lldb", "--", "ring"}, "--debugger lldb: want gdb or sim"},
+		{[]string{"debug", "-n", "2", "--debugger", "lldb", "--", "ring"}, "--debugger lldb: want gdb or sim"},
 		{[]string{"debug", "-n", "2", "--backend", "sim", "--", "nosuch"}, "no simulated program"},
 		{[]string{"debug", "-n", "2", "--backend", "sim", "-e", "frobnicate", "--", "ring"}, `unknown command "frobnicate"`},
 		{[]string{"debug", "-n", "2", "--backend", "sim", "-e", "[0-", "--", "ring"}, "no closing ]"},

@@ -3,8 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
+	"golang.org/x/sys/unix"
 )
 
 // session is the front end's side of a tree whose servers someone else
@@ -61,34 +60,32 @@ func newSession(t testing.TB, n int) *session {
 	return s
 }
 
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[int]bool{}
-)
-
-// freePort returns a port that was free a moment ago and that no other
-// test was given. It comes from below the kernel's ephemeral range
-// (32768 and up by default), where no outgoing connection can take it
-// before its server binds it.
+// freePort returns a port of the loopback that nothing else can be given
+// until the test ends, and that a server told to listen on it can bind.
+// It holds the port with a socket bound (with SO_REUSEADDR) and never
+// listening: the kernel then hands the port to no port-0 bind and no
+// outgoing connection, while a listener that binds it by number (Go's
+// set SO_REUSEADDR, as sshd does) may. The port is thus taken by the
+// kernel, not guessed, and there is no moment between its release and
+// its use when another process could take it.
 func freePort(t testing.TB) int {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 10000 {
-		port := 20000 + rand.IntN(12000)
-		if portsUsed[port] {
-			continue
-		}
-		ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		portsUsed[port] = true
-		return port
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("reserve a port: %v", err)
 	}
-	t.Fatal("no free port in 20000-31999")
-	return 0
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		t.Fatalf("reserve a port: %v", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("reserve a port: %v", err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatalf("reserve a port: %v", err)
+	}
+	return sa.(*unix.SockaddrInet4).Port
 }
 
 // proc is a command running in the background.

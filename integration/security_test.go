@@ -189,7 +189,7 @@ func TestRequestsCommandSkipsAFIFOAndEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := connect.NewRequest([]string{"./plain", "\x1b[2J\x1b[Hsdm: nothing waits"},
-		connect.Plan{Mode: "process", RM: "local", Size: 1, Program: []string{"./plain"}})
+		connect.Plan{Mode: connect.ModeProcess, RM: "local", Size: 1, Program: []string{"./plain"}})
 	if err != nil {
 		t.Fatal(err)
 	}

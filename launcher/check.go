@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/rm"
 )
 
@@ -25,7 +26,7 @@ func Check(ctx context.Context, o Options, adapter rm.Adapter, t target) error {
 	if err := executable(o.SDM); err != nil {
 		errs = append(errs, fmt.Errorf("on %s: the sdm binary %w", host, err))
 	}
-	if o.Debugger == "gdb-mi" {
+	if o.Debugger == backend.GDB {
 		if _, err := exec.LookPath("gdb"); err != nil {
 			errs = append(errs, fmt.Errorf("on %s: gdb is not in $PATH (%s): install gdb", host, os.Getenv("PATH")))
 		}
@@ -40,7 +41,7 @@ func Check(ctx context.Context, o Options, adapter rm.Adapter, t target) error {
 			errs = append(errs, fmt.Errorf("on %s: the launcher %w", host, err))
 		}
 	}
-	if o.Program != "" && o.Debugger == "gdb-mi" {
+	if o.Program != "" && o.Debugger == backend.GDB {
 		if err := checkProgram(o.Program, o.Dir); err != nil {
 			errs = append(errs, fmt.Errorf("on %s: %w", host, err))
 		}
@@ -86,7 +87,7 @@ func checkRemote(ctx context.Context, o Options, adapter rm.Adapter, t target) e
 		"test -f " + rm.ShellQuote(o.SDM) + " && test -x " + rm.ShellQuote(o.SDM) +
 			" || echo " + rm.ShellQuote("the sdm binary "+o.SDM+" does not exist or is not executable"),
 	}
-	if o.Debugger == "gdb-mi" {
+	if o.Debugger == backend.GDB {
 		lines = append(lines, "command -v gdb >/dev/null || echo 'gdb is not in $PATH: install gdb'")
 	}
 	if launcher := adapter.Launcher(); launcher != "" {
@@ -101,7 +102,7 @@ func checkRemote(ctx context.Context, o Options, adapter rm.Adapter, t target) e
 				rm.ShellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed"))
 		}
 	}
-	if p := o.Program; p != "" && o.Debugger == "gdb-mi" {
+	if p := o.Program; p != "" && o.Debugger == backend.GDB {
 		if strings.Contains(p, "/") {
 			lines = append(lines, "test -f "+rm.ShellQuote(p)+" && test -x "+rm.ShellQuote(p)+
 				" || echo "+rm.ShellQuote("the program "+p+" does not exist or is not executable"))

@@ -36,7 +36,7 @@ func hostRequest(ctx context.Context, dir string, req *connect.Request, a *conne
 		Dir: cwd, Launcher: plan.Launcher, LauncherArgs: plan.LauncherArgs,
 		ConnectTimeout: timeout, Debug: a.Debug, Log: logTo,
 	}
-	if plan.Mode != "mpir" {
+	if plan.Mode != connect.ModeMPIR {
 		o.Program = plan.Program[0]
 		return Host(ctx, o, a.Address, key)
 	}

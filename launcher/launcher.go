@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
@@ -43,10 +44,10 @@ type Options struct {
 	RM string // resource manager: auto (default; see Choose), local, openmpi, mpich, slurm or pe
 	// Adapter, when set, is used instead of the one RM names.
 	Adapter  rm.Adapter
-	Size     int    // number of ranks
-	Fanout   int    // tree shape (routing.Tree)
-	Debugger string // backend of the servers: gdb-mi or sim
-	SDM      string // the sdm executable for the servers (default: this one)
+	Size     int              // number of ranks
+	Fanout   int              // tree shape (routing.Tree)
+	Debugger backend.Debugger // the servers' debugger
+	SDM      string           // the sdm executable for the servers (default: this one)
 	// Program is the program to debug, checked before anything is
 	// submitted; Dir is where a relative Program is found.
 	Program, Dir string
@@ -81,17 +82,35 @@ type Options struct {
 
 // Progress is a step of a job coming up.
 type Progress struct {
-	Stage string // "using", "submitted", "published", "connected"
-	// Text, for "using", is the adapter's name, with Why in parentheses
-	// when there is one.
+	Stage Stage
+	// Text, for StageUsing, is the adapter's name, with Why in
+	// parentheses when there is one; for StageStarting the starter's
+	// command line; for StageAcquired what was acquired.
 	Text string
-	// Why, for "using", is why sdm chose the adapter, or what it added to
-	// its launcher's arguments: "./ring links libmpi.so.40"; empty when the
-	// user named it and it is used as named.
+	// Why, for StageUsing, is why sdm chose the adapter, or what it added
+	// to its launcher's arguments: "./ring links libmpi.so.40"; empty when
+	// the user named it and it is used as named.
 	Why   string
 	Done  int // ranks done at this stage
 	Total int
 }
+
+// Stage is how far a job has come up.
+type Stage string
+
+// The stages, in the order a job passes them: a launched job goes through
+// using, submitted, published (only where the servers publish their
+// entries) and connected; a job acquired through MPIR through using,
+// starting (when sdm starts the starter), acquired, and then the stages
+// of its servers' launch.
+const (
+	StageUsing     Stage = "using"     // the adapter is chosen
+	StageSubmitted Stage = "submitted" // the launcher has the job
+	StagePublished Stage = "published" // every server has published its entry
+	StageConnected Stage = "connected" // Done of Total servers are in the tree
+	StageStarting  Stage = "starting"  // the starter is being started
+	StageAcquired  Stage = "acquired"  // Done of Total ranks are held through MPIR
+)
 
 // Session is a launched job and the live session to its tree.
 type Session struct {
@@ -218,7 +237,7 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 // at the front end's session port at clientAddr; dir is the local session
 // directory, files the one where the job runs.
 func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clientAddr string) rm.Spec {
-	serverArgs := []string{"--debugger=" + o.Debugger}
+	serverArgs := []string{"--debugger=" + string(o.Debugger)}
 	if o.Debug {
 		serverArgs = append(serverArgs, "--debug")
 	}
@@ -233,7 +252,7 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 	if t.remote() {
 		spec.Remote = t.command
 	}
-	if r := adapter.Routes(); r != "file" && r != "publish" {
+	if adapter.Routes().Computed() {
 		// Servers that compute their routes take ports from here up.
 		lo, hi := routing.PortRange()
 		spec.PortBase = lo + rand.IntN(hi-lo-256)
@@ -251,7 +270,7 @@ func (s *Session) submit(ctx context.Context, cancel context.CancelCauseFunc, ad
 		return nil, err
 	}
 	s.Job = job
-	progress(Progress{Stage: "submitted", Total: spec.Size})
+	progress(Progress{Stage: StageSubmitted, Total: spec.Size})
 	go func() {
 		select {
 		case <-job.Done():
@@ -263,13 +282,13 @@ func (s *Session) submit(ctx context.Context, cancel context.CancelCauseFunc, ad
 	switch {
 	case adapter.StartsMaster():
 		masterStarted <- nil
-	case adapter.Routes() == "publish":
+	case adapter.Routes() == routing.SourcePublish:
 		// Launch help: once every server has published where it listens,
 		// write the routing file and start the master.
 		go func() {
 			err := collect(ctx, t, spec, spec.Size)
 			if err == nil {
-				progress(Progress{Stage: "published", Done: spec.Size, Total: spec.Size})
+				progress(Progress{Stage: StagePublished, Done: spec.Size, Total: spec.Size})
 				s.Master, err = startMaster(spec)
 			}
 			masterStarted <- err
@@ -326,7 +345,7 @@ func accept(ctx context.Context, ln *client.Listener, size int, masterStarted <-
 		return nil, err
 	}
 	err = cs.WaitConnected(ctx, func(connected, total int) {
-		progress(Progress{Stage: "connected", Done: connected, Total: total})
+		progress(Progress{Stage: StageConnected, Done: connected, Total: total})
 	})
 	if err != nil {
 		cs.Close()
@@ -441,7 +460,7 @@ func (s *Session) End(timeout time.Duration) error {
 	s.closeTarget()
 	if s.mpir != nil && s.mpir.m.Pid != 0 {
 		// The job goes on, no longer debugged.
-		if err := mpir.Forget(ctx, s.mpir.m.Pid); err != nil && !strings.Contains(err.Error(), "no process") {
+		if err := mpir.Forget(ctx, s.mpir.m.Pid); err != nil && !errors.Is(err, mpir.ErrNoProcess) {
 			errs = append(errs, err)
 		}
 	}

@@ -94,7 +94,7 @@ func (l *Listener) Take(ctx context.Context, r *connect.Request) (*Session, []wi
 		return nil, nil, err
 	}
 	var attached []wire.Group
-	if r.Plan.Mode == "mpir" {
+	if r.Plan.Mode == connect.ModeMPIR {
 		if attached, err = l.attach(waitCtx, s, r); err == nil {
 			err = l.setDlopen(ctx, s)
 		}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/rm/local"
@@ -77,7 +78,7 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 	if o.Target != "" {
 		return nil, nil, errors.New("MPIR acquisition runs the starter on this machine: --target does not apply")
 	}
-	if o.Debugger != "gdb-mi" {
+	if o.Debugger != backend.GDB {
 		return nil, nil, errors.New("MPIR acquisition needs the gdb backend")
 	}
 	if o.ConnectTimeout <= 0 {
@@ -230,7 +231,7 @@ func (a *acquisition) servers(ctx context.Context, progress func(Progress)) (Opt
 	}
 	o.ConnectTimeout = time.Until(deadline(ctx))
 	o.Progress = func(p Progress) {
-		if p.Stage != "using" { // the servers' adapter is no news
+		if p.Stage != StageUsing { // the servers' adapter is no news
 			progress(p)
 		}
 	}
@@ -247,7 +248,7 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 			return err
 		}
 		a.result.Table = tab
-		progress(Progress{Stage: "acquired", Done: len(tab.Procs), Total: len(tab.Procs), Text: describeTable(tab)})
+		progress(Progress{Stage: StageAcquired, Done: len(tab.Procs), Total: len(tab.Procs), Text: describeTable(tab)})
 		return nil
 	case !a.launch():
 		tab, found, note, err := procTable(a.m.Procs, a.m.Ancestor)
@@ -255,14 +256,14 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 			return err
 		}
 		a.result.Table, a.found = tab, found
-		progress(Progress{Stage: "acquired", Done: found.Count(), Total: len(tab.Procs), Text: note})
+		progress(Progress{Stage: StageAcquired, Done: found.Count(), Total: len(tab.Procs), Text: note})
 		return nil
 	}
 	argv, env, unlabel, err := a.command(progress)
 	if err != nil {
 		return err
 	}
-	progress(Progress{Stage: "starting", Text: strings.Join(argv, " ")})
+	progress(Progress{Stage: StageStarting, Text: strings.Join(argv, " ")})
 	env = append(env, SessionEnv+"="+a.dir)
 	log := filepath.Join(a.dir, "starter.log")
 	out := a.m.Output
@@ -287,7 +288,7 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 	}
 	a.held = held
 	a.result.Table = held.Table
-	progress(Progress{Stage: "acquired", Done: len(held.Table.Procs), Total: len(held.Table.Procs), Text: describeTable(held.Table)})
+	progress(Progress{Stage: StageAcquired, Done: len(held.Table.Procs), Total: len(held.Table.Procs), Text: describeTable(held.Table)})
 	return nil
 }
 

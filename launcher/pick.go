@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/rm/local"
 	"github.com/sdm-hpc/sdm/rm/mpich"
@@ -81,7 +82,7 @@ func Choose(o Options) (rm.Adapter, string, []string, error) {
 		name = "auto"
 	}
 	var program Linked
-	readable := o.Program != "" && o.Debugger != "sim" && o.Target == ""
+	readable := o.Program != "" && o.Debugger != backend.Sim && o.Target == ""
 	if readable {
 		program = ReadLinked(o.Program, o.Dir)
 	}
@@ -141,7 +142,7 @@ func mismatch(adapter rm.Adapter, program Linked, size int) error {
 // when there is more to say than that the user named it.
 func using(adapter rm.Adapter, why string) Progress {
 	if why == "" {
-		return Progress{Stage: "using", Text: adapter.Name()}
+		return Progress{Stage: StageUsing, Text: adapter.Name()}
 	}
-	return Progress{Stage: "using", Text: adapter.Name() + " (" + why + ")", Why: why}
+	return Progress{Stage: StageUsing, Text: adapter.Name() + " (" + why + ")", Why: why}
 }

@@ -58,7 +58,7 @@ func (s *Session) Relaunch(ctx context.Context) (*Session, error) {
 	o := s.origin.o
 	if progress := o.Progress; progress != nil {
 		o.Progress = func(p Progress) {
-			if p.Stage != "using" { // the adapter was said the first time
+			if p.Stage != StageUsing { // the adapter was said the first time
 				progress(p)
 			}
 		}

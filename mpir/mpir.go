@@ -85,6 +85,10 @@ type Table struct {
 // ErrNotStarter says that a process does not offer the MPIR interface.
 var ErrNotStarter = errors.New("not an MPIR starter")
 
+// ErrNoProcess is wrapped when the pid given names no process (it has
+// exited, or never was).
+var ErrNoProcess = errors.New("no process")
+
 // errArch is the answer on machines whose breakpoints and registers the
 // engine does not know.
 var errArch = errors.New("MPIR acquisition is implemented for x86-64 only")
@@ -303,12 +307,12 @@ func (t *traced) readTable(syms symbols) (Table, error) {
 // process.
 func processName(pid int) (string, error) {
 	if pid <= 0 {
-		return "", fmt.Errorf("no process with pid %d", pid)
+		return "", fmt.Errorf("%w with pid %d", ErrNoProcess, pid)
 	}
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("no process with pid %d", pid)
+			return "", fmt.Errorf("%w with pid %d", ErrNoProcess, pid)
 		}
 		return "", err
 	}

@@ -232,7 +232,7 @@ func TestAttach(t *testing.T) {
 }
 
 func TestAttachErrors(t *testing.T) {
-	if _, err := Attach(ctx(t), 999999999); err == nil || !strings.Contains(err.Error(), "no process with pid 999999999") {
+	if _, err := Attach(ctx(t), 999999999); !errors.Is(err, ErrNoProcess) || !strings.Contains(err.Error(), "no process with pid 999999999") {
 		t.Errorf("missing pid: %v", err)
 	}
 	s := running(t, "sleep", "60")

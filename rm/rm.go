@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sdm-hpc/sdm/routing"
 )
 
 // Spec describes the debug servers to start for a job.
@@ -51,8 +53,8 @@ func (s Spec) Start(argv []string) (*Process, error) {
 // ServerCommand is the command line of every server: the sdm executable
 // with the flags that find the routing table (routesFrom, the server's
 // --routes_from) and the session key, and the extra ServerArgs.
-func (s Spec) ServerCommand(routesFrom string) []string {
-	argv := []string{s.SDM, "--routes_from=" + routesFrom, "--routing_file=" + s.RoutingFile(),
+func (s Spec) ServerCommand(routesFrom routing.Source) []string {
+	argv := []string{s.SDM, "--routes_from=" + string(routesFrom), "--routing_file=" + s.RoutingFile(),
 		"--key-file=" + s.KeyFile, "--fanout=" + strconv.Itoa(s.Fanout)}
 	if s.PortBase > 0 {
 		argv = append(argv, "--port_base="+strconv.Itoa(s.PortBase))
@@ -94,11 +96,12 @@ type Adapter interface {
 	// srun, …), checked before anything is submitted; "" for none.
 	Launcher() string
 	// Routes is how the servers find their routing table (the server's
-	// --routes_from): "publish" means that the front end must help the
-	// launch, collecting the entries the servers publish into the routing
-	// file; "slurm" and "pe" that the servers compute it themselves from
-	// the resource manager's information; "file" that the adapter writes it.
-	Routes() string
+	// --routes_from): SourcePublish means that the front end must help
+	// the launch, collecting the entries the servers publish into the
+	// routing file; SourceSLURM and SourcePE that the servers compute it
+	// themselves from the resource manager's information; SourceFile that
+	// the adapter writes it.
+	Routes() routing.Source
 	// StartsMaster says whether Start also starts the master; otherwise
 	// the front end does.
 	StartsMaster() bool

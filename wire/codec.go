@@ -72,11 +72,19 @@ func (c *Codec) Write(m *Message) error {
 	return nil
 }
 
-// writeError is a write that failed once the frame was on its way: part
-// of it may have gone out, so the stream cannot carry another.
+// ErrStreamCut is wrapped by a write that failed once its frame was on
+// its way: part of it may have gone out, so the stream cannot carry
+// another, and a Link closes. Whether the peer got the frame is unknown.
+var ErrStreamCut = errors.New("stream cut during a write")
+
+// writeError is a write that failed once the frame was on its way.
 type writeError struct{ error }
 
 func (e writeError) Unwrap() error { return e.error }
+
+// Is says that the write cut the stream, while its message stays the
+// underlying error's.
+func (e writeError) Is(target error) bool { return target == ErrStreamCut }
 
 // Read returns the next message. Malformed or oversized frames are errors
 // that wrap ErrMessage or ErrFrameTooLarge; the stream is unusable after one.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"runtime"
 	"testing"
 	"time"
@@ -179,4 +180,21 @@ func FuzzDecodeBody(f *testing.F) {
 		var v any
 		Decode(data, &v)
 	})
+}
+
+// brokenPipe is a connection whose writes fail.
+type brokenPipe struct{ bytes.Buffer }
+
+func (*brokenPipe) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+func TestWriteFailureCutsTheStream(t *testing.T) {
+	c := NewCodec(&brokenPipe{}, 64)
+	err := c.Write(&Message{Kind: KindCommand, ID: 1, Op: OpWhere, Ranks: All(2)})
+	if !errors.Is(err, ErrStreamCut) || !errors.Is(err, io.ErrClosedPipe) || err.Error() != io.ErrClosedPipe.Error() {
+		t.Errorf("failed write: %v", err)
+	}
+	err = c.Write(&Message{Kind: KindCommand, ID: 2, Op: OpWhere, Ranks: All(2), Body: make([]byte, 100)})
+	if !errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrStreamCut) {
+		t.Errorf("oversized message: %v", err)
+	}
 }

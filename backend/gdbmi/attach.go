@@ -58,7 +58,7 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) (wire.Attached, err
 	b.attached, b.killOnClose, b.started = true, a.Kill, true
 	b.mu.Unlock()
 
-	if _, _, err := run("-data-evaluate-expression " + Quote("*(int*)&MPIR_debug_gate = 1")); err != nil && !noSymbol(err) {
+	if _, _, err := run("-data-evaluate-expression " + Quote("*(int*)&MPIR_debug_gate = 1")); err != nil && !errors.Is(err, ErrNoSymbol) {
 		return wire.Attached{}, fmt.Errorf("open MPIR_debug_gate: %w", err)
 	}
 	var dll string
@@ -138,8 +138,6 @@ func (b *Backend) waitStop(ctx context.Context, since int) (wire.State, error) {
 		}
 	}
 }
-
-func noSymbol(err error) bool { return strings.Contains(err.Error(), "No symbol") }
 
 // quotedPart is the C string in a value gdb printed as
 // `0x4010 <name> "text"`.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -186,7 +185,7 @@ func (g *GDB) Run(ctx context.Context, command string) (Record, string, error) {
 		console := p.console.String()
 		g.mu.Unlock()
 		if r.Class == "error" {
-			return r, console, errors.New(r.Results.S("msg"))
+			return r, console, newRefusal(r.Results.S("msg"))
 		}
 		return r, console, nil
 	case <-g.done:

@@ -2,8 +2,8 @@ package gdbmi
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sdm-hpc/sdm/dlopen"
@@ -272,7 +272,7 @@ func (b *Backend) goOnQuietly(g *GDB) {
 		b.mu.Lock()
 		gone := b.state.State == wire.StateExited || b.pid == 0
 		b.mu.Unlock()
-		if gone || strings.Contains(err.Error(), "running") {
+		if gone || errors.Is(err, ErrRunning) {
 			return // the user's own kill or continue came first
 		}
 		b.emit(wire.EventWarning, []byte("could not let a library load go on: "+err.Error()))

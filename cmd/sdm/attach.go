@@ -79,14 +79,14 @@ func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessio
 	progress := newProgress(isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
 		switch p.Stage {
-		case "using":
+		case launcher.StageUsing:
 			sayUsing(p)
 			sayStarter = sayStarter || p.Why != ""
-		case "starting":
+		case launcher.StageStarting:
 			if sayStarter {
 				fmt.Fprintln(os.Stderr, "sdm: starting", p.Text)
 			}
-		case "acquired":
+		case launcher.StageAcquired:
 			progress.clear()
 			fmt.Fprintln(os.Stderr, "sdm: acquired", p.Text)
 		}

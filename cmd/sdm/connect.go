@@ -36,7 +36,7 @@ func runConnect(args []string) error {
 		}
 		*timeout = d
 	}
-	plan := connect.Plan{Mode: "mpir", Program: fs.Args()}
+	plan := connect.Plan{Mode: connect.ModeMPIR, Program: fs.Args()}
 	if !*useMPIR {
 		var err error
 		if plan, err = connect.PlanCommand(fs.Args(), *size, os.Getenv); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
@@ -57,6 +58,15 @@ func parseFlags(fs *pflag.FlagSet, args []string, usage string) (help bool, err 
 	return false, nil
 }
 
+// formerNames maps flags renamed since to their names now, so that
+// scripts written for the old name go on working.
+func formerNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if name == "backend" {
+		return "debugger"
+	}
+	return pflag.NormalizedName(name)
+}
+
 func runDebug(args []string) error {
 	fs := pflag.NewFlagSet("sdm debug", pflag.ContinueOnError)
 	rmName := fs.String("rm", "auto", "who starts the job: auto (SLURM in an allocation, POE in a partition, else the MPI the program links, else local; says which), local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe)")
@@ -65,7 +75,8 @@ func runDebug(args []string) error {
 	var launcherArgs []string
 	fs.StringArrayVar(&launcherArgs, "launcher-arg", nil, "an argument for the launcher, before the program; repeatable (--launcher-arg=--oversubscribe)")
 	size := fs.IntP("np", "n", 1, "number of ranks (-n 8)")
-	backendName := fs.String("backend", "gdb", "the debugger beside every rank: gdb, or sim, simulated stacks with no program (--backend sim -- groups 3)")
+	debuggerName := fs.String("debugger", "gdb", "the debugger beside every rank: gdb, or sim, simulated stacks with no program (--debugger sim -- groups 3); --backend is its former name, still accepted")
+	fs.SetNormalizeFunc(formerNames)
 	useMPIR := fs.Bool("mpir", false, "start the program itself with the launcher (no sdm around each rank) and acquire its ranks through MPIR (--mpir --rm openmpi)")
 	starter := fs.Bool("starter", false, "with --mpir: the command after -- is the starter's whole command line (-- mpirun -np 8 ./ring)")
 	f := addSessionFlags(fs)
@@ -82,9 +93,9 @@ func runDebug(args []string) error {
 	if fs.NArg() == 0 {
 		return &exitError{2, errors.New("sdm debug: no program given (sdm debug [flags] -- PROGRAM [ARGS...])")}
 	}
-	debugger, ok := map[string]string{"gdb": "gdb-mi", "gdb-mi": "gdb-mi", "sim": "sim"}[*backendName]
-	if !ok {
-		return &exitError{2, fmt.Errorf("--backend %s: want gdb or sim", *backendName)}
+	debugger, err := backend.ParseDebugger(*debuggerName)
+	if err != nil {
+		return &exitError{2, fmt.Errorf("--debugger %s: want gdb or sim", *debuggerName)}
 	}
 	if *size < 1 {
 		return &exitError{2, fmt.Errorf("-n %d: need at least one rank", *size)}
@@ -138,7 +149,7 @@ func runDebug(args []string) error {
 // sayUsing says which resource manager starts the job and why, when sdm
 // chose it or added to what the user said.
 func sayUsing(p launcher.Progress) {
-	if p.Stage == "using" && p.Why != "" {
+	if p.Stage == launcher.StageUsing && p.Why != "" {
 		fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
 	}
 }

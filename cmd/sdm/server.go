@@ -27,11 +27,10 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// backends maps --debugger names to constructors.
-var backends = map[string]func(backend.Config) (backend.Backend, error){
-	"gdb-mi": func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
-	"gdb":    func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
-	"sim":    func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil },
+// backends maps each debugger to its constructor.
+var backends = map[backend.Debugger]func(backend.Config) (backend.Backend, error){
+	backend.GDB: func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
+	backend.Sim: func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil },
 }
 
 func runServer(args []string) error {
@@ -131,11 +130,16 @@ func runServer(args []string) error {
 		return quietOnCancel(ctx, prefixed(who, master.Run(ctx, o)))
 	}
 
-	newBackend, ok := backends[*debugger]
-	if !ok {
-		return fmt.Errorf("%s: --debugger=%s is not available (have: gdb-mi, sim)", who, *debugger)
+	debuggerName, err := backend.ParseDebugger(*debugger)
+	if err != nil {
+		return fmt.Errorf("%s: %w", who, err)
 	}
-	routes, err := routesFrom(*routesMode, *portBase)
+	newBackend := backends[debuggerName]
+	source, err := routing.ParseSource(*routesMode)
+	if err != nil {
+		return prefixed(who, err)
+	}
+	routes, err := routesFrom(source, *portBase)
 	if err != nil {
 		return prefixed(who, err)
 	}
@@ -152,24 +156,22 @@ func runServer(args []string) error {
 
 // routesFrom is how a server finds its routing table, from --routes_from
 // and --port_base.
-func routesFrom(mode string, portBase int) (sdm.RoutesFrom, error) {
-	switch mode {
-	case "file":
-		return sdm.RoutesFrom{}, nil
-	case "publish":
+func routesFrom(source routing.Source, portBase int) (sdm.RoutesFrom, error) {
+	switch source {
+	case routing.SourcePublish:
 		return sdm.RoutesFrom{Publish: true}, nil
-	case "slurm", "pe":
+	case routing.SourceSLURM, routing.SourcePE:
 		if portBase < 1 || portBase > 65535 {
-			return sdm.RoutesFrom{}, fmt.Errorf("--routes_from=%s needs --port_base", mode)
+			return sdm.RoutesFrom{}, fmt.Errorf("--routes_from=%s needs --port_base", source)
 		}
 		compute := func() (*routing.Table, error) { return slurm.Routes(os.LookupEnv, portBase) }
-		if mode == "pe" {
+		if source == routing.SourcePE {
 			dir, _ := os.Getwd()
 			compute = func() (*routing.Table, error) { return pe.Routes(os.LookupEnv, dir, portBase) }
 		}
 		return sdm.RoutesFrom{Compute: compute}, nil
 	}
-	return sdm.RoutesFrom{}, fmt.Errorf("--routes_from=%s: want file, publish, slurm or pe", mode)
+	return sdm.RoutesFrom{}, nil // routing.SourceFile
 }
 
 // prefixed names the server in its error, since many write to one terminal.

@@ -37,11 +37,11 @@ func (p *progress) show(step launcher.Progress) {
 	}
 	var text string
 	switch step.Stage {
-	case "submitted":
+	case launcher.StageSubmitted:
 		text = fmt.Sprintf("submitted %d ranks", step.Total)
-	case "published":
+	case launcher.StagePublished:
 		text = fmt.Sprintf("published %d/%d", step.Done, step.Total)
-	case "connected":
+	case launcher.StageConnected:
 		text = fmt.Sprintf("connected %d/%d", step.Done, step.Total)
 	default:
 		return

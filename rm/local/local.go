@@ -38,7 +38,7 @@ func (Adapter) Name() string { return "local" }
 func (Adapter) Launcher() string { return "" }
 
 // Routes implements rm.Adapter: the adapter writes the routing file.
-func (Adapter) Routes() string { return "file" }
+func (Adapter) Routes() routing.Source { return routing.SourceFile }
 
 // StartsMaster implements rm.Adapter.
 func (Adapter) StartsMaster() bool { return true }
@@ -112,7 +112,7 @@ func Start(spec rm.Spec) (*Job, error) {
 	}
 	defer logFile.Close()
 
-	server := spec.ServerCommand("file")[1:]
+	server := spec.ServerCommand(routing.SourceFile)[1:]
 	// procs[i] is rank i; the master is procs[Size].
 	job := &Job{procs: make([]*proc, spec.Size+1), dir: spec.Dir, done: make(chan struct{})}
 	launch := func(i int) error {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/routing"
 )
 
 // Adapter is the MPICH adapter.
@@ -22,7 +23,7 @@ func (Adapter) Launcher() string {
 }
 
 // Routes implements rm.Adapter.
-func (Adapter) Routes() string { return "publish" }
+func (Adapter) Routes() routing.Source { return routing.SourcePublish }
 
 // StartsMaster implements rm.Adapter.
 func (Adapter) StartsMaster() bool { return false }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/routing"
 )
 
 // Adapter is the Open MPI adapter.
@@ -23,7 +24,7 @@ func (Adapter) Name() string { return "openmpi" }
 func (Adapter) Launcher() string { return rm.FindProgram("mpirun.openmpi", "mpirun") }
 
 // Routes implements rm.Adapter.
-func (Adapter) Routes() string { return "publish" }
+func (Adapter) Routes() routing.Source { return routing.SourcePublish }
 
 // StartsMaster implements rm.Adapter.
 func (Adapter) StartsMaster() bool { return false }

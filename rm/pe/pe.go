@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/routing"
 )
 
 // Adapter is the PE adapter.
@@ -24,7 +25,7 @@ func (Adapter) Name() string { return "pe" }
 func (Adapter) Launcher() string { return rm.FindProgram("poe") }
 
 // Routes implements rm.Adapter.
-func (Adapter) Routes() string { return "pe" }
+func (Adapter) Routes() routing.Source { return routing.SourcePE }
 
 // StartsMaster implements rm.Adapter.
 func (Adapter) StartsMaster() bool { return false }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/routing"
 )
 
 // Adapter is the SLURM adapter.
@@ -22,7 +23,7 @@ func (Adapter) Name() string { return "slurm" }
 func (Adapter) Launcher() string { return rm.FindProgram("srun") }
 
 // Routes implements rm.Adapter.
-func (Adapter) Routes() string { return "slurm" }
+func (Adapter) Routes() routing.Source { return routing.SourceSLURM }
 
 // StartsMaster implements rm.Adapter.
 func (Adapter) StartsMaster() bool { return false }

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/routing"
 )
 
 // Adapter starts rank r's server on Hosts[r] ("" for this machine).
@@ -36,7 +37,7 @@ func (a Adapter) Launcher() string {
 }
 
 // Routes implements rm.Adapter.
-func (Adapter) Routes() string { return "publish" }
+func (Adapter) Routes() routing.Source { return routing.SourcePublish }
 
 // StartsMaster implements rm.Adapter.
 func (Adapter) StartsMaster() bool { return false }
