@@ -2,8 +2,9 @@ package client
 
 import (
 	"context"
-	"io"
 	"sync"
+
+	"github.com/sdm-hpc/sdm/internal/fifo"
 )
 
 // queue is a FIFO of events, so that the goroutines reading the link
@@ -12,13 +13,7 @@ import (
 // each piece holds part of its session's output budget until it is read,
 // and the session stops reading output while the budget is spent. Readers
 // pull, so nothing is left running when no one reads.
-type queue struct {
-	mu     sync.Mutex
-	items  []entry
-	pushed int // how many were ever queued
-	closed bool
-	wake   chan struct{} // closed and replaced when items arrive or the queue closes
-}
+type queue struct{ q *fifo.Queue[entry] }
 
 // entry is a queued event, and for output the budget it holds.
 type entry struct {
@@ -26,54 +21,28 @@ type entry struct {
 	budget *budget
 }
 
-func newQueue() *queue { return &queue{wake: make(chan struct{})} }
+func newQueue() *queue { return &queue{q: fifo.New[entry]()} }
 
 // push queues e, and says false when the queue had closed.
 func (q *queue) push(e Event) bool { return q.put(entry{ev: e}) }
 
 // put queues an entry; one that comes too late gives its budget back.
 func (q *queue) put(e entry) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
+	if !q.q.Push(e) {
 		e.budget.release(len(e.ev.Group.Body))
 		return false
 	}
-	q.items = append(q.items, e)
-	q.pushed++
-	q.signal()
 	return true
 }
 
 // count is how many events were ever queued.
-func (q *queue) count() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.pushed
-}
+func (q *queue) count() int { return q.q.Pushed() }
 
 // taken is how many events were ever read.
-func (q *queue) taken() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.pushed - len(q.items)
-}
+func (q *queue) taken() int { return q.q.Popped() }
 
 // close lets readers take what is queued, then tells them io.EOF.
-func (q *queue) close() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.closed {
-		q.closed = true
-		q.signal()
-	}
-}
-
-// signal wakes the waiting readers. q.mu must be held.
-func (q *queue) signal() {
-	close(q.wake)
-	q.wake = make(chan struct{})
-}
+func (q *queue) close() { q.q.Close() }
 
 // next takes the next event for its reader, giving back the budget it
 // held.
@@ -84,29 +53,8 @@ func (q *queue) next(ctx context.Context) (Event, error) {
 }
 
 // take takes the next entry as it is, budget and all, to move it to
-// another queue (Joined).
-func (q *queue) take(ctx context.Context) (entry, error) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			e := q.items[0]
-			q.items[0] = entry{}
-			q.items = q.items[1:]
-			q.mu.Unlock()
-			return e, nil
-		}
-		closed, wake := q.closed, q.wake
-		q.mu.Unlock()
-		if closed {
-			return entry{}, io.EOF
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return entry{}, ctx.Err()
-		}
-	}
-}
+// another queue (Joined); io.EOF once the queue is closed and empty.
+func (q *queue) take(ctx context.Context) (entry, error) { return q.q.Pop(ctx) }
 
 // outputBuffer bounds the program output a session holds for its reader.
 // Beyond it the session stops reading the output stream: the tree's

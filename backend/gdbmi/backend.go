@@ -20,6 +20,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/dlopen"
+	"github.com/sdm-hpc/sdm/internal/fifo"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -27,8 +28,10 @@ import (
 type Backend struct {
 	cfg    backend.Config
 	events chan backend.Event
-	queue  queue
-	wg     sync.WaitGroup
+	// queue holds the commands waiting for gdb: unbounded, so that Do
+	// never blocks the node that calls it.
+	queue *fifo.Queue[job]
+	wg    sync.WaitGroup
 
 	mu  sync.Mutex
 	gdb *GDB
@@ -105,8 +108,8 @@ func New(cfg backend.Config) *Backend {
 		state:   wire.State{State: wire.StateNotStarted},
 		changed: make(chan struct{}),
 		dl:      dlopen.Default(),
+		queue:   fifo.New[job](),
 	}
-	b.queue.init()
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -128,7 +131,7 @@ func (b *Backend) Do(ctx context.Context, op string, body []byte, done func([]by
 		done(nil, err)
 	case op == wire.OpStatus || op == wire.OpHalt:
 		done(call(ctx, b))
-	case !b.queue.push(job{ctx: ctx, call: call, done: done}):
+	case !b.queue.Push(job{ctx: ctx, call: call, done: done}):
 		done(nil, ErrClosed)
 	}
 }
@@ -152,7 +155,9 @@ func (b *Backend) Close() error {
 		g.Run(ctx, "-interpreter-exec console kill")
 		cancel()
 	}
-	b.queue.close()
+	for _, j := range b.queue.Abandon() {
+		j.done(nil, ErrClosed)
+	}
 	if g != nil {
 		g.Close()
 	}
@@ -174,9 +179,9 @@ type job struct {
 
 func (b *Backend) work() {
 	for {
-		j, ok := b.queue.pop()
-		if !ok {
-			return
+		j, err := b.queue.Pop(context.Background())
+		if err != nil {
+			return // closed
 		}
 		if err := j.ctx.Err(); err != nil {
 			j.done(nil, err)
@@ -264,61 +269,6 @@ func (b *Backend) report() {
 	b.reported++
 	close(b.changed)
 	b.changed = make(chan struct{})
-}
-
-// queue is the FIFO of commands waiting for gdb: unbounded, so that Do
-// never blocks the node that calls it.
-type queue struct {
-	mu     sync.Mutex
-	jobs   []job
-	closed bool
-	wake   chan struct{}
-}
-
-func (q *queue) init() { q.wake = make(chan struct{}, 1) }
-
-func (q *queue) push(j job) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return false
-	}
-	q.jobs = append(q.jobs, j)
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-func (q *queue) close() {
-	q.mu.Lock()
-	q.closed = true
-	left := q.jobs
-	q.jobs = nil
-	close(q.wake)
-	q.mu.Unlock()
-	for _, j := range left {
-		j.done(nil, ErrClosed)
-	}
-}
-
-func (q *queue) pop() (job, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.jobs) > 0 {
-			j := q.jobs[0]
-			q.jobs = q.jobs[1:]
-			q.mu.Unlock()
-			return j, true
-		}
-		closed := q.closed
-		q.mu.Unlock()
-		if closed {
-			return job{}, false
-		}
-		<-q.wake
-	}
 }
 
 var _ backend.Ops = (*Backend)(nil)

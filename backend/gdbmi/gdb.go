@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/internal/fifo"
 )
 
 // GDB is one gdb running the GDB/MI interpreter. Commands go one at a
@@ -24,7 +26,13 @@ type GDB struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	async chan Record
-	queue records // async records read, waiting for Async's reader
+	// queue holds the async records read and not yet taken by Async's
+	// reader. It is unbounded: the backend runs gdb commands of its own
+	// while it handles a record (it reads the symbols of new libraries at
+	// a stop, it lets a load go on), and gdb must be read meanwhile,
+	// however much it prints, or the answer those commands wait for would
+	// never be seen.
+	queue *fifo.Queue[Record]
 	done  chan struct{}
 	// pidfd is gdb's own pidfd (nil where the kernel has none), which
 	// tells at once that gdb ended, before its output is read to the end.
@@ -58,8 +66,7 @@ func Start(path string) (*GDB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
 	}
-	g := &GDB{path: resolved, async: make(chan Record), done: make(chan struct{}), progress: make(chan struct{})}
-	g.queue.wake = make(chan struct{}, 1)
+	g := &GDB{path: resolved, async: make(chan Record), queue: fifo.New[Record](), done: make(chan struct{}), progress: make(chan struct{})}
 	g.cmd = exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
 	// gdb must not share our process group: a ^C meant for the front end
 	// would otherwise reach it, and it would stop the program.
@@ -107,7 +114,7 @@ func (g *GDB) Ended() bool {
 // Mark is how many asynchronous records gdb has printed so far. Taken
 // after a command's answer, it counts every record gdb printed before
 // that answer.
-func (g *GDB) Mark() uint64 { return g.queue.count() }
+func (g *GDB) Mark() uint64 { return uint64(g.queue.Pushed()) }
 
 // Handled tells that Async's reader has acted on one more record.
 func (g *GDB) Handled() {
@@ -211,7 +218,7 @@ func (g *GDB) Close() error {
 func (g *GDB) Kill() { g.cmd.Process.Kill() }
 
 func (g *GDB) read(stdout io.Reader) {
-	defer g.queue.close()
+	defer g.queue.Close()
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 64<<20) // a large struct prints on one line
 	for sc.Scan() {
@@ -233,7 +240,7 @@ func (g *GDB) read(stdout io.Reader) {
 			}
 			g.mu.Unlock()
 		case Exec, Status, Notify:
-			g.queue.push(r)
+			g.queue.Push(r)
 		}
 	}
 	err := g.cmd.Wait()
@@ -259,73 +266,11 @@ func (g *GDB) read(stdout io.Reader) {
 func (g *GDB) forward() {
 	defer close(g.async)
 	for {
-		r, ok := g.queue.pop()
-		if !ok {
-			return
+		r, err := g.queue.Pop(context.Background())
+		if err != nil {
+			return // closed and empty: gdb has ended
 		}
 		g.async <- r
-	}
-}
-
-// records is an unbounded FIFO between gdb's reader and Async. The
-// backend runs gdb commands of its own while it handles a record (it reads
-// the symbols of new libraries at a stop, it lets a load go on), and gdb
-// must be read meanwhile, however much it prints, or the answer those
-// commands wait for would never be seen.
-type records struct {
-	mu     sync.Mutex
-	items  []Record
-	pushed uint64 // records pushed so far
-	closed bool
-	wake   chan struct{} // a token when items arrive or the queue closes
-}
-
-func (q *records) push(r Record) {
-	q.mu.Lock()
-	q.items = append(q.items, r)
-	q.pushed++
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *records) count() uint64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.pushed
-}
-
-func (q *records) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *records) signal() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// pop returns the next record, waiting for one; false once the queue is
-// closed and empty.
-func (q *records) pop() (Record, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			r := q.items[0]
-			q.items[0] = Record{}
-			q.items = q.items[1:]
-			q.mu.Unlock()
-			return r, true
-		}
-		closed := q.closed
-		q.mu.Unlock()
-		if closed {
-			return Record{}, false
-		}
-		<-q.wake
 	}
 }
 

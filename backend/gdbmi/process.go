@@ -134,7 +134,7 @@ func (b *Backend) died(d *death) {
 	b.exited(d.state)
 	// gdb lets go of the zombie before its next command, or now, when
 	// none is waiting: a job without a call only tidies.
-	b.queue.push(job{ctx: context.Background(), done: func([]byte, error) {}})
+	b.queue.Push(job{ctx: context.Background(), done: func([]byte, error) {}})
 }
 
 // tidy has gdb kill (so reap and forget) a process that died without its
