@@ -638,11 +638,9 @@ func program(name, dir string) (string, error) {
 	return path, nil
 }
 
-// resume runs a command that sets the program going; the stop that ends
-// it arrives as an event. gdb answers ^running before its *running record
-// reaches the watcher: unless gdb has reported something since (the
-// running, or even the stop), the state is set to running here, so that a
-// status asked right after this answer does not see the old stop. A step
+// resume runs a command that sets the program going (letGo); the stop
+// that ends it arrives as an event. gdb answers ^running before its
+// *running record reaches the watcher, so the state is set here. A step
 // (step, next, finish) runs as itself from the frame it leaves, which a
 // step over a call that waits for other ranks may never get back to.
 func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd string) (wire.State, error) {
@@ -655,27 +653,25 @@ func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd s
 	if step {
 		running.Reason, running.Frame = name, b.stepFrom(run, name)
 	}
-	// A hold at a load ends before the process goes on, since the next
-	// load may hold it again before run returns.
-	b.mu.Lock()
-	reported, held := b.reported, b.held
-	b.held, b.going = false, running
-	b.mu.Unlock()
-	if _, _, err := run(cmd); err != nil {
-		b.mu.Lock()
-		if b.reported == reported {
-			b.held = held
+	err := b.letGo(func() error {
+		b.setGoing(running)
+		if _, _, err := run(cmd); err != nil {
+			b.setGoing(wire.State{})
+			return err
 		}
-		b.going = wire.State{}
-		b.mu.Unlock()
+		return nil
+	}, running)
+	if err != nil {
 		return wire.State{}, err
 	}
-	b.mu.Lock()
-	if b.reported == reported {
-		b.state = running
-	}
-	b.mu.Unlock()
 	return running, nil
+}
+
+// setGoing says what the next *running record reports.
+func (b *Backend) setGoing(st wire.State) {
+	b.mu.Lock()
+	b.going = st
+	b.mu.Unlock()
 }
 
 // stepFrom is the frame a step leaves: finish leaves the selected frame,

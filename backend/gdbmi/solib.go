@@ -319,31 +319,44 @@ func (b *Backend) plant(g *GDB) (wire.State, error) {
 	if err := b.settle(g); err != nil {
 		return wire.State{}, err
 	}
-	// The hold ends before the process goes on: the next load may hold it
-	// again before continueQuietly returns, and that hold must stand.
-	b.mu.Lock()
-	reported := b.reported
-	b.held = false
-	b.mu.Unlock()
-	if err := b.continueQuietly(g); err != nil {
-		b.mu.Lock()
-		if b.reported == reported {
-			b.held = true // still stopped at the load
-		}
-		b.mu.Unlock()
+	// The rank counted as running all along: its going on is no news.
+	running := wire.State{State: wire.StateRunning}
+	if err := b.letGo(func() error { return b.continueQuietly(g) }, running); err != nil {
 		return wire.State{}, err
 	}
-	running := wire.State{State: wire.StateRunning}
+	if readErr != nil {
+		return wire.State{}, fmt.Errorf("%w (the rank went on)", readErr)
+	}
+	return running, nil
+}
+
+// letGo sets a stopped process going, by start, the one way every command
+// does (a resume, the answer to a reported load): the hold at a load ends
+// before the process goes on, since the next load may hold it again
+// before start returns, and that hold must stand; should gdb refuse, the
+// hold stands as it was. Unless gdb has reported something since (the
+// running, or even the next stop), the state becomes running here, so
+// that a status asked right after the answer does not see the old stop.
+func (b *Backend) letGo(start func() error, running wire.State) error {
+	b.mu.Lock()
+	reported, held := b.reported, b.held
+	b.held = false
+	b.mu.Unlock()
+	if err := start(); err != nil {
+		b.mu.Lock()
+		if b.reported == reported {
+			b.held = held
+		}
+		b.mu.Unlock()
+		return err
+	}
 	b.mu.Lock()
 	if b.reported == reported {
 		b.state = running
 		b.report()
 	}
 	b.mu.Unlock()
-	if readErr != nil {
-		return wire.State{}, fmt.Errorf("%w (the rank went on)", readErr)
-	}
-	return running, nil
+	return nil
 }
 
 // Dlopen implements backend.Ops: change the setting (an empty one only
