@@ -31,8 +31,8 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) (wire.Attached, err
 	if err != nil {
 		return wire.Attached{}, err
 	}
-	b.quiet(true)
-	defer b.quiet(false)
+	b.setAttaching(true)
+	defer b.setAttaching(false)
 	run := func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }
 	// A starter may hold its ranks with SIGSTOP (srun does) and let them
 	// go with SIGCONT: neither is news for the user, nor must the SIGSTOP
@@ -105,38 +105,6 @@ func (b *Backend) detach(ctx context.Context, g *GDB) (wire.State, error) {
 	b.mu.Unlock()
 	b.setState(st)
 	return st, nil
-}
-
-func (b *Backend) quiet(on bool) {
-	b.mu.Lock()
-	b.attaching = on
-	b.mu.Unlock()
-}
-
-// reports is how many states gdb has reported so far.
-func (b *Backend) reports() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.reported
-}
-
-// waitStop waits until gdb reports, after its since-th report, that the
-// process stopped or ended.
-func (b *Backend) waitStop(ctx context.Context, since int) (wire.State, error) {
-	for {
-		b.mu.Lock()
-		st, changed := b.state, b.changed
-		done := b.reported != since && st.State != wire.StateRunning
-		b.mu.Unlock()
-		if done {
-			return st, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return st, fmt.Errorf("gdb reported no stop: %w", ctx.Err())
-		}
-	}
 }
 
 // quotedPart is the C string in a value gdb printed as

@@ -19,12 +19,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/backend"
-	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/internal/fifo"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// Backend is the gdb of one rank.
+// Backend is the gdb of one rank: the MI process (GDB), the program's
+// terminal and output, the command queue, and the program as they tell
+// it (inferior, embedded), whose lock mu guards the fields below it too.
+//
+// Four kinds of goroutine act on it: the worker runs the queued commands
+// one at a time (ops.go); the watcher turns gdb's records into state and
+// events (events.go); the watch of a process reports its end
+// (process.go); the pump sends the program's output (output.go). status
+// and halt run on the node's goroutine. None holds mu while gdb runs a
+// command.
 type Backend struct {
 	cfg    backend.Config
 	events chan backend.Event
@@ -32,67 +40,18 @@ type Backend struct {
 	// never blocks the node that calls it.
 	queue *fifo.Queue[job]
 	wg    sync.WaitGroup
+	// settling is held while gdb's load settings change (settle), so that
+	// of the watcher's settle at a load and a command's after a new
+	// breakpoint, the later one sees the later list.
+	settling sync.Mutex
 
-	mu  sync.Mutex
+	inferior
 	gdb *GDB
 	// watched is closed once the watcher of gdb has reported its end.
 	watched <-chan struct{}
 	term    *terminal
 	out     *output
-	state   wire.State
-	// reported counts the states gdb reported, so that a command that set
-	// the program going can tell whether gdb has said anything since.
-	reported int
-	changed  chan struct{} // closed and replaced at each report
-	pid      int           // the program's process, while there is one
-	// attached: the process was running before gdb took it (attach);
-	// killOnClose: it ends with the session all the same.
-	attached, killOnClose bool
-	// attaching: the stops on the way are the attach command's answer,
-	// not news.
-	attaching bool
-	exiting   bool // the end is being reported (exited)
-	// announcing counts stops and ends sent as events whose state is
-	// not set yet: status waits for them, so that it never contradicts
-	// news that went out before it.
-	announcing int
-	closed     bool
-	// The process itself (process.go): proc is watched for its end;
-	// lastPid names the last one in the words about its death; gone: it
-	// ended, and gdb's records about it are stale until a new one starts;
-	// ending: a command that may end it runs, and deferred is a death it
-	// met; untold: it died without gdb's noticing, and gdb is to let go
-	// of it before its next command.
-	proc         *process
-	lastPid      int
-	gone, ending bool
-	deferred     *death
-	untold       bool
-	// going is what the next *running record reports, set by the command
-	// that sets the process going: a step keeps its op and the frame it
-	// started from, so that status says what a rank that does not come
-	// back is doing. Taken by that record; empty means plain running.
-	going wire.State
-
-	// Libraries the program loads (solib.go).
-	dl      dlopen.Setting
-	solib   solibVars  // gdb's settings as they stand
-	solibMu sync.Mutex // held while they change
-	// started: the libraries the program started with have been read;
-	// unread: gdb announced libraries whose symbols it has not read;
-	// held: stopped at a reported load until the front end's OpPlant;
-	// stepping: the process was last set going by a step.
-	started, unread, held, stepping bool
-	// pending: an enabled breakpoint waits for a library, as last listed
-	// (kept in auto mode only, which depends on it).
-	pending   bool
-	quietRuns int // *running records of the backend's own continues: no news
-	// loadStops counts the stops at loads, what the modes differ in.
-	loadStops int
-	// cuda is the CUDA driver's path once loaded; cudaWarned says the
-	// current setting has been warned about leaving it out.
-	cuda       string
-	cudaWarned bool
+	closed  bool
 }
 
 // ErrClosed answers commands that arrive after Close.
@@ -103,12 +62,10 @@ var ErrClosed = errors.New("debugger closed")
 // answer, naming the rank, instead of killing the server.
 func New(cfg backend.Config) *Backend {
 	b := &Backend{
-		cfg:     cfg,
-		events:  make(chan backend.Event, 256),
-		state:   wire.State{State: wire.StateNotStarted},
-		changed: make(chan struct{}),
-		dl:      dlopen.Default(),
-		queue:   fifo.New[job](),
+		cfg:      cfg,
+		events:   make(chan backend.Event, 256),
+		queue:    fifo.New[job](),
+		inferior: newInferior(),
 	}
 	b.wg.Add(1)
 	go func() {
@@ -252,23 +209,6 @@ func (b *Backend) halt() (wire.State, error) {
 		}
 	}
 	return state, nil
-}
-
-// setState records the process state as gdb reported it; whatever it is,
-// the process is no longer held at a load.
-func (b *Backend) setState(st wire.State) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.state, b.held = st, false
-	b.report()
-}
-
-// report counts a state reported and wakes whoever waits for one; b.mu
-// is held.
-func (b *Backend) report() {
-	b.reported++
-	close(b.changed)
-	b.changed = make(chan struct{})
 }
 
 var _ backend.Ops = (*Backend)(nil)

@@ -667,13 +667,6 @@ func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd s
 	return running, nil
 }
 
-// setGoing says what the next *running record reports.
-func (b *Backend) setGoing(st wire.State) {
-	b.mu.Lock()
-	b.going = st
-	b.mu.Unlock()
-}
-
 // stepFrom is the frame a step leaves: finish leaves the selected frame,
 // step and next the innermost one (gdb's rules). Should gdb not say, the
 // frame of the last stop stands in.

@@ -81,12 +81,10 @@ const symbolTimeout = 5 * time.Minute
 // mode's, for a step or not (b.stepping), with a pending breakpoint or
 // not. The breakpoints are listed only in a mode that depends on them
 // (auto), once the start-up libraries are read. The list is read and the
-// settings changed under one lock, so that of two settles, the watcher's
-// at a load and the command's after a new breakpoint, the later one sees
-// the later list.
+// settings changed under b.settling.
 func (b *Backend) settle(g *GDB) error {
-	b.solibMu.Lock()
-	defer b.solibMu.Unlock()
+	b.settling.Lock()
+	defer b.settling.Unlock()
 	b.mu.Lock()
 	s, started, step := b.dl, b.started, b.stepping
 	b.mu.Unlock()
@@ -138,7 +136,7 @@ func (b *Backend) breakpointsChanged(g *GDB) {
 	}
 }
 
-// setSolib changes gdb's settings to v where they differ; b.solibMu is
+// setSolib changes gdb's settings to v where they differ; b.settling is
 // held. gdb takes them while the process runs, and applies them from the
 // next load on.
 func (b *Backend) setSolib(g *GDB, v solibVars) error {
