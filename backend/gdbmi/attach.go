@@ -34,24 +34,7 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) (wire.Attached, err
 	b.setAttaching(true)
 	defer b.setAttaching(false)
 	run := func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }
-	// A starter may hold its ranks with SIGSTOP (srun does) and let them
-	// go with SIGCONT: neither is news for the user, nor must the SIGSTOP
-	// stop the process again once it runs.
-	for _, sig := range []string{"SIGSTOP nostop noprint nopass", "SIGCONT nostop noprint pass"} {
-		if _, _, err := run("-interpreter-exec console " + Quote("handle "+sig)); err != nil {
-			return wire.Attached{}, err
-		}
-	}
-	since := b.reports()
-	if _, _, err := run("-target-attach " + strconv.Itoa(pid)); err != nil {
-		return wire.Attached{}, fmt.Errorf("attach to pid %d: %w", pid, err)
-	}
-	if _, err := b.waitStop(ctx, since); err != nil {
-		return wire.Attached{}, fmt.Errorf("attach to pid %d: %w", pid, err)
-	}
-	// Every library the process has loaded is read, whatever the dlopen
-	// setting: it applies to the loads from now on.
-	if err := b.readSymbols(g); err != nil {
+	if err := b.takeOver(ctx, g, run, pid); err != nil {
 		return wire.Attached{}, fmt.Errorf("attach to pid %d: %w", pid, err)
 	}
 	b.mu.Lock()
@@ -66,14 +49,7 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) (wire.Attached, err
 		dll = quotedPart(r.Results.S("value"))
 	}
 	if a.PreMain {
-		if _, _, err := run("-break-insert -t main"); err != nil {
-			return wire.Attached{}, fmt.Errorf("run to main: %w", err)
-		}
-		since := b.reports()
-		if _, err := b.resume(g, run, "-exec-continue"); err != nil {
-			return wire.Attached{}, fmt.Errorf("run to main: %w", err)
-		}
-		if _, err := b.waitStop(ctx, since); err != nil {
+		if err := b.runToMain(ctx, g, run); err != nil {
 			return wire.Attached{}, fmt.Errorf("run to main: %w", err)
 		}
 	}
@@ -86,6 +62,42 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) (wire.Attached, err
 	st := b.state
 	b.mu.Unlock()
 	return wire.Attached{State: st, DLL: dll}, nil
+}
+
+// takeOver attaches gdb to process pid and waits for the stop that
+// attaching makes.
+func (b *Backend) takeOver(ctx context.Context, g *GDB, run func(string) (Record, string, error), pid int) error {
+	// A starter may hold its ranks with SIGSTOP (srun does) and let them
+	// go with SIGCONT: neither is news for the user, nor must the SIGSTOP
+	// stop the process again once it runs.
+	for _, sig := range []string{"SIGSTOP nostop noprint nopass", "SIGCONT nostop noprint pass"} {
+		if _, _, err := run("-interpreter-exec console " + Quote("handle "+sig)); err != nil {
+			return err
+		}
+	}
+	since := b.reports()
+	if _, _, err := run("-target-attach " + strconv.Itoa(pid)); err != nil {
+		return err
+	}
+	if _, err := b.waitStop(ctx, since); err != nil {
+		return err
+	}
+	// Every library the process has loaded is read, whatever the dlopen
+	// setting: it applies to the loads from now on.
+	return b.readSymbols(g)
+}
+
+// runToMain runs a process held before main to the start of main.
+func (b *Backend) runToMain(ctx context.Context, g *GDB, run func(string) (Record, string, error)) error {
+	if _, _, err := run("-break-insert -t main"); err != nil {
+		return err
+	}
+	since := b.reports()
+	if _, err := b.resume(g, run, "-exec-continue"); err != nil {
+		return err
+	}
+	_, err := b.waitStop(ctx, since)
+	return err
 }
 
 // detach lets an attached process go on without gdb.

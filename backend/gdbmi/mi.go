@@ -207,53 +207,63 @@ func (p *parser) value(depth int) (Value, error) {
 		return Value{Kind: String, Str: s}, err
 	case '{':
 		p.i++
-		v := Value{Kind: Tuple}
-		if p.i < len(p.s) && p.s[p.i] == '}' {
-			p.i++
-			return v, nil
-		}
-		for {
-			f, err := p.result(depth)
-			if err != nil {
-				return v, err
-			}
-			v.Fields = append(v.Fields, f)
-			if p.i < len(p.s) && p.s[p.i] == ',' {
-				p.i++
-				continue
-			}
-			return v, p.expect('}')
-		}
+		return p.tuple(depth)
 	case '[':
 		p.i++
-		v := Value{Kind: List}
-		if p.i < len(p.s) && p.s[p.i] == ']' {
-			p.i++
-			return v, nil
-		}
-		for {
-			if p.i >= len(p.s) {
-				return v, p.errorf("unterminated list")
-			}
-			var f Field
-			var err error
-			if c := p.s[p.i]; c == '"' || c == '{' || c == '[' {
-				f.Value, err = p.value(depth + 1)
-			} else {
-				f, err = p.result(depth)
-			}
-			if err != nil {
-				return v, err
-			}
-			v.Fields = append(v.Fields, f)
-			if p.i < len(p.s) && p.s[p.i] == ',' {
-				p.i++
-				continue
-			}
-			return v, p.expect(']')
-		}
+		return p.list(depth)
 	}
 	return Value{}, p.errorf("want a value, got %q", p.s[p.i])
+}
+
+// tuple reads {name=value,...} after its '{'.
+func (p *parser) tuple(depth int) (Value, error) {
+	v := Value{Kind: Tuple}
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		return v, nil
+	}
+	for {
+		f, err := p.result(depth)
+		if err != nil {
+			return v, err
+		}
+		v.Fields = append(v.Fields, f)
+		if p.i < len(p.s) && p.s[p.i] == ',' {
+			p.i++
+			continue
+		}
+		return v, p.expect('}')
+	}
+}
+
+// list reads [value,...] or [name=value,...] after its '['.
+func (p *parser) list(depth int) (Value, error) {
+	v := Value{Kind: List}
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		return v, nil
+	}
+	for {
+		if p.i >= len(p.s) {
+			return v, p.errorf("unterminated list")
+		}
+		var f Field
+		var err error
+		if c := p.s[p.i]; c == '"' || c == '{' || c == '[' {
+			f.Value, err = p.value(depth + 1)
+		} else {
+			f, err = p.result(depth)
+		}
+		if err != nil {
+			return v, err
+		}
+		v.Fields = append(v.Fields, f)
+		if p.i < len(p.s) && p.s[p.i] == ',' {
+			p.i++
+			continue
+		}
+		return v, p.expect(']')
+	}
 }
 
 // cstring reads a C string as gdb writes it: backslash escapes for quotes,
