@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -194,6 +195,11 @@ func (b *Backend) rawEnds() func(ctx context.Context, g *GDB, gdbEnds bool) {
 		}
 	}
 	return func(ctx context.Context, g *GDB, gdbEnds bool) {
+		if pidfd >= 0 && dying(before.pid) {
+			// Killed during the command (gdb's python os.kill, say): the
+			// death is the command's news, so wait for it to happen.
+			waitEnded(pidfd, killWait)
+		}
 		d := met()
 		if pidfd >= 0 {
 			defer unix.Close(pidfd)
@@ -212,6 +218,58 @@ func (b *Backend) rawEnds() func(ctx context.Context, g *GDB, gdbEnds bool) {
 			b.exited(wire.State{State: wire.StateExited, Reason: "killed"})
 		case watched && d != nil:
 			b.died(d)
+		case watched && pidfd >= 0 && ended(pidfd):
+			// It died during the command, and its watch has not told yet.
+			if st, ok := endOf(pidfd, before.pid); ok {
+				b.died(&death{p: before, state: st, known: true})
+			}
+		}
+	}
+}
+
+// killWait bounds how long the end of a raw command waits for a process
+// that a SIGKILL is ending to be gone.
+const killWait = 2 * time.Second
+
+// dying says whether process pid has a SIGKILL pending or is exiting
+// already: it is as good as gone, but the kernel may not have finished
+// with it yet on a busy node.
+func dying(pid int) bool {
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		// flags is field 9, the 7th after the command name's ')'.
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
+			fields := strings.Fields(string(stat[i+1:]))
+			const pfExiting = 0x4
+			if len(fields) > 6 {
+				if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfExiting != 0 {
+					return true
+				}
+			}
+		}
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		name, mask, ok := strings.Cut(line, ":")
+		if !ok || (name != "SigPnd" && name != "ShdPnd") {
+			continue
+		}
+		if m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && m&(1<<(unix.SIGKILL-1)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// waitEnded waits until the pidfd fd says its process ended, for at most d.
+func waitEnded(fd int, d time.Duration) {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(d)
+	for left := time.Until(deadline); left > 0; left = time.Until(deadline) {
+		if _, err := unix.Poll(pfd, int(left.Milliseconds())+1); err != unix.EINTR {
+			return
 		}
 	}
 }
