@@ -162,7 +162,7 @@ func debugRequest(ctx context.Context, l *launcher.Listener, f *sessionFlags, r 
 	}
 	jobs := l.NewJobs(ctx, s, r)
 	opts := console.Options{Jobs: jobs}
-	return runSession(ctx, session{tree: jobs.Tree(), end: jobs.End, restart: jobs}, f, opts, func(con *console.Console) error {
+	return runSession(ctx, console.Session{Tree: jobs.Tree(), End: jobs.End, Restart: jobs}, f, opts, func(con *console.Console) error {
 		jobs.OnJoin = func(sets []launcher.JobSet, attached []wire.Group) {
 			for _, set := range sets {
 				con.Define(set.Name, set.Ranks)
