@@ -118,16 +118,16 @@ func runDebug(args []string) error {
 		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0),
 	}
 	if *useMPIR {
-		out := newStarterOutput()
-		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Lines: out.line}, f, dl, out, *starter)
+		out := new(launcher.StarterOutput)
+		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Lines: out.Line}, f, dl, out, *starter)
 	}
-	progress := newProgress(isTerminal(os.Stderr))
+	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
 		sayUsing(p)
-		progress.show(p)
+		progress.Show(p)
 	}
 	s, err := launcher.Launch(ctx, o)
-	progress.clear()
+	progress.Clear()
 	if err != nil {
 		if ended := endedBy(ctx, nil); ended != nil {
 			return ended // the launch cut short: its job is gone
@@ -137,7 +137,7 @@ func runDebug(args []string) error {
 	load := func(ctx context.Context, s *launcher.Session) error {
 		return s.Load(ctx, fs.Args(), dir, *f.timeout)
 	}
-	return runSession(ctx, launched(s, load, progress.clear), f, console.Options{}, func(*console.Console) error {
+	return runSession(ctx, launched(s, load, progress.Clear), f, console.Options{}, func(*console.Console) error {
 		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
 			return err
 		}

@@ -74,10 +74,10 @@ func newListener(f *sessionFlags, clientHost string, wait time.Duration) (*launc
 	if err != nil {
 		return nil, err
 	}
-	progress := newProgress(isTerminal(os.Stderr))
+	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
 	l := &launcher.Listener{Dir: dir, ClientHost: clientHost, Fanout: *f.fanout, Debug: *f.verbose,
 		ConnectTimeout: *f.connect, Timeout: *f.timeout, Dlopen: dl, Log: log.New(os.Stderr, "sdm: ", 0),
-		Progress: progress.show, Settled: progress.clear}
+		Progress: progress.Show, Settled: progress.Clear}
 	if wait > 0 {
 		l.Deadline = time.Now().Add(wait)
 	}
