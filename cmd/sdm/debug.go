@@ -121,6 +121,12 @@ func runDebug(args []string) error {
 		out := new(launcher.StarterOutput)
 		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Lines: out.Line}, f, dl, out, *starter)
 	}
+	return launchAndRun(ctx, o, f, dl, fs.Args())
+}
+
+// launchAndRun starts the program's job, loads the program, and runs the
+// session's commands.
+func launchAndRun(ctx context.Context, o launcher.Options, f *sessionFlags, dl dlopen.Setting, program []string) error {
 	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
 		sayUsing(p)
@@ -135,7 +141,7 @@ func runDebug(args []string) error {
 		return refused(err)
 	}
 	load := func(ctx context.Context, s *launcher.Session) error {
-		return s.Load(ctx, fs.Args(), dir, *f.timeout)
+		return s.Load(ctx, program, o.Dir, *f.timeout)
 	}
 	return runSession(ctx, launched(s, load, progress.Clear), f, console.Options{}, func(*console.Console) error {
 		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
