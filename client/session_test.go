@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -17,7 +16,10 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-var describe = testenv.Describe
+var (
+	describe = testenv.Describe
+	okRanks  = testenv.OKRanks
+)
 
 // deadline bounds each wait of these tests for an answer or an event.
 const deadline = 10 * time.Second
@@ -265,18 +267,8 @@ func TestQuitEndsTreeAndSession(t *testing.T) {
 	case <-time.After(deadline):
 		t.Fatal("the session did not end after quit")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	for {
-		_, err := tt.Session.NextEvent(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("events after quit: %v, want io.EOF", err)
-		}
-	}
-	if _, err := tt.Session.Command(ctx, wire.All(n), wire.OpStatus, nil, time.Second); !errors.Is(err, client.ErrClosed) {
+	drain(t, tt.Session)
+	if _, err := tt.Session.Command(context.Background(), wire.All(n), wire.OpStatus, nil, time.Second); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("command after quit: %v, want ErrClosed", err)
 	}
 }
