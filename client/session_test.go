@@ -322,6 +322,9 @@ func TestTooLargeCommandFailsAtOnce(t *testing.T) {
 	if !errors.Is(err, wire.ErrFrameTooLarge) {
 		t.Fatalf("a command of %d bytes: %v, want ErrFrameTooLarge", len(huge), err)
 	}
+	if ctx.Err() != nil {
+		t.Fatalf("a command that was never sent waited %v for an answer", deadline)
+	}
 	if g := command(t, tt.Session, wire.All(2), wire.OpStatus, nil); !testenv.OKRanks(g).Equal(wire.All(2)) {
 		t.Fatalf("status after a failed send: %s", describe(g))
 	}
