@@ -139,12 +139,18 @@ func (o Options) upstream() (dial func(context.Context) (net.Conn, error), close
 	if err != nil {
 		return nil, nil, fmt.Errorf("session port: %w", err)
 	}
-	// Each attempt takes the next front end that connects.
+	return acceptFrom(ln), func() { ln.Close() }, nil
+}
+
+// acceptFrom is a dial that takes the next front end that connects to ln.
+// An attempt that ctx ends closes ln: the master then gives up on its
+// front end.
+func acceptFrom(ln net.Listener) func(context.Context) (net.Conn, error) {
 	return func(ctx context.Context) (net.Conn, error) {
 		stop := context.AfterFunc(ctx, func() { ln.Close() })
 		defer stop()
 		return ln.Accept()
-	}, func() { ln.Close() }, nil
+	}
 }
 
 // publish listens on a free port for the children and writes the master
