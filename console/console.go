@@ -2,7 +2,8 @@
 // such as `[0-3] where`, sends them through a client.Session to the rank
 // set given (or the focus set), and prints the merged answers and the
 // events of the tree, as text (one line per distinct answer, rank set
-// first) or as JSON (one object per line).
+// first) or as JSON (one object per line). Session.Run drives a whole
+// session: its commands from -e, a batch file or the terminal, then its end.
 package console
 
 import (

@@ -47,8 +47,16 @@ type Options struct {
 	Trace       *log.Logger // what the node does, for --debug
 }
 
-// Run serves as the master until the session ends.
+// Run serves as the master until the session ends. Its error begins with
+// "master:", since the servers write to the same terminal.
 func Run(ctx context.Context, o Options) error {
+	if err := o.run(ctx); err != nil {
+		return fmt.Errorf("master: %w", err)
+	}
+	return nil
+}
+
+func (o Options) run(ctx context.Context) error {
 	// The session port comes first: bound later, it could find its port
 	// taken by the children's listener, which the kernel picks freely.
 	dial, closeUp, err := o.upstream()
@@ -129,14 +137,20 @@ func (o Options) upstream() (dial func(context.Context) (net.Conn, error), close
 	}
 	ln, err := sdm.Listen(host, o.ListenPort)
 	if err != nil {
-		return nil, nil, fmt.Errorf("master: session port: %w", err)
+		return nil, nil, fmt.Errorf("session port: %w", err)
 	}
-	// Each attempt takes the next front end that connects.
+	return acceptFrom(ln), func() { ln.Close() }, nil
+}
+
+// acceptFrom is a dial that takes the next front end that connects to ln.
+// An attempt that ctx ends closes ln: the master then gives up on its
+// front end.
+func acceptFrom(ln net.Listener) func(context.Context) (net.Conn, error) {
 	return func(ctx context.Context) (net.Conn, error) {
 		stop := context.AfterFunc(ctx, func() { ln.Close() })
 		defer stop()
 		return ln.Accept()
-	}, func() { ln.Close() }, nil
+	}
 }
 
 // publish listens on a free port for the children and writes the master
@@ -145,12 +159,12 @@ func publish(routingFile string, size int) (net.Listener, error) {
 	host := routing.PublicHost()
 	ln, err := sdm.Listen(sdm.BindHost(host), 0)
 	if err != nil {
-		return nil, fmt.Errorf("master: %w", err)
+		return nil, err
 	}
 	entry := routing.Entry{Index: size, Host: host, Port: ln.Addr().(*net.TCPAddr).Port}
 	if err := routing.WriteMaster(routingFile, entry); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("master: %w", err)
+		return nil, err
 	}
 	return ln, nil
 }

@@ -1,6 +1,12 @@
 package routing
 
-import "fmt"
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
 
 // Tree is the shape in which the servers forward commands down from the
 // master and replies back up. Servers are 0..Size-1 and the master is Size.
@@ -111,4 +117,34 @@ func (t Tree) Depth() int {
 		return binomialDepth(t.Size)
 	}
 	return karyDepth(t.Size+1, t.Fanout)
+}
+
+// WriteTo writes the tree, one line per node, the master first: "ID
+// PARENT CHILDREN", with "-" for none and the children comma-separated
+// (sdm routes tree).
+func (t Tree) WriteTo(w io.Writer) (int64, error) {
+	b := bufio.NewWriter(w)
+	var n int64
+	line := func(id int) {
+		parent := "-"
+		if p := t.Parent(id); p >= 0 {
+			parent = strconv.Itoa(p)
+		}
+		kids := t.Children(id)
+		list := "-"
+		if len(kids) > 0 {
+			s := make([]string, len(kids))
+			for i, k := range kids {
+				s[i] = strconv.Itoa(k)
+			}
+			list = strings.Join(s, ",")
+		}
+		m, _ := fmt.Fprintf(b, "%d %s %s\n", id, parent, list)
+		n += int64(m)
+	}
+	line(t.Master())
+	for id := 0; id < t.Size; id++ {
+		line(id)
+	}
+	return n, b.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -206,5 +207,17 @@ func TestTreeLarge(t *testing.T) {
 			t.Errorf("fanout %d: Parent(%d) = %d", k, n-1, p)
 		}
 		t.Logf("fanout %d: depth %d, master has %d children", k, tr.Depth(), len(tr.Children(tr.Master())))
+	}
+}
+
+func TestTreeWriteTo(t *testing.T) {
+	var b strings.Builder
+	n, err := Tree{Size: 4}.WriteTo(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "4 - 0,1,3\n0 4 2\n1 4 -\n2 0 -\n3 4 -\n"
+	if b.String() != want || n != int64(len(want)) {
+		t.Errorf("wrote %d bytes:\n%s\nwant\n%s", n, b.String(), want)
 	}
 }

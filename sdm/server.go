@@ -37,8 +37,16 @@ type ServerOptions struct {
 }
 
 // Serve runs a rank server: it waits for the routing file, listens for its
-// children, connects to its parent and serves until the session ends.
+// children, connects to its parent and serves until the session ends. Its
+// error begins with "rank N:", since many servers write to one terminal.
 func Serve(ctx context.Context, o ServerOptions) error {
+	if err := o.serve(ctx); err != nil {
+		return fmt.Errorf("rank %d: %w", o.Index, err)
+	}
+	return nil
+}
+
+func (o ServerOptions) serve(ctx context.Context) error {
 	routes, ln, err := o.RoutesFrom.open(o.Index, o.RoutingFile, o.Listener)
 	if err != nil {
 		return err
@@ -54,12 +62,12 @@ func Serve(ctx context.Context, o ServerOptions) error {
 		return err
 	}
 	if o.Index >= table.Size() {
-		return fmt.Errorf("rank %d: routing file %s has only ranks 0-%d", o.Index, o.RoutingFile, table.Size()-1)
+		return fmt.Errorf("routing file %s has only ranks 0-%d", o.RoutingFile, table.Size()-1)
 	}
 	if ln == nil && len(tree.Children(o.Index)) > 0 {
 		entry, _ := table.Lookup(o.Index)
 		if ln, err = Listen(BindHost(entry.Host), entry.Port); err != nil {
-			return fmt.Errorf("rank %d (routing file %s): %w", o.Index, o.RoutingFile, err)
+			return fmt.Errorf("routing file %s: %w", o.RoutingFile, err)
 		}
 	}
 	parent := tree.Parent(o.Index)
@@ -85,7 +93,7 @@ func Serve(ctx context.Context, o ServerOptions) error {
 		if ln != nil {
 			ln.Close()
 		}
-		return fmt.Errorf("rank %d: %w", o.Index, err)
+		return err
 	}
 	node, err := New(Config{
 		Index: o.Index, Tree: tree, Listener: ln, DialUp: dial, ConnectTimeout: o.Timeout,

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"sync"
 
 	"github.com/spf13/pflag"
 
-	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/launcher"
@@ -75,8 +73,8 @@ func runAttach(args []string) error {
 // acquire takes over a job through MPIR and runs the session's commands.
 // The libraries loaded when the ranks are attached are all read; dl
 // applies to the loads after.
-func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessionFlags, dl dlopen.Setting, out *starterOutput, sayStarter bool) error {
-	progress := newProgress(isTerminal(os.Stderr))
+func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessionFlags, dl dlopen.Setting, out *launcher.StarterOutput, sayStarter bool) error {
+	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
 		switch p.Stage {
 		case launcher.StageUsing:
@@ -87,67 +85,21 @@ func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessio
 				fmt.Fprintln(os.Stderr, "sdm: starting", p.Text)
 			}
 		case launcher.StageAcquired:
-			progress.clear()
+			progress.Clear()
 			fmt.Fprintln(os.Stderr, "sdm: acquired", p.Text)
 		}
-		progress.show(p)
+		progress.Show(p)
 	}
 	s, acquired, err := launcher.Acquire(ctx, o, m)
-	progress.clear()
+	progress.Clear()
 	if err != nil {
 		return refused(err)
 	}
-	return runSession(ctx, launched(s, nil, progress.clear), f, console.Options{Focus: acquired.Ranks}, func(con *console.Console) error {
+	return runSession(ctx, launched(s, nil, progress.Clear), f, console.Options{Focus: acquired.Ranks}, func(con *console.Console) error {
 		if out != nil {
-			out.to(con, s.Session)
+			out.To(con.Output, s.Session)
 		}
 		con.PrintAnswers(wire.OpAttach, acquired.Answers)
 		return applyDlopen(ctx, s, dl, *f.timeout)
 	})
-}
-
-// starterOutput passes the lines a launched starter writes to the
-// console: a line labelled with its rank as that rank's output, so that
-// it prints and merges as output does in every other mode; any other
-// line as it is. Lines written before there is a console wait for it.
-type starterOutput struct {
-	mu      sync.Mutex
-	pending []launcher.StarterLine
-	con     *console.Console
-	tree    *client.Session
-}
-
-func newStarterOutput() *starterOutput { return &starterOutput{} }
-
-// line takes one line of the starter's.
-func (w *starterOutput) line(l launcher.StarterLine) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.con == nil {
-		w.pending = append(w.pending, l)
-		return
-	}
-	w.show(l)
-}
-
-// to sends the lines to con from now on, those that waited first; tree
-// carries the labelled ones among its output.
-func (w *starterOutput) to(con *console.Console, tree *client.Session) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.con, w.tree = con, tree
-	for _, l := range w.pending {
-		w.show(l)
-	}
-	w.pending = nil
-}
-
-func (w *starterOutput) show(l launcher.StarterLine) {
-	switch {
-	case l.Rank < 0:
-		w.con.Output(l.Text)
-	case l.Rank >= w.tree.Size() || !w.tree.AddOutput(wire.Single(l.Rank), wire.Output{Stream: l.Stream, Text: l.Text + "\n"}):
-		// Too late for the session's events: printed alone.
-		w.con.Output(fmt.Sprintf("[%d] %s", l.Rank, l.Text))
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -55,57 +54,19 @@ func runConnect(args []string) error {
 	}
 	// Signals are caught before the request exists, so that none can
 	// leave it behind.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	go func() {
-		sig := <-sigs
-		cancel(signalError{sig.(syscall.Signal)})
-	}()
-	if err := req.Write(dir); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "sdm connect: request %s waits in %s for a front end (sdm listen --accept %s): %s\n", req.ID, dir, req.ID, plan)
-	waitCtx := ctx
-	if *timeout > 0 {
-		var stop context.CancelFunc
-		waitCtx, stop = context.WithTimeout(ctx, *timeout)
-		defer stop()
-	}
-	answer, err := connect.WaitAnswer(waitCtx, dir, req)
-	req.Remove(dir)
+	ctx, stop := signalled(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	ask := launcher.Ask{Dir: dir, Request: req, Wait: *timeout, ConnectTimeout: *connectTimeout, Log: log.New(os.Stderr, "sdm connect: ", 0)}
+	accepted, err := ask.Run(ctx)
 	var sig signalError
 	switch {
-	case errors.As(context.Cause(ctx), &sig):
+	case !errors.As(context.Cause(ctx), &sig):
+		return err
+	case !accepted:
 		fmt.Fprintf(os.Stderr, "sdm connect: %v while waiting: request %s deleted\n", sig.s, req.ID)
 		return &exitError{128 + int(sig.s), nil}
-	case waitCtx.Err() != nil:
-		return fmt.Errorf("no front end answered request %s within %v: deleted it", req.ID, *timeout)
-	case err != nil:
-		return err
-	case !answer.Accept:
-		return fmt.Errorf("request %s rejected: %s", req.ID, connect.Printable(answer.Reason))
 	}
-	fmt.Fprintf(os.Stderr, "sdm connect: request %s accepted; the job connects to %s\n", req.ID, answer.Address)
-	h, err := launcher.HostRequest(ctx, dir, req, answer, *connectTimeout, log.New(os.Stderr, "sdm connect: ", 0))
-	if err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			h.Cancel()
-		case <-done:
-		}
-	}()
-	err = h.Wait()
-	close(done)
-	if errors.As(context.Cause(ctx), &sig) {
-		return &exitError{128 + int(sig.s), fmt.Errorf("%v: job cancelled", sig.s)}
-	}
-	return err
+	return &exitError{128 + int(sig.s), fmt.Errorf("%v: job cancelled", sig.s)}
 }
 
 // signalError is a wait ended by a signal.

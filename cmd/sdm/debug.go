@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -119,16 +118,22 @@ func runDebug(args []string) error {
 		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0),
 	}
 	if *useMPIR {
-		out := newStarterOutput()
-		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Lines: out.line}, f, dl, out, *starter)
+		out := new(launcher.StarterOutput)
+		return acquire(ctx, o, launcher.MPIR{Argv: fs.Args(), Starter: *starter, Lines: out.Line}, f, dl, out, *starter)
 	}
-	progress := newProgress(isTerminal(os.Stderr))
+	return launchAndRun(ctx, o, f, dl, fs.Args())
+}
+
+// launchAndRun starts the program's job, loads the program, and runs the
+// session's commands.
+func launchAndRun(ctx context.Context, o launcher.Options, f *sessionFlags, dl dlopen.Setting, program []string) error {
+	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
 	o.Progress = func(p launcher.Progress) {
 		sayUsing(p)
-		progress.show(p)
+		progress.Show(p)
 	}
 	s, err := launcher.Launch(ctx, o)
-	progress.clear()
+	progress.Clear()
 	if err != nil {
 		if ended := endedBy(ctx, nil); ended != nil {
 			return ended // the launch cut short: its job is gone
@@ -136,9 +141,9 @@ func runDebug(args []string) error {
 		return refused(err)
 	}
 	load := func(ctx context.Context, s *launcher.Session) error {
-		return s.Load(ctx, fs.Args(), dir, *f.timeout)
+		return s.Load(ctx, program, o.Dir, *f.timeout)
 	}
-	return runSession(ctx, launched(s, load, progress.clear), f, console.Options{}, func(*console.Console) error {
+	return runSession(ctx, launched(s, load, progress.Clear), f, console.Options{}, func(*console.Console) error {
 		if err := applyDlopen(ctx, s, dl, *f.timeout); err != nil {
 			return err
 		}
@@ -164,108 +169,23 @@ func refused(err error) error {
 	return err
 }
 
-// session is what runSession drives: the tree the commands go to, how
-// the session ends, what to watch while it runs, and how restart starts
-// the job again (or says why it cannot).
-type session struct {
-	tree    console.Tree
-	end     func(time.Duration) error
-	watch   func(ending <-chan struct{})
-	restart console.Restarter
-}
-
 // runSession runs the commands of a session that came up, after prepare,
 // ends it and says how it went in the exit status.
-func runSession(ctx context.Context, s session, f *sessionFlags, opts console.Options, prepare func(*console.Console) error) error {
-	opts.JSON, opts.Timeout, opts.Restart = *f.jsonOut, *f.timeout, s.restart
+func runSession(ctx context.Context, s console.Session, f *sessionFlags, opts console.Options, prepare func(*console.Console) error) error {
+	opts.JSON, opts.Timeout = *f.jsonOut, *f.timeout
 	opts.Color = !*f.jsonOut && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
-	con := console.New(s.tree, os.Stdout, opts)
-	printed := make(chan struct{})
-	go func() {
-		defer close(printed)
-		con.PrintEvents(ctx)
-	}()
-	ending := make(chan struct{})
-	if s.watch != nil {
-		go s.watch(ending)
-	}
-
-	// The commands run apart, so that sdm's end (ctx) ends the session
-	// even while they wait for input that may never come.
-	ran := make(chan error, 1)
-	go func() {
-		err := prepare(con)
-		if err == nil {
-			err = runCommands(ctx, con, *f.exprs, *f.batch)
-		}
-		ran <- err
-	}()
-	var runErr error
-	select {
-	case runErr = <-ran:
-	case <-ctx.Done():
-	}
-	close(ending)
-	endErr := s.end(10 * time.Second)
-	if err := endedBy(ctx, endErr); err != nil {
-		return err
-	}
-	// The session is closed now: what events remain are printed, then the
-	// event channel closes.
-	<-printed
-	switch {
-	case endErr != nil:
-		return errors.Join(quiet(runErr), endErr)
-	case errors.Is(runErr, console.ErrQuit) || runErr == nil:
-		if con.Failed() {
-			return &exitError{1, errors.New("some ranks answered with errors, or still ran when a wait ended (above)")}
-		}
-		return nil
-	case errors.Is(runErr, console.ErrScriptErrors):
-		return &exitError{2, runErr}
-	}
-	return runErr
-}
-
-// quiet drops the errors that only say how the commands ended.
-func quiet(err error) error {
-	if errors.Is(err, console.ErrQuit) || errors.Is(err, console.ErrScriptErrors) {
-		return nil
+	s.Ended = endedBy
+	cmds := console.Commands{Exprs: *f.exprs, Batch: *f.batch, In: os.Stdin, Errors: os.Stderr}
+	err := s.Run(ctx, os.Stdout, opts, cmds, prepare)
+	if errors.Is(err, console.ErrScriptErrors) {
+		return &exitError{2, err}
 	}
 	return err
 }
 
-// runCommands runs -e commands and the batch file, or else the terminal.
-// A command typed wrong is reported and the rest still run.
-func runCommands(ctx context.Context, con *console.Console, exprs []string, batch string) error {
-	complain := func(err error) { fmt.Fprintln(os.Stderr, "sdm:", err) }
-	var failed error
-	if len(exprs) > 0 {
-		err := con.RunScript(ctx, strings.NewReader(strings.Join(exprs, "\n")), "-e", complain)
-		if err != nil && !errors.Is(err, console.ErrScriptErrors) {
-			return err
-		}
-		failed = err
-	}
-	if batch != "" {
-		f, err := os.Open(batch)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := con.RunScript(ctx, f, batch, complain); err != nil {
-			return err
-		}
-	}
-	if len(exprs) > 0 || batch != "" {
-		return failed
-	}
-	return interactive(ctx, con)
-}
-
 // launched is the session of a job sdm started or took over; load, when
 // set, loads the program in a job started again.
-func launched(s *launcher.Session, load func(context.Context, *launcher.Session) error, settle func()) session {
+func launched(s *launcher.Session, load func(context.Context, *launcher.Session) error, settle func()) console.Session {
 	r := launcher.NewRelaunchable(s, load, settle, log.New(os.Stderr, "sdm: ", 0))
-	return session{tree: r.Tree(), end: r.End, watch: r.Watch, restart: r}
+	return console.Session{Tree: r.Tree(), End: r.End, Watch: r.Watch, Restart: r}
 }

@@ -74,10 +74,10 @@ func newListener(f *sessionFlags, clientHost string, wait time.Duration) (*launc
 	if err != nil {
 		return nil, err
 	}
-	progress := newProgress(isTerminal(os.Stderr))
+	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
 	l := &launcher.Listener{Dir: dir, ClientHost: clientHost, Fanout: *f.fanout, Debug: *f.verbose,
 		ConnectTimeout: *f.connect, Timeout: *f.timeout, Dlopen: dl, Log: log.New(os.Stderr, "sdm: ", 0),
-		Progress: progress.show, Settled: progress.clear}
+		Progress: progress.Show, Settled: progress.Clear}
 	if wait > 0 {
 		l.Deadline = time.Now().Add(wait)
 	}
@@ -162,7 +162,7 @@ func debugRequest(ctx context.Context, l *launcher.Listener, f *sessionFlags, r 
 	}
 	jobs := l.NewJobs(ctx, s, r)
 	opts := console.Options{Jobs: jobs}
-	return runSession(ctx, session{tree: jobs.Tree(), end: jobs.End, restart: jobs}, f, opts, func(con *console.Console) error {
+	return runSession(ctx, console.Session{Tree: jobs.Tree(), End: jobs.End, Restart: jobs}, f, opts, func(con *console.Console) error {
 		jobs.OnJoin = func(sets []launcher.JobSet, attached []wire.Group) {
 			for _, set := range sets {
 				con.Define(set.Name, set.Ranks)

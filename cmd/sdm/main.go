@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/sdm-hpc/sdm/console"
 )
 
 // exitError carries an exit status chosen by a subcommand.
@@ -68,3 +70,6 @@ func main() {
 		os.Exit(code)
 	}
 }
+
+// isTerminal reports whether f is a terminal.
+var isTerminal = console.IsTerminal

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -51,28 +49,8 @@ func routesTree(args []string) error {
 	if err := tree.Verify(); err != nil {
 		return &exitError{2, err}
 	}
-	b := bufio.NewWriter(os.Stdout)
-	line := func(id int) {
-		parent := "-"
-		if p := tree.Parent(id); p >= 0 {
-			parent = strconv.Itoa(p)
-		}
-		kids := tree.Children(id)
-		list := "-"
-		if len(kids) > 0 {
-			s := make([]string, len(kids))
-			for i, k := range kids {
-				s[i] = strconv.Itoa(k)
-			}
-			list = strings.Join(s, ",")
-		}
-		fmt.Fprintf(b, "%d %s %s\n", id, parent, list)
-	}
-	line(tree.Master())
-	for id := 0; id < tree.Size; id++ {
-		line(id)
-	}
-	return b.Flush()
+	_, err := tree.WriteTo(os.Stdout)
+	return err
 }
 
 func routesCollect(args []string) error {

@@ -19,6 +19,12 @@ func endContext(f *sessionFlags) (context.Context, func()) {
 	if !isTerminal(os.Stdin) || len(*f.exprs) > 0 || *f.batch != "" {
 		sigs = append(sigs, syscall.SIGINT)
 	}
+	return signalled(sigs...)
+}
+
+// signalled returns a context that any of sigs cancels, with a
+// signalError as its cause; the stop function releases the signals.
+func signalled(sigs ...os.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	caught := make(chan os.Signal, 1)
 	signal.Notify(caught, sigs...)

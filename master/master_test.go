@@ -1,0 +1,227 @@
+package master
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/routing"
+)
+
+// deadline bounds each wait of these tests.
+const deadline = 10 * time.Second
+
+// The generated routing file has one server per host listed, in order,
+// on ports of routing.PortRange, never two on one port of one host.
+func TestGenerateWritesRoutingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routes")
+	hosts := []string{"a", "b", "a", "a", "c", "b"}
+	table, err := generate(path, hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := routing.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the generated file does not read back: %v", err)
+	}
+	if read.Size() != len(hosts) || table.Size() != len(hosts) {
+		t.Fatalf("%d and %d entries for %d hosts", read.Size(), table.Size(), len(hosts))
+	}
+	lo, hi := routing.PortRange()
+	used := map[string]bool{}
+	for i, h := range hosts {
+		e, ok := read.Lookup(i)
+		if !ok || e.Host != h {
+			t.Fatalf("entry %d: %+v, want host %s", i, e, h)
+		}
+		if e.Port < lo || e.Port > hi {
+			t.Errorf("entry %d: port %d outside %d-%d", i, e.Port, lo, hi)
+		}
+		if used[e.Addr()] {
+			t.Errorf("entry %d: %s given twice", i, e.Addr())
+		}
+		used[e.Addr()] = true
+		if want, _ := table.Lookup(i); want != e {
+			t.Errorf("entry %d: file says %+v, returned %+v", i, e, want)
+		}
+	}
+}
+
+// More servers on one host than half the port range is refused, naming
+// the host, and no file is written.
+func TestGenerateLimitsServersPerHost(t *testing.T) {
+	lo, hi := routing.PortRange()
+	hosts := []string{"other"}
+	for range (hi-lo)/2 + 1 {
+		hosts = append(hosts, "crowded")
+	}
+	path := filepath.Join(t.TempDir(), "routes")
+	_, err := generate(path, hosts)
+	if err == nil || !strings.Contains(err.Error(), "host crowded") || strings.Contains(err.Error(), "host other") {
+		t.Fatalf("%d servers on one host: %v", len(hosts)-1, err)
+	}
+	if _, err := routing.ReadFile(path); err == nil {
+		t.Error("a refused generation wrote the routing file")
+	}
+}
+
+// A host name the routing file cannot hold is refused.
+func TestGenerateRefusesBadHost(t *testing.T) {
+	if _, err := generate(filepath.Join(t.TempDir(), "routes"), []string{"a", "two words"}); err == nil {
+		t.Fatal("a host with a space was written into a routing file")
+	}
+}
+
+// publish listens where the master file it writes says: at the public
+// host, on the port it bound, as index N.
+func TestPublishWritesMasterFile(t *testing.T) {
+	t.Setenv(routing.HostEnv, "127.0.0.1")
+	path := filepath.Join(t.TempDir(), "routes")
+	ln, err := publish(path, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	e, err := routing.ReadMaster(path, 4)
+	if err != nil {
+		t.Fatalf("the master file does not read back: %v", err)
+	}
+	if e.Index != 4 || e.Host != "127.0.0.1" || e.Port != ln.Addr().(*net.TCPAddr).Port {
+		t.Fatalf("master file says %+v, listener is %v", e, ln.Addr())
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c, err := net.DialTimeout("tcp", e.Addr(), deadline)
+	if err != nil {
+		t.Fatalf("dialling the published address: %v", err)
+	}
+	c.Close()
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A master file that cannot be written fails publish, naming the file,
+// and leaves no port open.
+func TestPublishFailsWithoutDirectory(t *testing.T) {
+	t.Setenv(routing.HostEnv, "127.0.0.1")
+	path := filepath.Join(t.TempDir(), "missing", "routes")
+	ln, err := publish(path, 2)
+	if err == nil {
+		ln.Close()
+		t.Fatal("publish wrote into a directory that does not exist")
+	}
+	if !strings.Contains(err.Error(), routing.MasterPath(path)) {
+		t.Errorf("error does not name the master file: %v", err)
+	}
+}
+
+// Over stdio the master has its link once: a second attempt (after the
+// link failed) is an error, not the same dead connection again.
+func TestUpstreamStdioOnce(t *testing.T) {
+	mine, theirs := net.Pipe()
+	defer theirs.Close()
+	dial, closeUp, err := Options{Stdio: mine}.upstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeUp()
+	c, err := dial(context.Background())
+	if err != nil || c != mine {
+		t.Fatalf("first attempt: %v, %v", c, err)
+	}
+	if c, err := dial(context.Background()); err == nil {
+		t.Fatalf("second attempt gave %v", c)
+	}
+}
+
+// With --host/--port the master dials the front end's session port.
+func TestUpstreamDialsFrontEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dial, closeUp, err := Options{Client: ln.Addr().String()}.upstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeUp()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	c, err := dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if in.RemoteAddr().String() != c.LocalAddr().String() {
+		t.Fatalf("the front end got %v, the master dialled from %v", in.RemoteAddr(), c.LocalAddr())
+	}
+}
+
+// Without --host the master takes the next front end that connects; an
+// attempt that its context ends returns at once.
+func TestAcceptTakesFrontEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dial := acceptFrom(ln)
+	front, err := net.DialTimeout("tcp", ln.Addr().String(), deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer front.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	c, err := dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.RemoteAddr().String() != front.LocalAddr().String() {
+		t.Fatalf("accepted %v, the front end is %v", c.RemoteAddr(), front.LocalAddr())
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		_, err := dial(ctx)
+		ended <- err
+	}()
+	cancel()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("an attempt whose context ended returned a connection")
+		}
+	case <-time.After(deadline):
+		t.Fatal("an attempt whose context ended still waits")
+	}
+}
+
+// A session port that cannot be bound fails, naming the address.
+func TestUpstreamListenFails(t *testing.T) {
+	_, _, err := Options{ListenHost: "256.0.0.1"}.upstream()
+	if err == nil || !strings.Contains(err.Error(), "session port") {
+		t.Fatalf("listening on a bad address: %v", err)
+	}
+	if !strings.Contains(err.Error(), "256.0.0.1") {
+		t.Errorf("error does not name the address: %v", err)
+	}
+}
