@@ -98,7 +98,8 @@ func TestSessionEndsWithItsContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	// The commands' goroutine, left waiting for input, may still look at
+	// r after the session ended: closing w ends it, r is left to it.
 	defer w.Close()
 	e := newEndingTree(&scriptTree{size: 2})
 	s := e.session()
