@@ -49,7 +49,7 @@ func TestAnswerAfterNews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	nodes := []sdm.Config{
 		{Index: tr.Master(), Tree: tr, Listener: masterLn, DialUp: sdm.DialTCP(ln.Addr().String()), Link: cfg},

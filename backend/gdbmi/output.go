@@ -171,9 +171,16 @@ func (o *output) arm() {
 }
 
 // quiet sends a line without an end once the terminal has been quiet for
-// partialWait since it last gave something; a terminal that is merely
-// unread (the pump waits for credit) is not quiet.
+// partialWait since it last gave something, after taking in what is on
+// its way through the terminal; a terminal that is merely unread (the
+// pump waits for credit) is not quiet.
 func (o *output) quiet() {
+	o.mu.Lock()
+	held := o.held
+	o.mu.Unlock()
+	if !held {
+		o.pull()
+	}
 	wait := partialWait
 	if o.busy() {
 		wait = busyWait
@@ -268,18 +275,29 @@ func (o *output) release(n int64) {
 }
 
 // drain takes in and sends what the program wrote before it stopped or
-// ended, so that its output comes before the news of the stop. The
-// program's writes have all reached the terminal by then, but may not
-// have passed its line discipline yet, where TIOCINQ would count them: a
-// read of the master pushes them through first, so drain reads until
-// the terminal says there is nothing more. It takes no credit: what a
-// stopped program left in its terminal is bounded by the terminal's
-// buffer, and the stop must not wait for the tree to take it.
+// ended, so that its output comes before the news of the stop. It takes
+// no credit: what a stopped program left in its terminal is bounded by
+// the terminal's buffer, and the stop must not wait for the tree to take
+// it.
 func (o *output) drain() {
 	if o == nil {
 		return
 	}
+	o.pull()
+	o.flush()
+}
+
+// pull takes in what the program has written, without waiting for more.
+// Its writes may not have passed the terminal's line discipline yet,
+// where TIOCINQ would count them (a busy node's kernel pushes them
+// through later): a read of the master pushes them through first, so
+// pull reads until the terminal says there is nothing more.
+func (o *output) pull() {
+	if o.term == nil {
+		return
+	}
 	o.reading.Lock()
+	defer o.reading.Unlock()
 	buf := make([]byte, 32<<10)
 	for {
 		var n int
@@ -288,10 +306,8 @@ func (o *output) drain() {
 			return err
 		})
 		if n <= 0 {
-			break
+			return
 		}
 		o.add(buf[:n])
 	}
-	o.reading.Unlock()
-	o.flush()
 }
