@@ -96,10 +96,7 @@ func Start(spec rm.Spec) (*Job, error) {
 		return nil, err
 	}
 	master := routing.Entry{Index: spec.Size, Host: "127.0.0.1", Port: listeners[spec.Size].Addr().(*net.TCPAddr).Port}
-	if err := routing.WriteMaster(spec.RoutingFile(), master); err != nil {
-		return nil, err
-	}
-	if err := routing.WriteFile(spec.RoutingFile(), table); err != nil {
+	if err := routing.Write(spec.RoutingFile(), table, &master); err != nil {
 		return nil, err
 	}
 	host, port, err := net.SplitHostPort(spec.Client)
