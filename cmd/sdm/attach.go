@@ -54,22 +54,8 @@ func runAttach(args []string) error {
 // The libraries loaded when the ranks are attached are all read; dl
 // applies to the loads after.
 func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessionFlags, dl dlopen.Setting, out *launcher.StarterOutput, sayStarter bool) error {
-	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
-	o.Progress = func(p launcher.Progress) {
-		switch p.Stage {
-		case launcher.StageUsing:
-			sayUsing(p)
-			sayStarter = sayStarter || p.Why != ""
-		case launcher.StageStarting:
-			if sayStarter {
-				fmt.Fprintln(os.Stderr, "sdm: starting", p.Text)
-			}
-		case launcher.StageAcquired:
-			progress.Clear()
-			fmt.Fprintln(os.Stderr, "sdm: acquired", p.Text)
-		}
-		progress.Show(p)
-	}
+	progress := &launcher.Narrator{ProgressLine: launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr)), Log: o.Log, Starter: sayStarter}
+	o.Progress = progress.Step
 	s, acquired, err := launcher.Acquire(ctx, o, m)
 	progress.Clear()
 	if err != nil {
