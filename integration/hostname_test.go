@@ -32,7 +32,7 @@ func TestHostWithoutName(t *testing.T) {
 	for i := range table.Entries {
 		table.Entries[i].Host = name
 	}
-	if err := routing.WriteFile(s.routes, table); err != nil {
+	if err := routing.Write(s.routes, table, nil); err != nil {
 		t.Fatal(err)
 	}
 	named := func(argv ...string) *exec.Cmd {

@@ -50,7 +50,7 @@ func newSession(t testing.TB, n int) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := routing.WriteFile(s.routes, table); err != nil {
+	if err := routing.Write(s.routes, table, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s.ln, err = client.Listen("127.0.0.1:0", s.link, nil); err != nil {

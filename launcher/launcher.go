@@ -132,37 +132,10 @@ type Session struct {
 
 // Launch starts the job and returns once every rank's server has joined.
 func Launch(ctx context.Context, o Options) (*Session, error) {
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 60 * time.Second
-	}
-	if o.SDM == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		o.SDM = exe
-	}
-	progress := o.Progress
-	if progress == nil {
-		progress = func(Progress) {}
-	}
-	adapter, why, args, err := Choose(o)
+	o, adapter, t, err := o.ready(ctx)
 	if err != nil {
 		return nil, err
 	}
-	o.LauncherArgs = args
-	progress(using(adapter, why))
-	t := newTarget(o.Target, o.SSH)
-	if o.Forward && !t.remote() {
-		return nil, errors.New("forwarding the session port needs a target host to forward it to")
-	}
-	if t.remote() && adapter.StartsMaster() {
-		return nil, fmt.Errorf("--rm %s starts its processes on this machine; a target host needs openmpi, mpich, slurm or pe", adapter.Name())
-	}
-	if err := Check(ctx, o, adapter, t); err != nil {
-		return nil, err
-	}
-
 	key, err := wire.NewKey()
 	if err != nil {
 		return nil, err
@@ -185,42 +158,21 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 		return fail(err)
 	}
 	s.files = files
-	listenOn := "127.0.0.1:0"
-	if t.remote() && !o.Forward {
-		listenOn = ":0" // the master on the target dials in
-	}
-	link := wire.LinkConfig{Key: key}
-	ln, err := client.Listen(listenOn, link, o.Log)
+	ln, clientAddr, err := s.sessionPort(ctx, o, wire.LinkConfig{Key: key})
 	if err != nil {
 		return fail(err)
 	}
 	defer ln.Close()
-	clientAddr := ln.Addr().String()
-	switch {
-	case o.Forward:
-		port, cmd, err := t.forward(ctx, ln.Addr().Port)
-		if err != nil {
-			return fail(err)
-		}
-		s.forward = cmd
-		clientAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	case t.remote():
-		host := o.ClientHost
-		if host == "" {
-			host, _ = os.Hostname()
-		}
-		clientAddr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().Port))
-	}
 	spec := jobSpec(o, adapter, t, dir, files, keyFile, clientAddr)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ctx, stop := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer stop()
-	masterStarted, err := s.submit(ctx, cancel, adapter, t, spec, progress)
+	masterStarted, err := s.submit(ctx, cancel, adapter, t, spec, o.progress())
 	if err != nil {
 		return fail(err)
 	}
-	cs, err := accept(ctx, ln, o.Size, masterStarted, progress)
+	cs, err := accept(ctx, ln, o.Size, masterStarted, o.progress())
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
 			err = cause
@@ -231,6 +183,78 @@ func Launch(ctx context.Context, o Options) (*Session, error) {
 	}
 	s.Session = cs
 	return s, nil
+}
+
+// progress is where o's steps go (nowhere when nobody listens).
+func (o Options) progress() func(Progress) {
+	if o.Progress == nil {
+		return func(Progress) {}
+	}
+	return o.Progress
+}
+
+// ready fills in o's defaults, chooses the adapter (and says so) and the
+// target, and checks that they can start the job.
+func (o Options) ready(ctx context.Context) (Options, rm.Adapter, target, error) {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 60 * time.Second
+	}
+	if o.SDM == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return o, nil, target{}, err
+		}
+		o.SDM = exe
+	}
+	adapter, why, args, err := Choose(o)
+	if err != nil {
+		return o, nil, target{}, err
+	}
+	o.LauncherArgs = args
+	o.progress()(using(adapter, why))
+	t := newTarget(o.Target, o.SSH)
+	if o.Forward && !t.remote() {
+		return o, nil, t, errors.New("forwarding the session port needs a target host to forward it to")
+	}
+	if t.remote() && adapter.StartsMaster() {
+		return o, nil, t, fmt.Errorf("--rm %s starts its processes on this machine; a target host needs openmpi, mpich, slurm or pe", adapter.Name())
+	}
+	if err := Check(ctx, o, adapter, t); err != nil {
+		return o, nil, t, err
+	}
+	return o, adapter, t, nil
+}
+
+// sessionPort listens for the master and returns the address the job is
+// to dial: this machine's loopback, the port forwarded to the target
+// (s.forward then holds the ssh), or this machine's name for a target
+// that dials in.
+func (s *Session) sessionPort(ctx context.Context, o Options, link wire.LinkConfig) (*client.Listener, string, error) {
+	listenOn := "127.0.0.1:0"
+	if s.target.remote() && !o.Forward {
+		listenOn = ":0" // the master on the target dials in
+	}
+	ln, err := client.Listen(listenOn, link, o.Log)
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case o.Forward:
+		port, cmd, err := s.target.forward(ctx, ln.Addr().Port)
+		if err != nil {
+			ln.Close()
+			return nil, "", err
+		}
+		s.forward = cmd
+		return ln, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+	case s.target.remote():
+		host := o.ClientHost
+		if host == "" {
+			host, _ = os.Hostname()
+		}
+		return ln, net.JoinHostPort(host, strconv.Itoa(ln.Addr().Port)), nil
+	}
+	return ln, ln.Addr().String(), nil
 }
 
 // jobSpec is what the adapter needs to start the job's servers, pointed

@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"io"
+	"log"
 )
 
 // ProgressLine shows how a job comes up on one line of a terminal,
@@ -43,4 +44,34 @@ func (p *ProgressLine) Clear() {
 	if p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// Narrator tells how a job comes up, as sdm's front end does: on lines
+// of their own, the adapter when sdm chose it or added to the user's
+// choice ("using"), the starter it starts when Starter is set or the
+// adapter was told, and the ranks acquired; the steps that count ranks
+// on the progress line.
+type Narrator struct {
+	*ProgressLine
+	Log     *log.Logger
+	Starter bool
+}
+
+// Step tells step; it is an Options.Progress.
+func (n *Narrator) Step(step Progress) {
+	switch step.Stage {
+	case StageUsing:
+		if step.Why != "" {
+			n.Log.Print("using ", step.Text)
+			n.Starter = true
+		}
+	case StageStarting:
+		if n.Starter {
+			n.Log.Print("starting ", step.Text)
+		}
+	case StageAcquired:
+		n.Clear()
+		n.Log.Print("acquired ", step.Text)
+	}
+	n.Show(step)
 }

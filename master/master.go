@@ -10,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"math/rand/v2"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/sdm-hpc/sdm/routing"
@@ -162,41 +160,21 @@ func publish(routingFile string, size int) (net.Listener, error) {
 		return nil, err
 	}
 	entry := routing.Entry{Index: size, Host: host, Port: ln.Addr().(*net.TCPAddr).Port}
-	if err := routing.WriteMaster(routingFile, entry); err != nil {
+	if err := routing.Write(routingFile, nil, &entry); err != nil {
 		ln.Close()
 		return nil, err
 	}
 	return ln, nil
 }
 
-// generate writes a routing file with one server per host, on distinct
-// random ports of routing.PortRange (not PTP's 50000-59999: see there). A
-// port that still turns out to be taken makes its server fail at once with
-// a message naming it.
+// generate writes a routing file with one server per host
+// (routing.Generate).
 func generate(path string, hosts []string) (*routing.Table, error) {
-	lo, hi := routing.PortRange()
-	entries := make([]routing.Entry, len(hosts))
-	used := make(map[string]bool)
-	perHost := make(map[string]int)
-	for i, h := range hosts {
-		if perHost[h]++; perHost[h] > (hi-lo)/2 {
-			return nil, fmt.Errorf("--generate_routes: too many servers on host %s for ports %d-%d", h, lo, hi)
-		}
-		for {
-			port := lo + rand.IntN(hi-lo+1)
-			key := h + ":" + strconv.Itoa(port)
-			if !used[key] {
-				used[key] = true
-				entries[i] = routing.Entry{Index: i, Host: h, Port: port}
-				break
-			}
-		}
-	}
-	table, err := routing.NewTable(entries)
+	table, err := routing.Generate(hosts)
 	if err != nil {
 		return nil, fmt.Errorf("--generate_routes: %w", err)
 	}
-	if err := routing.WriteFile(path, table); err != nil {
+	if err := routing.Write(path, table, nil); err != nil {
 		return nil, err
 	}
 	return table, nil

@@ -42,7 +42,7 @@ func servers(t *testing.T, n int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := routing.WriteFile(path, table); err != nil {
+	if err := routing.Write(path, table, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

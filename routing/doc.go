@@ -15,13 +15,14 @@
 // 0..N-1 exactly once. CRLF line ends and blank lines at the end of the file
 // are accepted.
 //
-// Data enters the package in three ways: as a routing file (Parse, ReadFile,
+// Data enters the package in four ways: as a routing file (Parse, ReadFile,
 // and Wait, which blocks until another process has finished writing one), as
-// a slice of entries a launcher has collected (NewTable), and as the rank
-// index that the command line or the MPI launcher's environment gives a
-// server (Index). It leaves as a Table mapping each server index to an
-// address, as a routing file written atomically (WriteFile, Table.WriteTo),
-// and as the parent and children of each server in a Tree, along which the
+// a slice of entries a launcher has collected (NewTable), as the hosts a
+// master is given (Generate), and as the rank index that the command line or
+// the MPI launcher's environment gives a server (Index). It leaves as a Table
+// mapping each server index to an address, as a routing file and its master
+// file written atomically (Write, the one writer of both; Table.WriteTo), and
+// as the parent and children of each server in a Tree, along which the
 // servers forward commands and gather replies.
 //
 // A file with fewer than N entries is not treated as wrong: its writer may

@@ -14,9 +14,9 @@ import (
 // it: the launcher, or the master itself once it has bound a port.
 func MasterPath(routingFile string) string { return routingFile + ".master" }
 
-// WriteMaster atomically writes e, the master's entry, into the master file
+// writeMaster atomically writes e, the master's entry, into the master file
 // of routingFile.
-func WriteMaster(routingFile string, e Entry) error {
+func writeMaster(routingFile string, e Entry) error {
 	path := MasterPath(routingFile)
 	if msg := checkHost(e.Host); msg != "" {
 		return fmt.Errorf("writing master file %s: %s", path, msg)

@@ -72,7 +72,7 @@ func Collect(ctx context.Context, routingFile string, n int) error {
 	if err != nil {
 		return err
 	}
-	return WriteFile(routingFile, t)
+	return Write(routingFile, t, nil)
 }
 
 // readPublished reads what has been published; fewer than n entries is an

@@ -28,7 +28,7 @@ var beforeBlock func(error)
 //
 // Wait reacts within milliseconds to a file created, renamed into place or
 // written on the local machine, and within a second to one written on
-// another NFS client. The file is best written with WriteFile. A writer that
+// another NFS client. The file is best written with Write. A writer that
 // fills the file in place should write the last entry line whole, since a
 // complete-looking last line is taken as it is.
 //

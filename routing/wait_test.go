@@ -92,7 +92,7 @@ func await(t *testing.T, done <-chan result, within time.Duration) result {
 func TestWaitExisting(t *testing.T) {
 	setWait(t, time.Hour, true)
 	path := filepath.Join(t.TempDir(), "routes")
-	if err := WriteFile(path, table(t, 3)); err != nil {
+	if err := writeFile(path, table(t, 3)); err != nil {
 		t.Fatal(err)
 	}
 	tab, err := Wait(context.Background(), path)
@@ -108,7 +108,7 @@ func TestWaitWriteFile(t *testing.T) {
 	done := startWait(context.Background(), path)
 	awaitBlocked(t, blocked, notExist)
 	want := table(t, 4)
-	if err := WriteFile(path, want); err != nil {
+	if err := writeFile(path, want); err != nil {
 		t.Fatal(err)
 	}
 	r := await(t, done, 5*time.Second)
@@ -256,7 +256,7 @@ func TestWaitPollOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "routes")
 	done := startWait(context.Background(), path)
 	awaitBlocked(t, blocked, notExist)
-	if err := WriteFile(path, table(t, 2)); err != nil {
+	if err := writeFile(path, table(t, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if r := await(t, done, 5*time.Second); r.err != nil {
@@ -275,7 +275,7 @@ func TestWaitMissingDirectory(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(path, table(t, 2)); err != nil {
+	if err := writeFile(path, table(t, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if r := await(t, done, 5*time.Second); r.err != nil {
@@ -301,7 +301,7 @@ func TestWaitDirectoryRemoved(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(path, table(t, 1)); err != nil {
+	if err := writeFile(path, table(t, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if r := await(t, done, 5*time.Second); r.err != nil {
@@ -324,7 +324,7 @@ func TestWaitNoLeaks(t *testing.T) {
 		awaitBlocked(t, blocked, notExist)
 		if i%2 == 0 {
 			cancel()
-		} else if err := WriteFile(path, table(t, 1)); err != nil {
+		} else if err := writeFile(path, table(t, 1)); err != nil {
 			t.Fatal(err)
 		}
 		await(t, done, 5*time.Second)

@@ -45,12 +45,31 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// WriteFile writes the table to path so that readers see either the old file
+// Write is the one writer of a job's routing files: the master file of
+// routingFile, when master is set, then the routing file, when t is set.
+// The master file comes first, so that a server that sees the routing
+// file finds its master's entry too. Whoever decides an address writes
+// it: a launcher that binds every socket (rm/local) both, a master that
+// binds its own port the master file, a master given the hosts
+// (Generate) or the first server of a computed table the routing file.
+func Write(routingFile string, t *Table, master *Entry) error {
+	if master != nil {
+		if err := writeMaster(routingFile, *master); err != nil {
+			return err
+		}
+	}
+	if t != nil {
+		return writeFile(routingFile, t)
+	}
+	return nil
+}
+
+// writeFile writes the table to path so that readers see either the old file
 // or the complete new one, never a part (see writeAtomic). The file gets
 // mode 0644, since every server of the job, possibly under another user's
 // umask, must read it. An invalid table is refused before anything is
 // created.
-func WriteFile(path string, t *Table) error {
+func writeFile(path string, t *Table) error {
 	if err := t.validate(); err != nil {
 		return fmt.Errorf("writing routing file %s: %w", path, err)
 	}

@@ -39,7 +39,7 @@ func TestWriteFileRoundTrip(t *testing.T) {
 	}
 	// Twice: the second write replaces the first.
 	for range 2 {
-		if err := WriteFile(path, tab); err != nil {
+		if err := writeFile(path, tab); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,9 +70,9 @@ func TestWriteFileRefusesInvalid(t *testing.T) {
 		{Entries: []Entry{{1, "a", 1}, {0, "a", 1}}},
 		{Entries: []Entry{{0, "a", 1}, {0, "a", 1}}},
 	} {
-		err := WriteFile(path, tab)
+		err := writeFile(path, tab)
 		if err == nil || !strings.HasPrefix(err.Error(), "writing routing file "+path+": ") {
-			t.Errorf("WriteFile(%v) error = %v, want one naming the file", tab, err)
+			t.Errorf("writeFile(%v) error = %v, want one naming the file", tab, err)
 		}
 	}
 	assertOnlyFile(t, dir)
@@ -81,7 +81,7 @@ func TestWriteFileRefusesInvalid(t *testing.T) {
 func TestWriteFileNoDirectory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing", "routes")
 	tab, _ := NewTable([]Entry{{0, "a", 1}})
-	if err := WriteFile(path, tab); err == nil || !strings.Contains(err.Error(), path) {
+	if err := writeFile(path, tab); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("error = %v, want one naming %s", err, path)
 	}
 }

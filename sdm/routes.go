@@ -30,7 +30,7 @@ func (r RoutesFrom) open(index int, file string, inherited net.Listener) (func(c
 		return func(context.Context) (*routing.Table, error) {
 			table, err := r.Compute()
 			if err == nil && index == 0 {
-				err = routing.WriteFile(file, table)
+				err = routing.Write(file, table, nil)
 			}
 			return table, err
 		}, inherited, nil

@@ -18,7 +18,7 @@ func TestServeErrorNamesTheRankOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := routing.WriteFile(file, table); err != nil {
+	if err := routing.Write(file, table, nil); err != nil {
 		t.Fatal(err)
 	}
 	err = sdm.Serve(context.Background(), sdm.ServerOptions{Index: 5, RoutingFile: file, Timeout: 5 * time.Second})

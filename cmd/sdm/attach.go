@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -31,34 +30,16 @@ func runAttach(args []string) error {
 	if err != nil {
 		return err
 	}
-	given := 0
-	for _, set := range []bool{fs.Changed("pid"), fs.Changed("pids"), fs.Changed("starter")} {
-		if set {
-			given++
-		}
-	}
-	switch {
-	case given == 0:
-		return &exitError{2, errors.New("sdm attach: --pid PID of the job's starter is needed (or --pids P1,P2,... of its ranks, or --starter PID for a starter without MPIR)")}
-	case given > 1:
-		return &exitError{2, errors.New("sdm attach: --pid, --pids and --starter are exclusive: give one")}
-	case fs.Changed("pid") && *pid <= 0, fs.Changed("starter") && *starterPid <= 0:
-		return &exitError{2, errors.New("sdm attach: a pid is a positive number")}
-	case fs.Changed("pids") && len(pids) == 0:
-		return &exitError{2, errors.New("sdm attach: --pids needs the ranks' pids (--pids 4243,4244)")}
-	}
-	for _, p := range pids {
-		if p <= 0 {
-			return &exitError{2, fmt.Errorf("sdm attach: --pids: %d is not a pid", p)}
-		}
+	m := launcher.MPIR{Pid: *pid, Procs: pids, Ancestor: *starterPid, Stop: *stop}
+	given := launcher.Given{Pid: fs.Changed("pid"), Procs: fs.Changed("pids"), Ancestor: fs.Changed("starter")}
+	if err := m.CheckRunning(given); err != nil {
+		return &exitError{2, fmt.Errorf("sdm attach: %w", err)}
 	}
 	if fs.NArg() > 0 {
 		return &exitError{2, fmt.Errorf("sdm attach: unexpected %q (the job runs already; give its starter's --pid)", fs.Arg(0))}
 	}
-	var set wire.RankSet
 	if *ranks != "" {
-		var err error
-		if set, err = wire.ParseRankSet(*ranks); err != nil {
+		if m.Ranks, err = wire.ParseRankSet(*ranks); err != nil {
 			return &exitError{2, fmt.Errorf("--ranks %s: %w", *ranks, err)}
 		}
 	}
@@ -66,7 +47,6 @@ func runAttach(args []string) error {
 	defer cancel()
 	o := launcher.Options{Fanout: *f.fanout, Debugger: "gdb-mi", SSH: *f.sshCommand,
 		ConnectTimeout: *f.connect, Debug: *f.verbose, Log: log.New(os.Stderr, "sdm: ", 0)}
-	m := launcher.MPIR{Pid: *pid, Procs: pids, Ancestor: *starterPid, Ranks: set, Stop: *stop}
 	return acquire(ctx, o, m, f, dl, nil, false)
 }
 
@@ -74,22 +54,8 @@ func runAttach(args []string) error {
 // The libraries loaded when the ranks are attached are all read; dl
 // applies to the loads after.
 func acquire(ctx context.Context, o launcher.Options, m launcher.MPIR, f *sessionFlags, dl dlopen.Setting, out *launcher.StarterOutput, sayStarter bool) error {
-	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
-	o.Progress = func(p launcher.Progress) {
-		switch p.Stage {
-		case launcher.StageUsing:
-			sayUsing(p)
-			sayStarter = sayStarter || p.Why != ""
-		case launcher.StageStarting:
-			if sayStarter {
-				fmt.Fprintln(os.Stderr, "sdm: starting", p.Text)
-			}
-		case launcher.StageAcquired:
-			progress.Clear()
-			fmt.Fprintln(os.Stderr, "sdm: acquired", p.Text)
-		}
-		progress.Show(p)
-	}
+	progress := &launcher.Narrator{ProgressLine: launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr)), Log: o.Log, Starter: sayStarter}
+	o.Progress = progress.Step
 	s, acquired, err := launcher.Acquire(ctx, o, m)
 	progress.Clear()
 	if err != nil {

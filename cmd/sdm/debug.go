@@ -127,11 +127,8 @@ func runDebug(args []string) error {
 // launchAndRun starts the program's job, loads the program, and runs the
 // session's commands.
 func launchAndRun(ctx context.Context, o launcher.Options, f *sessionFlags, dl dlopen.Setting, program []string) error {
-	progress := launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr))
-	o.Progress = func(p launcher.Progress) {
-		sayUsing(p)
-		progress.Show(p)
-	}
+	progress := &launcher.Narrator{ProgressLine: launcher.NewProgressLine(os.Stderr, isTerminal(os.Stderr)), Log: o.Log}
+	o.Progress = progress.Step
 	s, err := launcher.Launch(ctx, o)
 	progress.Clear()
 	if err != nil {
@@ -149,14 +146,6 @@ func launchAndRun(ctx context.Context, o launcher.Options, f *sessionFlags, dl d
 		}
 		return load(ctx, s)
 	})
-}
-
-// sayUsing says which resource manager starts the job and why, when sdm
-// chose it or added to what the user said.
-func sayUsing(p launcher.Progress) {
-	if p.Stage == launcher.StageUsing && p.Why != "" {
-		fmt.Fprintln(os.Stderr, "sdm: using", p.Text)
-	}
 }
 
 // refused gives a launch refused for what the user asked (the wrong MPI's

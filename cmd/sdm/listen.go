@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -54,14 +53,14 @@ func runListen(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	defer stop()
 	if *reject != "" {
-		return rejectOne(ctx, l, *reject, *reason)
+		return l.RejectNamed(ctx, *reject, *reason)
 	}
-	pick := func(r *connect.Request) (bool, error) { return *accept == "" || matches(r.ID, *accept), nil }
+	pick := func(r *connect.Request) (bool, error) { return *accept == "" || launcher.Matches(r.ID, *accept), nil }
 	if ask {
 		in := bufio.NewReader(os.Stdin)
 		pick = func(r *connect.Request) (bool, error) { return askUser(in, l, r) }
 	}
-	return serve(ctx, l, f, *max, pick)
+	return l.Serve(ctx, *max, pick, func(ctx context.Context, r *connect.Request) error { return debugRequest(ctx, l, f, r) })
 }
 
 // newListener is the listener the flags describe.
@@ -83,56 +82,6 @@ func newListener(f *sessionFlags, clientHost string, wait time.Duration) (*launc
 	}
 	return l, nil
 }
-
-// rejectOne rejects the request named by want once it comes.
-func rejectOne(ctx context.Context, l *launcher.Listener, want, reason string) error {
-	for {
-		reqs, err := l.Next(ctx)
-		if err != nil {
-			return err
-		}
-		for _, r := range reqs {
-			if matches(r.ID, want) {
-				if err := l.Reject(r, reason); err != nil {
-					return err
-				}
-				fmt.Fprintf(os.Stderr, "sdm: rejected %s\n", r)
-				return nil
-			}
-		}
-	}
-}
-
-// serve debugs the requests that pick accepts, one session after another,
-// until max sessions ran (0: no limit).
-func serve(ctx context.Context, l *launcher.Listener, f *sessionFlags, max int, pick func(*connect.Request) (bool, error)) error {
-	var failed error
-	for sessions := 0; max == 0 || sessions < max; {
-		reqs, err := l.Next(ctx)
-		if err != nil {
-			return errors.Join(failed, err)
-		}
-		for _, r := range reqs {
-			if yes, err := pick(r); err != nil {
-				return errors.Join(failed, err)
-			} else if !yes {
-				continue
-			}
-			sessions++
-			if err := debugRequest(ctx, l, f, r); err != nil {
-				fmt.Fprintf(os.Stderr, "sdm: request %s: %v\n", r.ID, err)
-				failed = &exitError{1, errors.New("some sessions failed (above)")}
-			}
-			if max != 0 && sessions >= max {
-				break
-			}
-		}
-	}
-	return failed
-}
-
-// matches says whether id is the request named by want (its start will do).
-func matches(id, want string) bool { return strings.HasPrefix(id, want) }
 
 // askUser shows a request and asks whether to debug it; a no is the job's
 // answer.
@@ -188,23 +137,5 @@ func runRequests(args []string) error {
 	if err != nil {
 		return err
 	}
-	reqs, skipped, err := connect.Requests(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range skipped {
-		fmt.Fprintln(os.Stderr, "sdm: skipped:", e)
-	}
-	enc := json.NewEncoder(os.Stdout)
-	for _, r := range reqs {
-		if *jsonOut {
-			enc.Encode(r)
-		} else {
-			fmt.Println(r)
-		}
-	}
-	if len(reqs) == 0 && !*jsonOut {
-		fmt.Fprintln(os.Stderr, "sdm: no requests in", dir)
-	}
-	return nil
+	return connect.List(os.Stdout, log.New(os.Stderr, "sdm: ", 0), dir, *jsonOut)
 }

@@ -31,32 +31,22 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 
+// commands are sdm's subcommands; without one, sdm is a server.
+var commands = map[string]func([]string) error{
+	"debug": runDebug, "attach": runAttach, "connect": runConnect, "listen": runListen,
+	"requests": runRequests, "routes": runRoutes,
+	"help": func([]string) error { fmt.Print(usage); return nil },
+}
+
 func main() {
 	var err error
 	args := os.Args[1:]
-	sub := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub = args[0]
-	}
-	switch sub {
-	case "debug":
-		err = runDebug(args[1:])
-	case "attach":
-		err = runAttach(args[1:])
-	case "connect":
-		err = runConnect(args[1:])
-	case "listen":
-		err = runListen(args[1:])
-	case "requests":
-		err = runRequests(args[1:])
-	case "routes":
-		err = runRoutes(args[1:])
-	case "help":
-		fmt.Print(usage)
-	case "":
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		err = runServer(args)
-	default:
-		err = fmt.Errorf("unknown command %q\n\n%s", sub, usage)
+	} else if run, ok := commands[args[0]]; ok {
+		err = run(args[1:])
+	} else {
+		err = fmt.Errorf("unknown command %q\n\n%s", args[0], usage)
 	}
 	if err != nil {
 		code := 1

@@ -19,8 +19,7 @@ import (
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/master"
 	"github.com/sdm-hpc/sdm/rm/local"
-	"github.com/sdm-hpc/sdm/rm/pe"
-	"github.com/sdm-hpc/sdm/rm/slurm"
+	"github.com/sdm-hpc/sdm/rm/routes"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
@@ -179,38 +178,19 @@ func (f *serverFlags) rankServer(c serverCommon) (sdm.ServerOptions, error) {
 	if err != nil {
 		return sdm.ServerOptions{}, err
 	}
-	routes, err := routesFrom(source, *f.portBase)
+	compute, err := routes.Environ(source, *f.portBase)
 	if err != nil {
 		return sdm.ServerOptions{}, err
 	}
 	return sdm.ServerOptions{
-		Index: c.index, RoutingFile: *f.routingFile, RoutesFrom: routes, Fanout: *f.fanout, Listener: c.inherited,
+		Index: c.index, RoutingFile: *f.routingFile, Fanout: *f.fanout, Listener: c.inherited,
+		RoutesFrom: sdm.RoutesFrom{Publish: source == routing.SourcePublish, Compute: compute},
 		NewBackend: func(bc backend.Config) (backend.Backend, error) {
 			bc.Path = *f.debuggerPath
 			return newBackend(bc)
 		},
 		Timeout: *f.timeout, Link: c.link, EventWindow: *f.window, Log: c.logger, Trace: c.trace,
 	}, nil
-}
-
-// routesFrom is how a server finds its routing table, from --routes_from
-// and --port_base.
-func routesFrom(source routing.Source, portBase int) (sdm.RoutesFrom, error) {
-	switch source {
-	case routing.SourcePublish:
-		return sdm.RoutesFrom{Publish: true}, nil
-	case routing.SourceSLURM, routing.SourcePE:
-		if portBase < 1 || portBase > 65535 {
-			return sdm.RoutesFrom{}, fmt.Errorf("--routes_from=%s needs --port_base", source)
-		}
-		compute := func() (*routing.Table, error) { return slurm.Routes(os.LookupEnv, portBase) }
-		if source == routing.SourcePE {
-			dir, _ := os.Getwd()
-			compute = func() (*routing.Table, error) { return pe.Routes(os.LookupEnv, dir, portBase) }
-		}
-		return sdm.RoutesFrom{Compute: compute}, nil
-	}
-	return sdm.RoutesFrom{}, nil // routing.SourceFile
 }
 
 // quietOnCancel turns the error of a server stopped by a signal into a clean

@@ -62,7 +62,7 @@ func run(n int, file string, port, fanout int, timeout time.Duration) error {
 
 	// The launcher writes the file while the server side waits for it.
 	written := make(chan error, 1)
-	go func() { written <- routing.WriteFile(file, table) }()
+	go func() { written <- routing.Write(file, table, nil) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -72,7 +72,7 @@ func Start(spec rm.Spec) (*Job, error) {
 	if spec.Size < 1 {
 		return nil, fmt.Errorf("local: need at least one rank, got %d", spec.Size)
 	}
-	listeners := make([]*net.TCPListener, spec.Size+1)
+	listeners, err := listen(spec)
 	defer func() {
 		for _, ln := range listeners {
 			if ln != nil {
@@ -80,26 +80,7 @@ func Start(spec rm.Spec) (*Job, error) {
 			}
 		}
 	}()
-	entries := make([]routing.Entry, spec.Size)
-	for i := range listeners {
-		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			return nil, fmt.Errorf("local: listen for rank %d: %w", i, err)
-		}
-		listeners[i] = ln
-		if i < spec.Size {
-			entries[i] = routing.Entry{Index: i, Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port}
-		}
-	}
-	table, err := routing.NewTable(entries)
 	if err != nil {
-		return nil, err
-	}
-	master := routing.Entry{Index: spec.Size, Host: "127.0.0.1", Port: listeners[spec.Size].Addr().(*net.TCPAddr).Port}
-	if err := routing.WriteMaster(spec.RoutingFile(), master); err != nil {
-		return nil, err
-	}
-	if err := routing.WriteFile(spec.RoutingFile(), table); err != nil {
 		return nil, err
 	}
 	host, port, err := net.SplitHostPort(spec.Client)
@@ -129,26 +110,54 @@ func Start(spec rm.Spec) (*Job, error) {
 		job.procs[i] = p
 		return err
 	}
+	err = startAll(spec.Size, launch)
+	go job.wait()
+	if err != nil {
+		job.Cancel()
+		job.Wait()
+		return nil, err
+	}
+	return job, nil
+}
+
+// listen binds a loopback port for every server and the master (the
+// last), and writes their routing file and master file. The listeners
+// bound are returned even with an error, to be closed.
+func listen(spec rm.Spec) ([]*net.TCPListener, error) {
+	listeners := make([]*net.TCPListener, spec.Size+1)
+	entries := make([]routing.Entry, spec.Size+1)
+	for i := range listeners {
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return listeners, fmt.Errorf("local: listen for rank %d: %w", i, err)
+		}
+		listeners[i] = ln
+		entries[i] = routing.Entry{Index: i, Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port}
+	}
+	table, err := routing.NewTable(entries[:spec.Size])
+	if err != nil {
+		return listeners, err
+	}
+	return listeners, routing.Write(spec.RoutingFile(), table, &entries[spec.Size])
+}
+
+// startAll starts processes 0..size (size is the master) with launch,
+// starters at a time, the master first: it is the one everybody waits
+// for. A worker stops at its first failure.
+func startAll(size int, launch func(int) error) error {
 	errs := make([]error, starters)
 	var wg sync.WaitGroup
 	for w := range starters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// The master first: it is the one everybody waits for.
-			for i := spec.Size - w; i >= 0 && errs[w] == nil; i -= starters {
+			for i := size - w; i >= 0 && errs[w] == nil; i -= starters {
 				errs[w] = launch(i)
 			}
 		}()
 	}
 	wg.Wait()
-	go job.wait()
-	if err := errors.Join(errs...); err != nil {
-		job.Cancel()
-		job.Wait()
-		return nil, err
-	}
-	return job, nil
+	return errors.Join(errs...)
 }
 
 func startProc(spec rm.Spec, name string, logFile *os.File, ln *net.TCPListener, args []string) (*proc, error) {
