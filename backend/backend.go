@@ -24,8 +24,8 @@ type Config struct {
 // Event is something that happened to the rank's process without being
 // asked: a stop, an exit, a line of output.
 type Event struct {
-	Op   string // wire.Event* name
-	Body []byte // msgpack of the op's type in package wire
+	Op   string // the event's name in the op table (op.Events)
+	Body []byte // the event's body, as its entry there encodes it
 	// Sent, when not nil, is called once the node has passed the event
 	// on to its parent. A backend bounds the program output it has in
 	// flight with it, and stops reading the program's output while the
