@@ -6,7 +6,8 @@
 // Commands enter through Do as an op name and a msgpack body; Decode turns
 // them, once, into a call of the typed method of Ops that runs the op (the
 // table of ops, with their body and answer types, is package op). Answers
-// leave as msgpack bodies, asynchronous news leaves through Events.
+// leave as msgpack bodies, asynchronous news leaves through Events: each
+// an event of op.Events, its body encoded as the event's entry says.
 package backend
 
 import (

@@ -4,6 +4,11 @@
 // ranks in one process) without paying for a real debugger per rank.
 //
 // The program named in the start command picks the scenario; see Scenario.
+//
+// What enters: the ops of the table through Do, of which it runs start,
+// status, run, continue, halt, kill, where, dlopen and plant (the others
+// answer backend.ErrUnsupported, from backend.Unsupported), and OpSleep.
+// What leaves: their answers, and running, stopped and exited events.
 package sim
 
 import (
