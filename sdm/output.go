@@ -20,9 +20,10 @@ const maxOutputMessage = 1 << 20
 
 // outputStream sends the ranks' output up the parent link's output stream.
 // It queues what comes in, merging the lines of several ranks as the
-// event batcher does (by the event's fold: identical lines), and one writer sends the queue up whenever the
-// stream takes more: under a flood each write carries whatever gathered
-// during the one before. The queue is bounded for children (outputLimit);
+// event batcher does (by the fold of output in the op table: identical
+// lines), and one writer sends the queue up whenever the stream takes
+// more: under a flood each write carries whatever gathered during the
+// one before. The queue is bounded for children (outputLimit);
 // the node's own backend bounds its output itself (backend.Event.Sent),
 // so that handing it over never blocks the goroutine that also carries
 // the rank's stops and answers. Marks (wire.EventOutputMark) queue in
