@@ -6,7 +6,8 @@
 // Commands enter through Do as an op name and a msgpack body; Decode turns
 // them, once, into a call of the typed method of Ops that runs the op (the
 // table of ops, with their body and answer types, is package op). Answers
-// leave as msgpack bodies, asynchronous news leaves through Events.
+// leave as msgpack bodies, asynchronous news leaves through Events: each
+// an event of op.Events, its body encoded as the event's entry says.
 package backend
 
 import (
@@ -24,8 +25,8 @@ type Config struct {
 // Event is something that happened to the rank's process without being
 // asked: a stop, an exit, a line of output.
 type Event struct {
-	Op   string // wire.Event* name
-	Body []byte // msgpack of the op's type in package wire
+	Op   string // the event's name in the op table (op.Events)
+	Body []byte // the event's body, as its entry there encodes it
 	// Sent, when not nil, is called once the node has passed the event
 	// on to its parent. A backend bounds the program output it has in
 	// flight with it, and stops reading the program's output while the

@@ -4,6 +4,11 @@
 // answers the library loads that ranks report and wait on (loads.go), so
 // that every front end does. The console and every other front end talk to
 // the tree only through it.
+//
+// What enters: the master's link to the session port, and the messages on
+// it (replies, events, output). What leaves: commands (op, body, rank set,
+// deadline) down that link, their merged groups to the caller, and the
+// tree's news as Events from NextEvent, in the order the ranks made it.
 package client
 
 import (

@@ -13,6 +13,10 @@
 //	ID.failed   the job side could not start after it was accepted
 //	ID.attach   MPIR: the attach command for the ranks the job side holds
 //	ID.release  MPIR: the front end's verdict, "ok" or why not (post.go)
+//
+// What enters and leaves are these files: a Request from the job side, an
+// Answer from the front end, and the typed messages of an MPIR job's attach
+// step (PostAttach, PostRelease).
 package connect
 
 import (

@@ -4,6 +4,12 @@
 // events of the tree, as text (one line per distinct answer, rank set
 // first) or as JSON (one object per line). Session.Run drives a whole
 // session: its commands from -e, a batch file or the terminal, then its end.
+//
+// What enters: command lines (from -e, a batch file or the terminal) and
+// the tree's news (client.Event). What leaves: commands to the tree through
+// the Tree interface (a client.Session, or a fake in tests), each body
+// encoded by its op's entry, and text or JSON on the console's writer,
+// each answer and event printed by the printer of its entry.
 package console
 
 import (

@@ -22,18 +22,20 @@ func answer[B, A any](o op.Def[B, A], show func(A) (any, []string)) printer {
 	}
 }
 
-// event is the printer of an event whose body is a T.
-func event[T any](show func(T) (any, []string)) printer {
+// event is the printer of the event e, its body decoded as the table
+// says.
+func event[T any](e op.Event[T], show func(T) (any, []string)) printer {
 	return func(body []byte) (any, []string, error) {
-		var t T
-		err := wire.Decode(body, &t)
+		t, err := e.DecodeBody(body)
 		v, lines := show(t)
 		return v, lines, err
 	}
 }
 
 // printers has one printer per op of the table (but quit, which the
-// tree answers) and per event.
+// tree answers) and per event (but connected and output-mark, which the
+// console takes as news of the tree and of the output's order, and never
+// prints).
 var printers = map[string]printer{
 	op.Start.Name:    answer(op.Start, showState),
 	op.Status.Name:   answer(op.Status, showState),
@@ -76,26 +78,24 @@ var printers = map[string]printer{
 	op.Dlopen.Name: answer(op.Dlopen, func(d wire.Dlopen) (any, []string) { return d, dlopenText(d) }),
 	op.Plant.Name:  answer(op.Plant, showState),
 
-	wire.EventLost:     reason(wire.EventLost),
-	wire.EventRejoined: reason(wire.EventRejoined),
-	wire.EventError:    reason(wire.EventError),
-	wire.EventWarning:  reason(wire.EventWarning),
-	wire.EventRunning:  func([]byte) (any, []string, error) { return nil, []string{"running"}, nil },
-	wire.EventStopped:  event(showState),
-	wire.EventExited:   event(showState),
-	wire.EventLoaded: event(func(l wire.Loaded) (any, []string) {
+	op.Lost.Name:     event(op.Lost, showReason(op.Lost.Name)),
+	op.Rejoined.Name: event(op.Rejoined, showReason(op.Rejoined.Name)),
+	op.Error.Name:    event(op.Error, showReason(op.Error.Name)),
+	op.Warning.Name:  event(op.Warning, showReason(op.Warning.Name)),
+	op.Running.Name:  event(op.Running, func(op.None) (any, []string) { return nil, []string{"running"} }),
+	op.Stopped.Name:  event(op.Stopped, showState),
+	op.Exited.Name:   event(op.Exited, showState),
+	op.Loaded.Name: event(op.Loaded, func(l wire.Loaded) (any, []string) {
 		return l, []string{"loaded " + strings.Join(l.Libraries, ", ")}
 	}),
-	wire.EventOutput: event(func(o wire.Output) (any, []string) {
+	op.Output.Name: event(op.Output, func(o wire.Output) (any, []string) {
 		return map[string]string{"stream": o.Stream, "text": o.Text}, []string{strings.TrimSuffix(o.Text, "\n")}
 	}),
 }
 
-// reason is the printer of an event whose body is plain text, a reason.
-func reason(name string) printer {
-	return func(body []byte) (any, []string, error) {
-		return string(body), []string{name + ": " + string(body)}, nil
-	}
+// showReason shows the reason of the event name after its name.
+func showReason(name string) func(op.Reason) (any, []string) {
+	return func(r op.Reason) (any, []string) { return string(r), []string{name + ": " + string(r)} }
 }
 
 func showNone(op.None) (any, []string) { return nil, nil }

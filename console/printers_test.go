@@ -27,10 +27,42 @@ func TestEveryOpHasAPrinter(t *testing.T) {
 			t.Errorf("%s: an empty answer printed %q, %v", s.Name, lines, err)
 		}
 	}
-	for _, ev := range []string{wire.EventLost, wire.EventRejoined, wire.EventError, wire.EventWarning,
-		wire.EventRunning, wire.EventStopped, wire.EventExited, wire.EventLoaded, wire.EventOutput} {
-		if printers[ev] == nil {
-			t.Errorf("event %s: no printer", ev)
+}
+
+// TestEveryEventHasAPrinter enumerates the table's events: the console
+// prints every event but the two it takes as news of the tree and of the
+// output's order, and each printer takes the body type the table gives.
+func TestEveryEventHasAPrinter(t *testing.T) {
+	notPrinted := map[string]bool{op.Connected.Name: true, op.OutputMark.Name: true}
+	for _, e := range op.Events {
+		p, ok := printers[e.Name]
+		if ok == notPrinted[e.Name] {
+			t.Errorf("event %s: has a printer %v, yet the console prints it %v", e.Name, ok, !notPrinted[e.Name])
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if _, lines, err := p(nil); err != nil {
+			t.Errorf("event %s: an empty body printed %q, %v", e.Name, lines, err)
+		}
+	}
+	// The bodies the backends send print as before the table.
+	for _, c := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{op.Lost.Name, []byte("server 3 hung up"), "lost: server 3 hung up"},
+		{op.Warning.Name, op.Warning.Body("no CUDA"), "warning: no CUDA"},
+		{op.Stopped.Name, op.Stopped.Body(wire.State{State: wire.StateStopped, Reason: "breakpoint-hit",
+			Frame: wire.Frame{Func: "compute", File: "plain.c", Line: 15}}), "stopped in compute at plain.c:15"},
+		{op.Output.Name, op.Output.Body(wire.Output{Stream: "tty", Text: "hello\n"}), "hello"},
+		{op.Running.Name, nil, "running"},
+	} {
+		_, lines, err := printers[c.name](c.body)
+		if err != nil || len(lines) != 1 || !strings.HasPrefix(lines[0], c.want) {
+			t.Errorf("%s printed %q, %v; want %q", c.name, lines, err, c.want)
 		}
 	}
 }

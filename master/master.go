@@ -1,8 +1,3 @@
-// Package master runs the root of the tree: the SDM started with --master.
-// It reads (or, with --generate_routes, writes) the routing file, publishes
-// the address where its children reach it, connects to the front end's
-// session port (or waits for the front end to connect) and then routes
-// commands down and merged answers up like any other node.
 package master
 
 import (

@@ -11,6 +11,10 @@
 // starter has mapped: the starter is traced for a moment and never needs a
 // debugger of its own. Only the starter is traced here; the ranks are for
 // the rank servers' debuggers.
+//
+// What enters: how to start a starter (Launch's StartFunc) or the pid of
+// one that runs (Attach). What leaves: the proctable (a Proc per rank: host, executable, pid) and, for
+// Launch, the starter held until the ranks' debuggers have them.
 package mpir
 
 import (

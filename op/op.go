@@ -5,9 +5,12 @@
 // What enters: an op's typed body (Def.Body) or its bytes from the wire
 // (Def.DecodeBody); what leaves: the bytes that travel (Def.Body,
 // Def.Answer) and the typed answer the front end reads (Def.DecodeAnswer).
-// The tree node takes only Merger from here; each backend implements one
-// method per op (package backend); the console has one printer per op.
-// Adding an op is one entry here, one method per backend, one printer.
+// Events (news sent up unasked) have entries too (Event, Events): a body
+// type and a Fold, how their groups merge on the way up. The tree node
+// takes only Merger and Fold from here; each backend implements one
+// method per op (package backend); the console has one printer per op and
+// per event. Adding an op is one entry here, one method per backend, one
+// printer.
 package op
 
 import (

@@ -98,3 +98,72 @@ func TestIdenticalMergesEqualBytesInRankOrder(t *testing.T) {
 		t.Error("an op outside the table got a merger other than Identical")
 	}
 }
+
+func TestEventTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range op.Events {
+		if e.Name == "" || seen[e.Name] || e.Body == nil || e.Merge == nil {
+			t.Errorf("event %+v: empty, listed twice, or without a body type or a fold", e)
+		}
+		seen[e.Name] = true
+		if _, isOp := op.Lookup(e.Name); isOp {
+			t.Errorf("%s is both an op and an event", e.Name)
+		}
+		if got, ok := op.LookupEvent(e.Name); !ok || got.Name != e.Name {
+			t.Errorf("LookupEvent(%q) = %v, %v", e.Name, got, ok)
+		}
+	}
+	for _, name := range []string{wire.EventConnected, wire.EventLost, wire.EventRejoined, wire.EventRunning,
+		wire.EventStopped, wire.EventExited, wire.EventOutput, wire.EventOutputMark, wire.EventError,
+		wire.EventLoaded, wire.EventWarning} {
+		if !seen[name] {
+			t.Errorf("event %s is not in the table", name)
+		}
+	}
+	if _, ok := op.LookupEvent(wire.OpWhere); ok {
+		t.Error("LookupEvent found an op")
+	}
+}
+
+// Bodies travel as they did before the table: a reason as its bytes,
+// no body as no bytes, the others as msgpack.
+func TestEventBodies(t *testing.T) {
+	if b := op.Lost.Body("server 3 hung up"); string(b) != "server 3 hung up" {
+		t.Errorf("a reason travels as %q", b)
+	}
+	if r, err := op.Error.DecodeBody([]byte("gdb died")); err != nil || r != "gdb died" {
+		t.Errorf("a reason came back as %q, %v", r, err)
+	}
+	if b := op.Running.Body(op.None{}); b != nil {
+		t.Errorf("running travels as %x", b)
+	}
+	st := wire.State{State: wire.StateStopped, Frame: wire.Frame{Func: "main", Line: 3}}
+	b := op.Stopped.Body(st)
+	if string(b) != string(wire.MustEncode(st)) {
+		t.Errorf("stopped travels as %x, not %x", b, wire.MustEncode(st))
+	}
+	if back, err := op.Stopped.DecodeBody(b); err != nil || back != st {
+		t.Errorf("stopped came back as %+v, %v", back, err)
+	}
+	if _, err := op.Output.DecodeBody([]byte{0x01}); err == nil {
+		t.Error("a number decoded as output")
+	}
+}
+
+func TestFoldIdentical(t *testing.T) {
+	fold := op.EventFold(wire.EventOutput)
+	into := wire.Group{Ranks: wire.Single(0), Body: []byte("a")}
+	if !fold(&into, wire.Group{Ranks: wire.Range(2, 3), Body: []byte("a")}) || into.Ranks.String() != "0,2-3" {
+		t.Errorf("equal bodies did not merge: %+v", into)
+	}
+	if fold(&into, wire.Group{Ranks: wire.Single(5), Body: []byte("b")}) ||
+		fold(&into, wire.Group{Ranks: wire.Single(5), Status: wire.StatusError, Body: []byte("a")}) ||
+		into.Ranks.String() != "0,2-3" {
+		t.Errorf("different bodies or statuses merged: %+v", into)
+	}
+	// An event outside the table (none today) merges identical bytes too.
+	probe := wire.Group{Ranks: wire.Single(1)}
+	if !op.EventFold("sim.news")(&probe, wire.Group{Ranks: wire.Single(2)}) {
+		t.Error("an event outside the table did not merge identical bodies")
+	}
+}

@@ -62,3 +62,28 @@ var Table = []Spec{
 	Dlopen.Spec(), Plant.Spec(),
 	Quit.Spec(),
 }
+
+// The events, by the names package wire gives them (wire/ops.go says when
+// each is sent). Connected, Lost and Rejoined are the tree's own news of
+// its servers; OutputMark travels on the output stream after the output
+// a rank wrote before a stop or an exit; the others come from a backend.
+// Like answers, they merge when their bytes are equal.
+var (
+	Connected  = Event[None]{Name: wire.EventConnected}
+	Lost       = Event[Reason]{Name: wire.EventLost}
+	Rejoined   = Event[Reason]{Name: wire.EventRejoined}
+	Running    = Event[None]{Name: wire.EventRunning}
+	Stopped    = Event[wire.State]{Name: wire.EventStopped}
+	Exited     = Event[wire.State]{Name: wire.EventExited}
+	Output     = Event[wire.Output]{Name: wire.EventOutput}
+	OutputMark = Event[None]{Name: wire.EventOutputMark}
+	Error      = Event[Reason]{Name: wire.EventError}
+	Loaded     = Event[wire.Loaded]{Name: wire.EventLoaded}
+	Warning    = Event[Reason]{Name: wire.EventWarning}
+)
+
+// Events lists every event.
+var Events = []EventSpec{
+	Connected.Spec(), Lost.Spec(), Rejoined.Spec(), Running.Spec(), Stopped.Spec(), Exited.Spec(),
+	Output.Spec(), OutputMark.Spec(), Error.Spec(), Loaded.Spec(), Warning.Spec(),
+}

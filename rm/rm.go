@@ -3,6 +3,11 @@
 // of a started job, and the process that runs a launcher. Each adapter
 // (local, openmpi, mpich, slurm, pe) lives in its own subpackage and
 // starts one `sdm` server per rank.
+//
+// What enters an adapter: a Spec (the servers of a debug job: size, tree
+// shape, sdm binary and its flags, session directory and key, the front
+// end's address). What leaves: a started Job (to
+// wait for or end) and how its servers find their routing table (Routes).
 package rm
 
 import (

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -12,9 +13,10 @@ import (
 const maxBatch = 1024
 
 // batcher gathers the events going up one stream and sends them in
-// batches. Within the window, an event merges into an earlier group with
-// the same op and body as long as no later group holds any of its ranks,
-// so every rank's events keep their order while identical news from many
+// batches. Within the window, an event merges into an earlier group of
+// the same event, as the event's fold in the op table says (identical
+// bodies, today), as long as no later group holds any of its ranks, so
+// every rank's events keep their order while the same news from many
 // ranks travels as one group.
 //
 // A batch that already speaks for every rank below this node goes at once:
@@ -27,7 +29,8 @@ type batcher struct {
 	send   func(*wire.Message)
 
 	mu      sync.Mutex
-	op      string
+	event   string
+	fold    op.Fold // the event's
 	groups  []wire.Group
 	covered wire.RankSet // the ranks of groups
 	timer   *time.Timer
@@ -38,14 +41,14 @@ func newBatcher(window time.Duration, reach wire.RankSet, send func(*wire.Messag
 }
 
 // add queues an event; it may send, and then blocks until the send is done.
-func (b *batcher) add(op string, g wire.Group) {
+func (b *batcher) add(event string, g wire.Group) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.groups) > 0 && op != b.op {
+	if event != b.event || b.fold == nil {
 		b.flushLocked()
+		b.event, b.fold = event, op.EventFold(event)
 	}
-	b.op = op
-	b.groups = wire.AppendMerged(b.groups, g, groupRanks, sameAnswer, nil)
+	b.groups = appendEvent(b.groups, g, b.fold)
 	b.covered = b.covered.Union(g.Ranks)
 	switch {
 	case b.window == 0 || len(b.groups) >= maxBatch || b.reach.Minus(b.covered).Empty():
@@ -55,10 +58,19 @@ func (b *batcher) add(op string, g wire.Group) {
 	}
 }
 
-func groupRanks(g *wire.Group) *wire.RankSet { return &g.Ranks }
-
-func sameAnswer(a, b *wire.Group) bool {
-	return a.Status == b.Status && string(a.Body) == string(b.Body)
+// appendEvent adds g to groups of one event in the order they go up: it
+// folds into the latest group it can join without passing a group that
+// holds any of its ranks, or goes at the end.
+func appendEvent(groups []wire.Group, g wire.Group, fold op.Fold) []wire.Group {
+	for j := len(groups) - 1; j >= 0; j-- {
+		if groups[j].Ranks.Intersects(g.Ranks) {
+			break
+		}
+		if fold(&groups[j], g) {
+			return groups
+		}
+	}
+	return append(groups, g)
 }
 
 func (b *batcher) flush() {
@@ -77,7 +89,7 @@ func (b *batcher) flushLocked() {
 	if len(b.groups) == 0 {
 		return
 	}
-	m := &wire.Message{Kind: wire.KindEvent, Op: b.op, Groups: b.groups}
+	m := &wire.Message{Kind: wire.KindEvent, Op: b.event, Groups: b.groups}
 	b.groups, b.covered = nil, wire.RankSet{}
 	b.send(m)
 }

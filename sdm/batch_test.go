@@ -38,3 +38,35 @@ func TestBatcherMergesInOrder(t *testing.T) {
 		t.Fatalf("a full batch waited for the window: %d messages", len(sent))
 	}
 }
+
+// The node folds a group only into one that no later group of its ranks
+// follows, whatever the event's fold would merge: a fold that merges
+// everything still keeps each rank's news in order.
+func TestAppendEventKeepsOrderForAnyFold(t *testing.T) {
+	var asked []string
+	all := func(into *wire.Group, g wire.Group) bool {
+		asked = append(asked, string(into.Body)+"<"+string(g.Body))
+		into.Ranks = into.Ranks.Union(g.Ranks)
+		into.Body = append(into.Body, g.Body...)
+		return true
+	}
+	var groups []wire.Group
+	for _, g := range []wire.Group{
+		{Ranks: wire.Single(0), Body: []byte("a")},
+		{Ranks: wire.Single(1), Body: []byte("b")}, // folds into a
+		{Ranks: wire.Single(1), Body: []byte("c")}, // rank 1 is in ab: a group of its own
+		{Ranks: wire.Single(2), Body: []byte("d")}, // folds into the latest, c
+	} {
+		groups = appendEvent(groups, g, all)
+	}
+	var got []string
+	for _, g := range groups {
+		got = append(got, "["+g.Ranks.String()+"]"+string(g.Body))
+	}
+	if s := strings.Join(got, " "); s != "[0-1]ab [1-2]cd" {
+		t.Fatalf("groups %s, want [0-1]ab [1-2]cd", s)
+	}
+	if s := strings.Join(asked, " "); s != "a<b c<d" {
+		t.Fatalf("the fold was asked %s, want a<b c<d", s)
+	}
+}

@@ -9,7 +9,8 @@
 //
 // The node routes and merges opaque bodies: it does not know what they
 // mean, and it never prints. Of an op it takes only its merger (package
-// op), which folds the answers of its sources into groups.
+// op), which folds the answers of its sources into groups; of an event,
+// its fold (op.EventFold), which merges its groups in a batch.
 package sdm
 
 import (

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -18,10 +19,11 @@ const outputLimit = 256 << 10
 const maxOutputMessage = 1 << 20
 
 // outputStream sends the ranks' output up the parent link's output stream.
-// It queues what comes in, merging identical lines of several ranks as
-// the event batcher does, and one writer sends the queue up whenever the
-// stream takes more: under a flood each write carries whatever gathered
-// during the one before. The queue is bounded for children (outputLimit);
+// It queues what comes in, merging the lines of several ranks as the
+// event batcher does (by the fold of output in the op table: identical
+// lines), and one writer sends the queue up whenever the stream takes
+// more: under a flood each write carries whatever gathered during the
+// one before. The queue is bounded for children (outputLimit);
 // the node's own backend bounds its output itself (backend.Event.Sent),
 // so that handing it over never blocks the goroutine that also carries
 // the rank's stops and answers. Marks (wire.EventOutputMark) queue in
@@ -45,10 +47,11 @@ type outputStream struct {
 	moved   chan struct{} // closed and replaced when the writer takes or writes
 }
 
-// outputRun is a stretch of the queue with one op, which goes up as one
-// message.
+// outputRun is a stretch of the queue with one event, which goes up as
+// one message.
 type outputRun struct {
-	op     string
+	event  string
+	fold   op.Fold // the event's
 	groups []wire.Group
 	size   int
 }
@@ -88,17 +91,17 @@ func (s *outputStream) mark(ranks wire.RankSet) {
 	s.mu.Unlock()
 }
 
-// queue appends g to the last run if it has the same op, else starts a
-// new run. s.mu is held.
-func (s *outputStream) queue(op string, g wire.Group) {
+// queue appends g to the last run if it has the same event, else starts
+// a new run. s.mu is held.
+func (s *outputStream) queue(event string, g wire.Group) {
 	if len(s.runs) == 0 {
 		s.since = time.Now()
 	}
-	if n := len(s.runs); n == 0 || s.runs[n-1].op != op || s.runs[n-1].size >= maxOutputMessage {
-		s.runs = append(s.runs, outputRun{op: op})
+	if n := len(s.runs); n == 0 || s.runs[n-1].event != event || s.runs[n-1].size >= maxOutputMessage {
+		s.runs = append(s.runs, outputRun{event: event, fold: op.EventFold(event)})
 	}
 	r := &s.runs[len(s.runs)-1]
-	r.groups = wire.AppendMerged(r.groups, g, groupRanks, sameAnswer, nil)
+	r.groups = appendEvent(r.groups, g, r.fold)
 	r.size += len(g.Body)
 	s.size += len(g.Body)
 	s.covered = s.covered.Union(g.Ranks)
@@ -126,7 +129,7 @@ func (s *outputStream) run() {
 		s.signal()
 		s.mu.Unlock()
 		for _, r := range runs {
-			s.send(&wire.Message{Kind: wire.KindEvent, Op: r.op, Groups: r.groups})
+			s.send(&wire.Message{Kind: wire.KindEvent, Op: r.event, Groups: r.groups})
 		}
 		for _, f := range sent {
 			f()

@@ -1,12 +1,3 @@
-// Package gdbmi debugs a rank's process with a real gdb, driven through
-// its machine interface (GDB/MI 3). One gdb runs per rank; the program has
-// a terminal of its own, whose output becomes output events; gdb's
-// asynchronous records become running, stopped, exited and error events.
-//
-// Commands run one after the other, in the order the node hands them over,
-// as gdb reads them; only status (answered from what the events said) and
-// halt (a signal to the program) go around the queue, so that they work
-// while gdb is busy.
 package gdbmi
 
 import (

@@ -4,6 +4,11 @@
 // ranks in one process) without paying for a real debugger per rank.
 //
 // The program named in the start command picks the scenario; see Scenario.
+//
+// What enters: the ops of the table through Do, of which it runs start,
+// status, run, continue, halt, kill, where, dlopen and plant (the others
+// answer backend.ErrUnsupported, from backend.Unsupported), and OpSleep.
+// What leaves: their answers, and running, stopped and exited events.
 package sim
 
 import (
@@ -14,6 +19,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/dlopen"
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -170,7 +176,7 @@ func (s *Sim) run() (wire.State, error) {
 		return wire.State{}, err
 	}
 	s.state = wire.State{State: wire.StateRunning}
-	s.emit(wire.EventRunning, nil)
+	s.emit(op.Running.Name, op.Running.Body(op.None{}))
 	s.runTimer = time.AfterFunc(RunTime, func() { s.halt("breakpoint-hit") })
 	return s.state, nil
 }
@@ -183,7 +189,7 @@ func (s *Sim) halt(reason string) wire.State {
 			s.runTimer.Stop()
 		}
 		s.state = wire.State{State: wire.StateStopped, Reason: reason, Frame: s.stack[0]}
-		s.emit(wire.EventStopped, wire.MustEncode(s.state))
+		s.emit(op.Stopped.Name, op.Stopped.Body(s.state))
 	}
 	return s.state
 }
@@ -198,13 +204,13 @@ func (s *Sim) kill() (wire.State, error) {
 		s.runTimer.Stop()
 	}
 	s.state = wire.State{State: wire.StateExited, Reason: "killed", Code: 137}
-	s.emit(wire.EventExited, wire.MustEncode(s.state))
+	s.emit(op.Exited.Name, op.Exited.Body(s.state))
 	return s.state, nil
 }
 
 // emit queues an event. s.mu must be held, which also orders events.
-func (s *Sim) emit(op string, body []byte) {
+func (s *Sim) emit(event string, body []byte) {
 	if !s.closed {
-		s.events <- backend.Event{Op: op, Body: body}
+		s.events <- backend.Event{Op: event, Body: body}
 	}
 }

@@ -1,12 +1,3 @@
-// Command sdm is the scalable debug manager: one binary for the debug
-// servers that run beside every rank (started by mpirun, srun, poe or the
-// built-in local launcher), the master at the root of their tree, and the
-// front end that people type at.
-//
-//	sdm debug -n 8 --debugger sim -- ring       # a whole session on this machine
-//	sdm --routing_file F [--server=ID]          # a rank server, as PTP's sdm
-//	sdm --master --host H --port P --routing_file F
-//	sdm routes check F | sdm routes tree -n N   # routing-file tools
 package main
 
 import (

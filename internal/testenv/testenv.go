@@ -1,5 +1,10 @@
 // Package testenv finds and builds what the tests need from the machine:
 // tools such as gdb and mpirun, and the example programs.
+//
+// What enters: a test and the names of tools or programs it needs. What
+// leaves: their paths (or the test fails in CI and skips elsewhere), the
+// built examples' directory, and commands under the test's deadline that
+// are killed with their process group when the test ends.
 package testenv
 
 import (

@@ -1,6 +1,9 @@
 // Package mpich starts debug servers with MPICH's mpiexec (Hydra). Like
 // mpirun, mpiexec does not say where the ranks go: the servers publish
 // their own addresses and the front end helps the launch.
+//
+// What enters: an rm.Spec. What leaves: mpiexec's command line and the
+// started job; the routing file is the front end's to write.
 package mpich
 
 import (

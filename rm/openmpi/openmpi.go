@@ -2,6 +2,9 @@
 // not say where it will put the ranks before they run, so the servers
 // publish their own addresses and the front end helps the launch: it
 // writes the routing file from what they published and starts the master.
+//
+// What enters: an rm.Spec. What leaves: mpirun's command line and the
+// started job; the routing file is the front end's to write.
 package openmpi
 
 import (

@@ -6,6 +6,10 @@
 // PE cannot be installed on the machines sdm is tested on: the adapter is
 // tested against a stand-in poe (integration/testdata/poe) that behaves as
 // PE documents these variables and the host list.
+//
+// What enters: an rm.Spec, and at each server POE's environment. What
+// leaves: poe's command line and the started job; at the servers, the
+// routing table computed from that environment.
 package pe
 
 import (

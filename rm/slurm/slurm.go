@@ -3,6 +3,10 @@
 // routing table themselves (Routes) and the front end needs no part in
 // it: it starts the master at once, and the master waits for the routing
 // file that the server of rank 0 writes.
+//
+// What enters: an rm.Spec, and at each server SLURM's environment. What
+// leaves: srun's command line and the started job; at the servers, the
+// routing table computed from that environment.
 package slurm
 
 import (

@@ -4,6 +4,11 @@
 // run on its rank's host. The servers publish their own addresses, so the
 // session directory must be on a file system that every host shares (a
 // home directory, as clusters have), and the front end helps the launch.
+//
+// What enters: an rm.Spec, and the host of every rank (Adapter.Hosts).
+// What leaves: one server per rank started on its host, and the started
+// job; the routing file is the front end's to write from what the servers
+// publish.
 package ssh
 
 import (
