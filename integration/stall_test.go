@@ -47,6 +47,7 @@ func TestStoppedServerStallsNobody(t *testing.T) {
 	if err := server.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	testenv.WaitStopped(t, server.Pid)
 	woken := false
 	defer func() {
 		if !woken {
@@ -187,6 +188,7 @@ func TestHungGDBDelaysOnlyItsRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(gdb, syscall.SIGCONT)
+	testenv.WaitStopped(t, gdb)
 	// print asks gdb itself, where status is known without it.
 	onePlusOne := wire.MustEncode(wire.Expr{Expr: "1+1"})
 	const deadline = 2 * time.Second

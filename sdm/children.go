@@ -70,15 +70,23 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 		return
 	}
 	// A child that dials again holds its old link for broken, whatever
-	// this end thinks of it: the new one replaces it. What the child owes
-	// on the old link it answers on the new one.
-	old, again := c.link, c.connected
+	// this end thinks of it: its loss is told (once: the old link's reader
+	// may find it first) and the commands waiting on it answered for, as
+	// the child dropped their answers, and the new link replaces it.
+	if old := c.link; old != nil {
+		n.mu.Unlock()
+		n.childLost(c, old, fmt.Sprintf("connection to server %d broken (it dialled again)", c.index))
+		n.mu.Lock()
+		if n.quitting || c.link != nil {
+			n.mu.Unlock()
+			link.Close()
+			return
+		}
+	}
+	again := c.connected
 	out := newOutbox(link)
 	c.link, c.out, c.quiet, c.joined, c.connected = link, out, false, wire.RankSet{}, true
 	n.mu.Unlock()
-	if old != nil {
-		old.Close()
-	}
 	if again {
 		n.log.Printf("server %d rejoined from %s", c.index, peer)
 	}
