@@ -1,8 +1,12 @@
 package launcher
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/sdm-hpc/sdm/connect"
@@ -61,4 +65,26 @@ func (l *Listener) Serve(ctx context.Context, max int, pick func(*connect.Reques
 		}
 	}
 	return failed
+}
+
+// Asker asks at a terminal, in and out, whether to debug each request (a
+// pick for Serve); a no is the job's answer.
+func (l *Listener) Asker(in io.Reader, out io.Writer) func(*connect.Request) (bool, error) {
+	lines := bufio.NewReader(in)
+	return func(r *connect.Request) (bool, error) {
+		fmt.Fprintf(out, "sdm: a job asks to be debugged:\n  %s\naccept? [y/n] ", r)
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			return false, fmt.Errorf("no answer: %w", err)
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return true, nil
+		}
+		host, _ := os.Hostname()
+		if err := l.Reject(r, "rejected at "+host); err != nil {
+			fmt.Fprintln(out, "sdm:", err)
+		}
+		return false, nil
+	}
 }

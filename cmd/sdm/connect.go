@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sdm-hpc/sdm/connect"
+	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/launcher"
 )
 
@@ -22,16 +22,16 @@ func runConnect(args []string) error {
 	useMPIR := fs.Bool("mpir", false, "the command is a starter (mpirun, srun, …) started as it is: acquire its ranks through MPIR instead of wrapping them")
 	size := fs.IntP("np", "n", 0, "for a command that is not a launcher: how many processes (-n 4; default 1)")
 	connectTimeout := fs.Duration("connect-timeout", 60*time.Second, "once accepted, how long the job may take to come up (--connect-timeout 5m)")
-	if help, err := parseFlags(fs, args, connectUsage); help || err != nil {
+	if help, err := parseFlags(fs, args, helpFile("connect")); help || err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return &exitError{2, errors.New("sdm connect: no command given (sdm connect [flags] COMMAND [ARGS...])")}
+		return exit.Usage(errors.New("sdm connect: no command given (sdm connect [flags] COMMAND [ARGS...])"))
 	}
 	if env := os.Getenv("SDM_CONNECT_TIMEOUT"); env != "" && !fs.Changed("timeout") {
 		d, err := time.ParseDuration(env)
 		if err != nil || d < 0 {
-			return &exitError{2, fmt.Errorf("SDM_CONNECT_TIMEOUT=%s: want a duration such as 30m", env)}
+			return exit.Usage(fmt.Errorf("SDM_CONNECT_TIMEOUT=%s: want a duration such as 30m", env))
 		}
 		*timeout = d
 	}
@@ -39,10 +39,10 @@ func runConnect(args []string) error {
 	if !*useMPIR {
 		var err error
 		if plan, err = connect.PlanCommand(fs.Args(), *size, os.Getenv); err != nil {
-			return &exitError{2, fmt.Errorf("sdm connect: %w", err)}
+			return exit.Usage(fmt.Errorf("sdm connect: %w", err))
 		}
 	} else if *size != 0 {
-		return &exitError{2, errors.New("sdm connect: with --mpir, the rank count goes in the starter's command")}
+		return exit.Usage(errors.New("sdm connect: with --mpir, the rank count goes in the starter's command"))
 	}
 	dir, err := connect.Dir()
 	if err != nil {
@@ -54,22 +54,17 @@ func runConnect(args []string) error {
 	}
 	// Signals are caught before the request exists, so that none can
 	// leave it behind.
-	ctx, stop := signalled(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := exit.Signalled(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	ask := launcher.Ask{Dir: dir, Request: req, Wait: *timeout, ConnectTimeout: *connectTimeout, Log: log.New(os.Stderr, "sdm connect: ", 0)}
 	accepted, err := ask.Run(ctx)
-	var sig signalError
+	sig, signalled := exit.Signal(ctx)
 	switch {
-	case !errors.As(context.Cause(ctx), &sig):
+	case !signalled:
 		return err
 	case !accepted:
-		fmt.Fprintf(os.Stderr, "sdm connect: %v while waiting: request %s deleted\n", sig.s, req.ID)
-		return &exitError{128 + int(sig.s), nil}
+		fmt.Fprintf(os.Stderr, "sdm connect: %v while waiting: request %s deleted\n", sig, req.ID)
+		return exit.Killed(sig, nil)
 	}
-	return &exitError{128 + int(sig.s), fmt.Errorf("%v: job cancelled", sig.s)}
+	return exit.Killed(sig, fmt.Errorf("%v: job cancelled", sig))
 }
-
-// signalError is a wait ended by a signal.
-type signalError struct{ s syscall.Signal }
-
-func (e signalError) Error() string { return e.s.String() }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	_ "embed"
+	"embed"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -12,29 +12,18 @@ import (
 
 // The --help texts, one file each in help/. {flags} stands for the flags
 // of the command, {dlopen} for the text about library loads.
-var (
-	//go:embed help/attach.txt
-	attachUsage string
-	//go:embed help/connect.txt
-	connectUsage string
-	//go:embed help/debug.txt
-	debugUsage string
-	//go:embed help/dlopen.txt
-	dlopenUsage string
-	//go:embed help/listen.txt
-	listenUsage string
-	//go:embed help/requests.txt
-	requestsUsage string
-	//go:embed help/routes.txt
-	routesUsage string
-	//go:embed help/server.txt
-	serverUsage string
-	//go:embed help/sdm.txt
-	usage string
-)
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// helpFile is the text of help/NAME.txt.
+func helpFile(name string) string {
+	text, _ := helpFiles.ReadFile("help/" + name + ".txt")
+	return string(text)
+}
 
 // helpText fills in a --help text for the flags of fs.
 func helpText(text string, fs *pflag.FlagSet) string {
-	return strings.NewReplacer("{flags}", fs.FlagUsages(), "{dlopen}", dlopenUsage,
+	return strings.NewReplacer("{flags}", fs.FlagUsages(), "{dlopen}", helpFile("dlopen"),
 		"{index-env}", strings.Join(routing.IndexEnv, ", "), "{key-env}", wire.KeyEnv).Replace(text)
 }

@@ -1,32 +1,19 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/sdm-hpc/sdm/console"
+	"github.com/sdm-hpc/sdm/internal/exit"
 )
-
-// exitError carries an exit status chosen by a subcommand.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return ""
-	}
-	return e.err.Error()
-}
 
 // commands are sdm's subcommands; without one, sdm is a server.
 var commands = map[string]func([]string) error{
 	"debug": runDebug, "attach": runAttach, "connect": runConnect, "listen": runListen,
 	"requests": runRequests, "routes": runRoutes,
-	"help": func([]string) error { fmt.Print(usage); return nil },
+	"help": func([]string) error { fmt.Print(helpFile("sdm")); return nil },
 }
 
 func main() {
@@ -37,15 +24,10 @@ func main() {
 	} else if run, ok := commands[args[0]]; ok {
 		err = run(args[1:])
 	} else {
-		err = fmt.Errorf("unknown command %q\n\n%s", args[0], usage)
+		err = fmt.Errorf("unknown command %q\n\n%s", args[0], helpFile("sdm"))
 	}
-	if err != nil {
-		code := 1
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		if code != 0 && err.Error() != "" {
+	if code := exit.Status(err); code != 0 {
+		if err.Error() != "" {
 			fmt.Fprintln(os.Stderr, "sdm:", err)
 		}
 		os.Exit(code)

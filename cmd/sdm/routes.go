@@ -9,17 +9,18 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/routing"
 )
 
 func runRoutes(args []string) error {
 	if len(args) == 0 {
-		return &exitError{2, fmt.Errorf("routes needs a subcommand\n%s", routesUsage)}
+		return exit.Usage(fmt.Errorf("routes needs a subcommand\n%s", helpFile("routes")))
 	}
 	switch args[0] {
 	case "check":
 		if len(args) != 2 {
-			return &exitError{2, fmt.Errorf("usage: sdm routes check FILE")}
+			return exit.Usage(fmt.Errorf("usage: sdm routes check FILE"))
 		}
 		t, err := routing.ReadFile(args[1])
 		if err != nil {
@@ -32,10 +33,10 @@ func runRoutes(args []string) error {
 	case "collect":
 		return routesCollect(args[1:])
 	case "-h", "--help", "help":
-		fmt.Print(routesUsage)
+		fmt.Print(helpFile("routes"))
 		return nil
 	}
-	return &exitError{2, fmt.Errorf("unknown routes subcommand %q\n%s", args[0], routesUsage)}
+	return exit.Usage(fmt.Errorf("unknown routes subcommand %q\n%s", args[0], helpFile("routes")))
 }
 
 func routesTree(args []string) error {
@@ -43,11 +44,11 @@ func routesTree(args []string) error {
 	n := fs.IntP("size", "n", 0, "number of servers")
 	fanout := fs.Int("fanout", 0, "0 for PTP's binomial tree, K >= 2 for a K-ary tree")
 	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+		return exit.Usage(err)
 	}
 	tree := routing.Tree{Size: *n, Fanout: *fanout}
 	if err := tree.Verify(); err != nil {
-		return &exitError{2, err}
+		return exit.Usage(err)
 	}
 	_, err := tree.WriteTo(os.Stdout)
 	return err
@@ -57,14 +58,14 @@ func routesCollect(args []string) error {
 	fs := pflag.NewFlagSet("routes collect", pflag.ContinueOnError)
 	timeout := fs.Duration("timeout", time.Minute, "how long to wait for every server")
 	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+		return exit.Usage(err)
 	}
 	if fs.NArg() != 2 {
-		return &exitError{2, fmt.Errorf("usage: sdm routes collect [--timeout D] FILE N")}
+		return exit.Usage(fmt.Errorf("usage: sdm routes collect [--timeout D] FILE N"))
 	}
 	n, err := strconv.Atoi(fs.Arg(1))
 	if err != nil {
-		return &exitError{2, fmt.Errorf("routes collect: %q is not a number of servers", fs.Arg(1))}
+		return exit.Usage(fmt.Errorf("routes collect: %q is not a number of servers", fs.Arg(1)))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

@@ -17,8 +17,9 @@ import (
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
 	"github.com/sdm-hpc/sdm/backend/sim"
+	"github.com/sdm-hpc/sdm/internal/exit"
+	"github.com/sdm-hpc/sdm/internal/handover"
 	"github.com/sdm-hpc/sdm/master"
-	"github.com/sdm-hpc/sdm/rm/local"
 	"github.com/sdm-hpc/sdm/rm/routes"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
@@ -76,11 +77,11 @@ func runServer(args []string) error {
 	fs := pflag.NewFlagSet("sdm", pflag.ContinueOnError)
 	f := newServerFlags(fs)
 	fs.Lookup("debug").NoOptDefVal = "1"
-	if help, err := parseFlags(fs, args, serverUsage); help || err != nil {
+	if help, err := parseFlags(fs, args, helpFile("server")); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return &exitError{2, fmt.Errorf("unexpected argument %q (servers take flags only; see sdm --help)", fs.Arg(0))}
+		return exit.Usage(fmt.Errorf("unexpected argument %q (servers take flags only; see sdm --help)", fs.Arg(0)))
 	}
 	c, err := f.common()
 	if err != nil {
@@ -102,30 +103,15 @@ func runServer(args []string) error {
 	return quietOnCancel(ctx, sdm.Serve(ctx, o))
 }
 
-// common reads the session key, the inherited socket and the index, and
-// readies the logs.
+// common takes what the server was handed (handover.Take) and its index,
+// and readies the logs.
 func (f *serverFlags) common() (serverCommon, error) {
 	c := serverCommon{index: -1, who: "master"}
-	if err := sdm.DropKeyFromEnviron(); err != nil {
-		return c, err
-	}
-	lookup, err := sdm.HandedKey()
+	h, err := handover.Take(*f.keyFile)
 	if err != nil {
 		return c, err
 	}
-	key, err := wire.LoadKey(*f.keyFile, lookup)
-	if err != nil {
-		return c, err
-	}
-	// The debugged program inherits our environment: the socket and the
-	// scheduler setting of the launcher are ours alone.
-	if os.Getenv(local.GOMAXPROCSEnv) != "" {
-		os.Unsetenv("GOMAXPROCS")
-		os.Unsetenv(local.GOMAXPROCSEnv)
-	}
-	if c.inherited, err = local.InheritedListener(); err != nil {
-		return c, err
-	}
+	c.inherited, c.link = h.Listener, wire.LinkConfig{Key: h.Key}
 	if !*f.isMaster {
 		i, source, err := routing.Index(*f.server, nil)
 		if err != nil {
@@ -137,7 +123,6 @@ func (f *serverFlags) common() (serverCommon, error) {
 		}
 	}
 	c.logger = log.New(os.Stderr, "sdm["+c.who+"] ", log.LstdFlags|log.Lmicroseconds)
-	c.link = wire.LinkConfig{Key: key}
 	if *f.debug > 0 {
 		c.link.Log = os.Stderr
 		c.trace = c.logger
@@ -158,7 +143,7 @@ func (f *serverFlags) master(c serverCommon) (master.Options, error) {
 	case *f.proxy == "stdio":
 		o.Stdio = master.Stdio()
 	case *f.proxy != "tcp":
-		return o, &exitError{2, fmt.Errorf("--proxy=%s: want tcp or stdio", *f.proxy)}
+		return o, exit.Usage(fmt.Errorf("--proxy=%s: want tcp or stdio", *f.proxy))
 	case *f.host != "":
 		o.Client = net.JoinHostPort(*f.host, strconv.Itoa(*f.port))
 	default:

@@ -11,17 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sdm-hpc/sdm/internal/handover"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/routing"
 )
-
-// ListenFDEnv names the variable that tells a server which inherited file
-// descriptor is its listening socket.
-const ListenFDEnv = "SDM_LISTEN_FD"
-
-// GOMAXPROCSEnv marks a GOMAXPROCS that the launcher set for the server
-// rather than the user for the program.
-const GOMAXPROCSEnv = "SDM_GOMAXPROCS"
 
 // Adapter is the built-in local launcher.
 type Adapter struct{}
@@ -162,14 +155,14 @@ func startProc(spec rm.Spec, name string, logFile *os.File, ln *net.TCPListener,
 	}
 	defer f.Close()
 	cmd := exec.Command(spec.SDM, args...)
-	cmd.Env = append(append(os.Environ(), spec.Env...), ListenFDEnv+"=3")
+	cmd.Env = append(append(os.Environ(), spec.Env...), handover.ListenFDEnv+"=3")
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 		// A server mostly waits for its links and its debugger, and a
 		// thousand of them share this machine: one processor each keeps the
 		// Go scheduler from spinning on idle ones, which cuts the CPU of a
 		// bring-up by a third. The server takes the setting back out of its
 		// environment so that the debugged program never sees it.
-		cmd.Env = append(cmd.Env, "GOMAXPROCS=1", GOMAXPROCSEnv+"=1")
+		cmd.Env = append(cmd.Env, "GOMAXPROCS=1", handover.GOMAXPROCSEnv+"=1")
 	}
 	cmd.ExtraFiles = []*os.File{f}
 	cmd.Stderr = logFile
@@ -238,25 +231,4 @@ func (j *Job) Cancel() {
 			}
 		}
 	})
-}
-
-// InheritedListener returns, in a server, the listening socket the local
-// launcher handed down (ListenFDEnv), or nil.
-func InheritedListener() (net.Listener, error) {
-	text, ok := os.LookupEnv(ListenFDEnv)
-	if !ok {
-		return nil, nil
-	}
-	os.Unsetenv(ListenFDEnv)
-	fd, err := strconv.Atoi(text)
-	if err != nil || fd < 3 {
-		return nil, fmt.Errorf("%s=%q: not an inherited file descriptor", ListenFDEnv, text)
-	}
-	f := os.NewFile(uintptr(fd), "listener")
-	defer f.Close()
-	ln, err := net.FileListener(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s=%d: %w", ListenFDEnv, fd, err)
-	}
-	return ln, nil
 }

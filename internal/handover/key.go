@@ -1,4 +1,4 @@
-package sdm
+package handover
 
 import (
 	"fmt"
