@@ -117,6 +117,19 @@ func Which(argv0 string) string {
 	return ""
 }
 
+// PlanFor is PlanCommand's plan for argv, or with mpir set the plan of a
+// starter started as it is, whose ranks are acquired through MPIR: its
+// own command line says how many, so n must be 0.
+func PlanFor(argv []string, mpir bool, n int, env func(string) string) (Plan, error) {
+	if !mpir {
+		return PlanCommand(argv, n, env)
+	}
+	if n != 0 {
+		return Plan{}, errors.New("with --mpir, the rank count goes in the starter's command")
+	}
+	return Plan{Mode: ModeMPIR, Program: argv}, nil
+}
+
 // PlanCommand works out how to debug argv: under its launcher's adapter
 // when argv[0] is a known launcher, else as n processes of the program on
 // this machine (n 0 means one). env looks up the environment, for a rank

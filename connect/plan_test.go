@@ -57,3 +57,17 @@ func TestPlanCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanForAStarterTakesNoRankCount(t *testing.T) {
+	argv := []string{"mpirun", "-np", "4", "./ring"}
+	p, err := PlanFor(argv, true, 0, func(string) string { return "" })
+	if err != nil || p.Mode != ModeMPIR || strings.Join(p.Program, " ") != "mpirun -np 4 ./ring" {
+		t.Errorf("PlanFor(mpir) = %+v, %v; want the starter's command as it is, through MPIR", p, err)
+	}
+	if _, err := PlanFor(argv, true, 4, nil); err == nil || err.Error() != "with --mpir, the rank count goes in the starter's command" {
+		t.Errorf("a rank count beside --mpir: %v", err)
+	}
+	if p, err := PlanFor([]string{"./plain"}, false, 2, nil); err != nil || p.Mode != ModeProcess || p.Size != 2 {
+		t.Errorf("PlanFor without mpir = %+v, %v; want PlanCommand's plan", p, err)
+	}
+}

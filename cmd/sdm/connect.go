@@ -35,14 +35,9 @@ func runConnect(args []string) error {
 		}
 		*timeout = d
 	}
-	plan := connect.Plan{Mode: connect.ModeMPIR, Program: fs.Args()}
-	if !*useMPIR {
-		var err error
-		if plan, err = connect.PlanCommand(fs.Args(), *size, os.Getenv); err != nil {
-			return exit.Usage(fmt.Errorf("sdm connect: %w", err))
-		}
-	} else if *size != 0 {
-		return exit.Usage(errors.New("sdm connect: with --mpir, the rank count goes in the starter's command"))
+	plan, err := connect.PlanFor(fs.Args(), *useMPIR, *size, os.Getenv)
+	if err != nil {
+		return exit.Usage(fmt.Errorf("sdm connect: %w", err))
 	}
 	dir, err := connect.Dir()
 	if err != nil {

@@ -2,10 +2,14 @@ package main
 
 import (
 	"embed"
+	"errors"
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -26,4 +30,15 @@ func helpFile(name string) string {
 func helpText(text string, fs *pflag.FlagSet) string {
 	return strings.NewReplacer("{flags}", fs.FlagUsages(), "{dlopen}", helpFile("dlopen"),
 		"{index-env}", strings.Join(routing.IndexEnv, ", "), "{key-env}", wire.KeyEnv).Replace(text)
+}
+
+func parseFlags(fs *pflag.FlagSet, args []string, usage string) (help bool, err error) {
+	fs.Usage = func() { fmt.Fprint(os.Stderr, helpText(usage, fs)) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, exit.Usage(err)
+	}
+	return false, nil
 }

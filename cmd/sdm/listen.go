@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sdm-hpc/sdm/connect"
+	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/launcher"
 )
@@ -37,7 +38,7 @@ func runListen(args []string) error {
 		return exit.Usage(errors.New("sdm listen: --accept, --accept-all and --reject go alone"))
 	}
 	ask := *accept == "" && !*acceptAll && *reject == ""
-	if ask && !isTerminal(os.Stdin) {
+	if ask && !console.IsTerminal(os.Stdin) {
 		return exit.Usage(errors.New("sdm listen: not on a terminal, so nobody can be asked: give --accept ID, --accept-all or --reject ID"))
 	}
 	if *accept != "" && *max == 0 {

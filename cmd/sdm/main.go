@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/internal/exit"
 )
 
@@ -33,6 +32,3 @@ func main() {
 		os.Exit(code)
 	}
 }
-
-// isTerminal reports whether f is a terminal.
-var isTerminal = console.IsTerminal

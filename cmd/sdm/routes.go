@@ -41,12 +41,12 @@ func runRoutes(args []string) error {
 
 func routesTree(args []string) error {
 	fs := pflag.NewFlagSet("routes tree", pflag.ContinueOnError)
-	n := fs.IntP("size", "n", 0, "number of servers")
-	fanout := fs.Int("fanout", 0, "0 for PTP's binomial tree, K >= 2 for a K-ary tree")
+	var tree routing.Tree
+	fs.IntVarP(&tree.Size, "size", "n", 0, "number of servers")
+	fs.IntVar(&tree.Fanout, "fanout", 0, "0 for PTP's binomial tree, K >= 2 for a K-ary tree")
 	if err := fs.Parse(args); err != nil {
 		return exit.Usage(err)
 	}
-	tree := routing.Tree{Size: *n, Fanout: *fanout}
 	if err := tree.Verify(); err != nil {
 		return exit.Usage(err)
 	}

@@ -98,3 +98,12 @@ func EndedBy(ctx context.Context, endErr error) error {
 	}
 	return Killed(sig, errors.New(msg))
 }
+
+// Quiet is the error of a command that ctx ended as none: being told to
+// stop is not a failure.
+func Quiet(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
