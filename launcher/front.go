@@ -133,9 +133,5 @@ func (f Front) launched(s *Session, load func(context.Context, *Session) error, 
 // setDlopen gives every rank the dlopen setting and logs what they warn
 // about.
 func (f Front) setDlopen(ctx context.Context, s *Session) error {
-	warnings, err := s.SetDlopen(ctx, f.Dlopen, f.Console.Timeout)
-	for _, w := range warnings {
-		f.Log.Print(w)
-	}
-	return err
+	return s.applyDlopen(ctx, f.Dlopen, f.Console.Timeout, f.Log)
 }

@@ -109,11 +109,7 @@ func (l *Listener) Take(ctx context.Context, r *connect.Request) (*Session, []wi
 }
 
 func (l *Listener) setDlopen(ctx context.Context, s *Session) error {
-	warnings, err := s.SetDlopen(ctx, l.Dlopen, l.Timeout)
-	for _, w := range warnings {
-		l.logger().Print(w)
-	}
-	return err
+	return s.applyDlopen(ctx, l.Dlopen, l.Timeout, l.logger())
 }
 
 // attach has every rank of a job acquired through MPIR on the job side

@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/sdm-hpc/sdm/dlopen"
@@ -37,4 +38,13 @@ func (s *Session) SetDlopen(ctx context.Context, setting dlopen.Setting, timeout
 		}
 	}
 	return warnings, wire.Failures(groups, "take dlopen "+setting.String(), nil)
+}
+
+// applyDlopen gives every rank setting and logs what they warn about.
+func (s *Session) applyDlopen(ctx context.Context, setting dlopen.Setting, timeout time.Duration, logTo *log.Logger) error {
+	warnings, err := s.SetDlopen(ctx, setting, timeout)
+	for _, w := range warnings {
+		logTo.Print(w)
+	}
+	return err
 }
