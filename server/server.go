@@ -1,0 +1,156 @@
+// Package server runs a server process as a launcher starts it, with
+// PTP's flags: the master at the root of the tree, or the rank server
+// beside one rank. It takes what the process was handed
+// (internal/handover), finds the rank's index, names the process in its
+// logs, and runs master.Run or sdm.Serve with the backend its debugger
+// names and the routing table found as its routes source says.
+//
+// What enters: a Config (the flags), the environment and inherited
+// descriptors. What leaves: the server's error, nil when a signal
+// (SIGTERM, SIGINT, SIGHUP) stopped it.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/backend/sim"
+	"github.com/sdm-hpc/sdm/internal/exit"
+	"github.com/sdm-hpc/sdm/internal/handover"
+	"github.com/sdm-hpc/sdm/master"
+	"github.com/sdm-hpc/sdm/rm/routes"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Config is a server as its flags describe it. The master's options hold
+// what a rank server shares with it: the routing file, the tree's fanout,
+// the timeout, the event window.
+type Config struct {
+	master.Options
+	Master       bool   // the master, else a rank server
+	Index        int    // a rank server's index; -1: from the environment (routing.Index)
+	KeyFile      string // the session key's file; "": the environment's key
+	Debug        int    // > 0: trace links and the node to standard error
+	Debugger     string // gdb-mi or sim
+	DebuggerPath string // the debugger's executable ("": from $PATH)
+	RoutesFrom   string // file, publish, slurm or pe (routing.Source)
+	PortBase     int    // with slurm or pe: the port of each node's first server
+	// The master's link to the front end: Proxy stdio, or tcp: dial
+	// Host:Port when Host is set, else listen on ListenHost:Port.
+	Proxy, Host string
+	Port        int
+	// GenerateRoutes has the master write the routing file for servers on
+	// these comma-separated hosts.
+	GenerateRoutes string
+}
+
+// backends maps each debugger to its constructor.
+var backends = map[backend.Debugger]func(backend.Config) (backend.Backend, error){
+	backend.GDB: func(c backend.Config) (backend.Backend, error) { return gdbmi.New(c), nil },
+	backend.Sim: func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil },
+}
+
+// Run runs the server c describes until it ends or a signal stops it.
+// It takes what the process was handed first: a server given its key in
+// the environment executes itself again without it (handover.Take).
+func Run(c Config) error {
+	index, err := c.common()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	if c.Master {
+		if err := c.master(); err != nil {
+			return err
+		}
+		return exit.Quiet(ctx, master.Run(ctx, c.Options))
+	}
+	o, err := c.rankServer(index)
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", index, err)
+	}
+	return exit.Quiet(ctx, sdm.Serve(ctx, o))
+}
+
+// common takes what the server was handed and its index (-1 for the
+// master), and readies the logs.
+func (c *Config) common() (index int, err error) {
+	h, err := handover.Take(c.KeyFile)
+	if err != nil {
+		return -1, err
+	}
+	c.Listener, c.Link = h.Listener, wire.LinkConfig{Key: h.Key}
+	index, who := -1, "master"
+	if !c.Master {
+		i, source, err := routing.Index(c.Index, nil)
+		if err != nil {
+			return -1, err
+		}
+		index, who = i, fmt.Sprintf("rank %d", i)
+		if c.Debug > 0 {
+			fmt.Fprintf(os.Stderr, "sdm[%s]: index from %s\n", who, source)
+		}
+	}
+	c.Log = log.New(os.Stderr, "sdm["+who+"] ", log.LstdFlags|log.Lmicroseconds)
+	if c.Debug > 0 {
+		c.Link.Log, c.Trace = os.Stderr, c.Log
+	}
+	return index, nil
+}
+
+// master completes the master's options: its routes and how it reaches
+// the front end. A proxy other than tcp or stdio is a usage error.
+func (c *Config) master() error {
+	if c.GenerateRoutes != "" {
+		c.Generate = strings.Split(c.GenerateRoutes, ",")
+	}
+	switch {
+	case c.Proxy == "stdio":
+		c.Stdio = master.Stdio()
+	case c.Proxy != "tcp":
+		return exit.Usage(fmt.Errorf("--proxy=%s: want tcp or stdio", c.Proxy))
+	case c.Host != "":
+		c.Client = net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+	default:
+		c.ListenPort = c.Port
+	}
+	return nil
+}
+
+// rankServer is the rank server c describes.
+func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
+	debugger, err := backend.ParseDebugger(c.Debugger)
+	if err != nil {
+		return sdm.ServerOptions{}, err
+	}
+	newBackend := backends[debugger]
+	source, err := routing.ParseSource(c.RoutesFrom)
+	if err != nil {
+		return sdm.ServerOptions{}, err
+	}
+	compute, err := routes.Environ(source, c.PortBase)
+	if err != nil {
+		return sdm.ServerOptions{}, err
+	}
+	return sdm.ServerOptions{
+		Index: index, RoutingFile: c.RoutingFile, Fanout: c.Fanout, Listener: c.Listener,
+		RoutesFrom: sdm.RoutesFrom{Publish: source == routing.SourcePublish, Compute: compute},
+		NewBackend: func(bc backend.Config) (backend.Backend, error) {
+			bc.Path = c.DebuggerPath
+			return newBackend(bc)
+		},
+		Timeout: c.Timeout, Link: c.Link, EventWindow: c.EventWindow, Log: c.Log, Trace: c.Trace,
+	}, nil
+}
