@@ -10,10 +10,13 @@
 // sdm debug or sdm attach that restart starts again; and reverse connect's
 // two sides, Listener and Jobs (sdm listen: requests in, sessions of one
 // or several jobs out) and HostRequest (sdm connect: an accepted request
-// in, the job running here out).
+// in, the job running here out). Front runs the whole front end of a
+// session on such a job, for sdm debug, attach and listen: the job comes
+// up, the console (package console) runs its commands, the job ends.
 //
 // What enters: the job to debug (program, ranks, adapter and its flags, or
 // the pids or starter to acquire through MPIR, or an accepted request).
 // What leaves: the session, the job's handle to end it, and the progress
-// of the launch on the terminal.
+// of the launch on the terminal; through Front, the console's output and
+// the session's outcome.
 package launcher
