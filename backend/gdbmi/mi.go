@@ -217,43 +217,33 @@ func (p *parser) value(depth int) (Value, error) {
 
 // tuple reads {name=value,...} after its '{'.
 func (p *parser) tuple(depth int) (Value, error) {
-	v := Value{Kind: Tuple}
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
-		return v, nil
-	}
-	for {
-		f, err := p.result(depth)
-		if err != nil {
-			return v, err
-		}
-		v.Fields = append(v.Fields, f)
-		if p.i < len(p.s) && p.s[p.i] == ',' {
-			p.i++
-			continue
-		}
-		return v, p.expect('}')
-	}
+	return p.items(Tuple, '}', func() (Field, error) { return p.result(depth) })
 }
 
 // list reads [value,...] or [name=value,...] after its '['.
 func (p *parser) list(depth int) (Value, error) {
-	v := Value{Kind: List}
-	if p.i < len(p.s) && p.s[p.i] == ']' {
+	return p.items(List, ']', func() (Field, error) {
+		if p.i >= len(p.s) {
+			return Field{}, p.errorf("unterminated list")
+		}
+		if c := p.s[p.i]; c == '"' || c == '{' || c == '[' {
+			v, err := p.value(depth + 1)
+			return Field{Value: v}, err
+		}
+		return p.result(depth)
+	})
+}
+
+// items reads the comma-separated items of a tuple or list, each with
+// item, up to its closing byte.
+func (p *parser) items(kind Kind, closing byte, item func() (Field, error)) (Value, error) {
+	v := Value{Kind: kind}
+	if p.i < len(p.s) && p.s[p.i] == closing {
 		p.i++
 		return v, nil
 	}
 	for {
-		if p.i >= len(p.s) {
-			return v, p.errorf("unterminated list")
-		}
-		var f Field
-		var err error
-		if c := p.s[p.i]; c == '"' || c == '{' || c == '[' {
-			f.Value, err = p.value(depth + 1)
-		} else {
-			f, err = p.result(depth)
-		}
+		f, err := item()
 		if err != nil {
 			return v, err
 		}
@@ -262,7 +252,7 @@ func (p *parser) list(depth int) (Value, error) {
 			p.i++
 			continue
 		}
-		return v, p.expect(']')
+		return v, p.expect(closing)
 	}
 }
 

@@ -226,13 +226,7 @@ func runnable(pid int) bool {
 		return false
 	}
 	for _, t := range tasks {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
-		if err != nil {
-			continue
-		}
-		// The state follows the command name, which may hold anything
-		// but ends at the last ')'.
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'R' {
+		if fields := statFields(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name())); len(fields) > 0 && fields[0] == "R" {
 			return true
 		}
 	}

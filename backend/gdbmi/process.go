@@ -235,16 +235,11 @@ const killWait = 2 * time.Second
 // already: it is as good as gone, but the kernel may not have finished
 // with it yet on a busy node.
 func dying(pid int) bool {
-	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-		// flags is field 9, the 7th after the command name's ')'.
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
-			fields := strings.Fields(string(stat[i+1:]))
-			const pfExiting = 0x4
-			if len(fields) > 6 {
-				if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfExiting != 0 {
-					return true
-				}
-			}
+	// flags is field 9.
+	const pfExiting = 0x4
+	if fields := statFields("/proc/" + strconv.Itoa(pid) + "/stat"); len(fields) > 6 {
+		if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfExiting != 0 {
+			return true
 		}
 	}
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
@@ -286,19 +281,9 @@ func ended(fd int) bool {
 // get. The pidfd tells whether the zombie is still there after the read,
 // so a pid reaped and used again meanwhile is never read as ours.
 func endOf(fd, pid int) (wire.State, bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil || unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
-		return wire.State{}, false
-	}
-	// The command name, in parentheses, may hold anything: the fields
-	// are counted after its closing one. exit_code is field 52, the
-	// state field 3.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return wire.State{}, false
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 50 || (fields[0] != "Z" && fields[0] != "X") {
+	// exit_code is field 52, the state field 3.
+	fields := statFields("/proc/" + strconv.Itoa(pid) + "/stat")
+	if unix.PidfdSendSignal(fd, 0, nil, 0) != nil || len(fields) < 50 || (fields[0] != "Z" && fields[0] != "X") {
 		return wire.State{}, false
 	}
 	code, err := strconv.Atoi(fields[49])
@@ -326,4 +311,21 @@ func (b *Backend) deathError() error {
 		return nil
 	}
 	return fmt.Errorf("rank %d's process (pid %d) was killed by %s", b.cfg.Rank, b.lastPid, b.state.Signal)
+}
+
+// statFields reads a stat file of /proc (a process's or a thread's) and
+// returns its fields after the command name, which, in parentheses, may
+// hold anything: they are counted after its last closing one. The first
+// is the state (field 3), the 50th exit_code (field 52). None when it
+// cannot be read.
+func statFields(path string) []string {
+	stat, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
 }
