@@ -184,22 +184,30 @@ func TestCrashUnderMpirun(t *testing.T) {
 	command(t, cs.Command, all, wire.OpKill, nil)
 }
 
-// gdb killed under a rank server: that rank reports an error within 2 s and
-// the others still answer.
-func TestGDBKilledUnderServer(t *testing.T) {
+// plainUnderGDB launches n rank servers with gdb, loads examples/plain in
+// each (which runs 30 s once run) and returns the session, ended with the
+// test, and the pid of rank's gdb.
+func plainUnderGDB(ctx context.Context, t *testing.T, n, rank int) (*launcher.Session, int) {
+	t.Helper()
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
-	const n = 4
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", SDM: sdmBin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.End(10 * time.Second)
+	t.Cleanup(func() { s.End(10 * time.Second) })
 	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"30"}})
 	command(t, s.Command, wire.All(n), wire.OpStart, body)
-	gdb := testenv.Child(t, s.Job.(*local.Job).Process(2).Pid, "gdb")
+	return s, testenv.Child(t, s.Job.(*local.Job).Process(rank).Pid, "gdb")
+}
+
+// gdb killed under a rank server: that rank reports an error within 2 s and
+// the others still answer.
+func TestGDBKilledUnderServer(t *testing.T) {
+	const n = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, gdb := plainUnderGDB(ctx, t, n, 2)
 	start := time.Now()
 	syscall.Kill(gdb, syscall.SIGKILL)
 	events(t, s.Session, func(ev client.Event) bool {

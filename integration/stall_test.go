@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/internal/testenv"
-	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/rm/local"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
@@ -171,19 +169,10 @@ func waitTick(ctx context.Context) {
 // A hung gdb holds up only its own rank: its commands time out, the
 // others' answer at once.
 func TestHungGDBDelaysOnlyItsRank(t *testing.T) {
-	testenv.RequireTool(t, "gdb")
-	bin := testenv.Examples(t)
 	const n = 4
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", SDM: sdmBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.End(10 * time.Second)
-	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"30"}})
-	command(t, s.Command, wire.All(n), wire.OpStart, body)
-	gdb := testenv.Child(t, s.Job.(*local.Job).Process(2).Pid, "gdb")
+	s, gdb := plainUnderGDB(ctx, t, n, 2)
 	if err := syscall.Kill(gdb, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
