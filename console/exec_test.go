@@ -4,72 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// sentCommand is one command a console sent to its tree.
-type sentCommand struct {
-	ranks   wire.RankSet
-	op      string
-	body    []byte
-	timeout time.Duration
-}
-
-// scriptTree answers each op as the test says (by default every rank
-// prints the value "42"), and records what the console sent. It sends no
-// news.
-type scriptTree struct {
-	size   int
-	answer func(ranks wire.RankSet, op string) ([]wire.Group, error)
-	mu     sync.Mutex
-	calls  []sentCommand
-}
-
-func (f *scriptTree) Size() int             { return f.size }
-func (f *scriptTree) Done() <-chan struct{} { return nil }
-
-func (f *scriptTree) sent() []sentCommand {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]sentCommand(nil), f.calls...)
-}
-func (f *scriptTree) NextEvent(ctx context.Context) (client.Event, error) {
-	<-ctx.Done()
-	return client.Event{}, ctx.Err()
-}
-
-func (f *scriptTree) Command(ctx context.Context, ranks wire.RankSet, op string, body []byte, timeout time.Duration) ([]wire.Group, error) {
-	f.mu.Lock()
-	f.calls = append(f.calls, sentCommand{ranks, op, body, timeout})
-	f.mu.Unlock()
-	if f.answer == nil {
-		return []wire.Group{{Ranks: ranks, Body: wire.MustEncode(wire.Text{Text: "42"})}}, nil
-	}
-	return f.answer(ranks, op)
-}
-
-// execLines runs lines on a console of a scripted tree of n ranks and returns
-// what it printed and the error of the last line.
-func execLines(t *testing.T, f *scriptTree, opts Options, lines ...string) (string, error) {
-	t.Helper()
-	var out strings.Builder
-	c := New(f, &out, opts)
-	var err error
-	for i, l := range lines {
-		if err = c.Exec(context.Background(), l); err != nil && i < len(lines)-1 {
-			t.Fatalf("%q: %v", l, err)
-		}
-	}
-	return out.String(), err
-}
-
 func TestCommandsGoToTheirRankSets(t *testing.T) {
-	f := &scriptTree{size: 8}
+	f := newFakeTree(8, atBreakpoint)
 	_, err := execLines(t, f, Options{Timeout: 7 * time.Second},
 		"print x",         // the focus: every rank at first
 		"[2-4,6] print y", // a set of its own
@@ -115,7 +57,7 @@ func TestMistakesSendNothing(t *testing.T) {
 		"[1-2]":          "needs a command after it",
 		"[nosuch] where": "nosuch",
 	} {
-		f := &scriptTree{size: 4}
+		f := newFakeTree(4, atBreakpoint)
 		_, err := execLines(t, f, Options{}, line)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one saying %q", line, err, want)
@@ -131,14 +73,15 @@ func TestMistakesSendNothing(t *testing.T) {
 // such; any of them makes the session count as failed.
 func TestAnswersPrintAsMerged(t *testing.T) {
 	text := func(s string) []byte { return wire.MustEncode(wire.Text{Text: s}) }
-	f := &scriptTree{size: 8, answer: func(wire.RankSet, string) ([]wire.Group, error) {
+	f := newFakeTree(8, atBreakpoint)
+	f.answer = func(context.Context, wire.RankSet, string) ([]wire.Group, error) {
 		return []wire.Group{
 			{Ranks: wire.Range(0, 2).Union(wire.Single(5)), Body: text("42")},
 			{Ranks: wire.Range(3, 4), Body: text("first\nsecond")},
 			{Ranks: wire.Single(6), Status: wire.StatusError, Body: []byte(`No symbol "x" in current context.`)},
 			{Ranks: wire.Single(7), Status: wire.StatusTimeout, Body: []byte("server 7 not responding")},
 		}, nil
-	}}
+	}
 	var out strings.Builder
 	c := New(f, &out, Options{})
 	if err := c.Exec(context.Background(), "print x"); err != nil {
@@ -155,12 +98,13 @@ func TestAnswersPrintAsMerged(t *testing.T) {
 }
 
 func TestAnswersInJSON(t *testing.T) {
-	f := &scriptTree{size: 4, answer: func(wire.RankSet, string) ([]wire.Group, error) {
+	f := newFakeTree(4, atBreakpoint)
+	f.answer = func(context.Context, wire.RankSet, string) ([]wire.Group, error) {
 		return []wire.Group{
 			{Ranks: wire.Range(0, 2), Body: wire.MustEncode(wire.Text{Text: "42"})},
 			{Ranks: wire.Single(3), Status: wire.StatusLost, Body: []byte("server 3 not responding")},
 		}, nil
-	}}
+	}
 	out, err := execLines(t, f, Options{JSON: true}, "print x")
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +120,8 @@ func TestAnswersInJSON(t *testing.T) {
 // deadline) is the command's error, and nothing is printed for it.
 func TestTreeFailureIsTheCommandsError(t *testing.T) {
 	gone := errors.New("print: the master did not answer within 31s")
-	f := &scriptTree{size: 2, answer: func(wire.RankSet, string) ([]wire.Group, error) { return nil, gone }}
+	f := newFakeTree(2, atBreakpoint)
+	f.answer = func(context.Context, wire.RankSet, string) ([]wire.Group, error) { return nil, gone }
 	out, err := execLines(t, f, Options{}, "print x")
 	if !errors.Is(err, gone) {
 		t.Errorf("error %v, want %v", err, gone)
@@ -186,31 +131,16 @@ func TestTreeFailureIsTheCommandsError(t *testing.T) {
 	}
 }
 
-// blockingTree never answers: a command waits until its context ends.
-type blockingTree struct {
-	scriptTree
-	waiting chan struct{} // receives once a command waits
-}
-
-func (f *blockingTree) Command(ctx context.Context, ranks wire.RankSet, op string, body []byte, timeout time.Duration) ([]wire.Group, error) {
-	f.waiting <- struct{}{}
-	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
 // A command ends with its context, however long the tree takes, and says
 // it was interrupted.
 func TestCommandEndsWithItsContext(t *testing.T) {
-	f := &blockingTree{scriptTree: scriptTree{size: 2}, waiting: make(chan struct{}, 1)}
+	f := newFakeTree(2, atBreakpoint)
+	f.answer = blocks
 	c := New(f, &strings.Builder{}, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- c.Exec(ctx, "print x") }()
-	select {
-	case <-f.waiting:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no command sent within 10s")
-	}
+	asked(t, f)
 	cancel()
 	select {
 	case err := <-errc:

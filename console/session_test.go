@@ -13,17 +13,17 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// endingTree is a scripted tree whose session ends: its events end then.
+// endingTree is a fake tree whose session ends: its events end then.
 type endingTree struct {
-	*scriptTree
+	*fakeTree
 	once   sync.Once
 	closed chan struct{}
 	ends   int
 	endErr error
 }
 
-func newEndingTree(f *scriptTree) *endingTree {
-	return &endingTree{scriptTree: f, closed: make(chan struct{})}
+func newEndingTree(f *fakeTree) *endingTree {
+	return &endingTree{fakeTree: f, closed: make(chan struct{})}
 }
 
 func (e *endingTree) NextEvent(ctx context.Context) (client.Event, error) {
@@ -55,7 +55,7 @@ func runCommands(t *testing.T, e *endingTree, ctx context.Context, cmds Commands
 }
 
 func TestSessionRunsItsCommandsThenEnds(t *testing.T) {
-	f := &scriptTree{size: 4}
+	f := newFakeTree(4, atBreakpoint)
 	out, complaints, err := runCommands(t, newEndingTree(f), context.Background(),
 		Commands{Exprs: []string{"print x", "frobnicate", "[1] print y"}})
 	if !errors.Is(err, ErrScriptErrors) {
@@ -73,9 +73,10 @@ func TestSessionRunsItsCommandsThenEnds(t *testing.T) {
 }
 
 func TestSessionOfFailedRanksFails(t *testing.T) {
-	f := &scriptTree{size: 2, answer: func(ranks wire.RankSet, _ string) ([]wire.Group, error) {
+	f := newFakeTree(2, atBreakpoint)
+	f.answer = func(_ context.Context, ranks wire.RankSet, _ string) ([]wire.Group, error) {
 		return []wire.Group{{Ranks: ranks, Status: wire.StatusError, Body: []byte("No symbol")}}, nil
-	}}
+	}
 	_, _, err := runCommands(t, newEndingTree(f), context.Background(), Commands{Exprs: []string{"print x"}})
 	if !errors.Is(err, ErrRanksFailed) {
 		t.Errorf("a session whose ranks answered errors ended with %v, want ErrRanksFailed", err)
@@ -83,7 +84,7 @@ func TestSessionOfFailedRanksFails(t *testing.T) {
 }
 
 func TestSessionEndErrorIsItsError(t *testing.T) {
-	e := newEndingTree(&scriptTree{size: 2})
+	e := newEndingTree(newFakeTree(2, atBreakpoint))
 	e.endErr = errors.New("rank 1: server lost")
 	_, _, err := runCommands(t, e, context.Background(), Commands{Exprs: []string{"print x", "quit"}})
 	if err == nil || !strings.Contains(err.Error(), "rank 1: server lost") || errors.Is(err, ErrQuit) {
@@ -101,7 +102,7 @@ func TestSessionEndsWithItsContext(t *testing.T) {
 	// The commands' goroutine, left waiting for input, may still look at
 	// r after the session ended: closing w ends it, r is left to it.
 	defer w.Close()
-	e := newEndingTree(&scriptTree{size: 2})
+	e := newEndingTree(newFakeTree(2, atBreakpoint))
 	s := e.session()
 	cut := errors.New("cut short")
 	s.Ended = func(ctx context.Context, endErr error) error {

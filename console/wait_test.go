@@ -5,172 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/wire"
 )
-
-// fakeTree is a job whose ranks do what the test says: status answers
-// from their states, halt stops those that run, next sets them stepping
-// from where they are and never comes back, print blocks until its
-// context ends.
-type fakeTree struct {
-	mu     sync.Mutex
-	states []wire.State
-	events chan client.Event
-	done   chan struct{}
-	asked  chan struct{} // signalled at each status
-}
-
-func newFakeTree(n int, st wire.State) *fakeTree {
-	f := &fakeTree{states: make([]wire.State, n), events: make(chan client.Event, 64),
-		done: make(chan struct{}), asked: make(chan struct{}, 1)}
-	for i := range f.states {
-		f.states[i] = st
-	}
-	return f
-}
-
-var (
-	runningState = wire.State{State: wire.StateRunning}
-	atBreakpoint = wire.State{State: wire.StateStopped, Reason: "breakpoint-hit", Breakpoint: 1,
-		Frame: wire.Frame{Func: "pass", File: "ring.c", Line: 10}}
-	halted = wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGINT",
-		Frame: wire.Frame{Func: "PMPI_Recv", From: "libmpi.so.40"}}
-)
-
-func (f *fakeTree) Size() int { return len(f.states) }
-
-func (f *fakeTree) Done() <-chan struct{} { return f.done }
-
-func (f *fakeTree) NextEvent(ctx context.Context) (client.Event, error) {
-	select {
-	case ev := <-f.events:
-		return ev, nil
-	case <-ctx.Done():
-		return client.Event{}, ctx.Err()
-	}
-}
-
-// set gives ranks a state, with the event that reports it.
-func (f *fakeTree) set(ranks wire.RankSet, st wire.State, event string) {
-	f.mu.Lock()
-	ranks.Each(func(r int) bool { f.states[r] = st; return true })
-	f.mu.Unlock()
-	f.events <- client.Event{Op: event, Group: wire.Group{Ranks: ranks, Body: wire.MustEncode(st)}}
-}
-
-func (f *fakeTree) Command(ctx context.Context, ranks wire.RankSet, op string, body []byte, timeout time.Duration) ([]wire.Group, error) {
-	switch op {
-	case wire.OpStatus:
-		select {
-		case f.asked <- struct{}{}:
-		default:
-		}
-	case wire.OpHalt:
-		var run wire.RankSet
-		f.mu.Lock()
-		ranks.Each(func(r int) bool {
-			if f.states[r].State == wire.StateRunning {
-				run = run.Union(wire.Single(r))
-			}
-			return true
-		})
-		f.mu.Unlock()
-		if !run.Empty() {
-			f.set(run, halted, wire.EventStopped)
-		}
-	case wire.OpNext:
-		f.mu.Lock()
-		ranks.Each(func(r int) bool {
-			f.states[r] = wire.State{State: wire.StateRunning, Reason: wire.OpNext, Frame: f.states[r].Frame}
-			return true
-		})
-		f.mu.Unlock()
-	case wire.OpPrint:
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	// Answers merge by identical bytes, as the tree merges them.
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var groups []wire.Group
-	ranks.Each(func(r int) bool {
-		groups = wire.AppendMerged(groups, wire.Group{Ranks: wire.Single(r), Body: wire.MustEncode(f.states[r])},
-			func(g *wire.Group) *wire.RankSet { return &g.Ranks },
-			func(a, b *wire.Group) bool { return string(a.Body) == string(b.Body) }, nil)
-		return true
-	})
-	return groups, nil
-}
-
-// buffer collects what a console prints from several goroutines.
-type buffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// fakeConsole is a console on f that prints its events until the test ends.
-func fakeConsole(t *testing.T, f *fakeTree, opts Options) (*Console, *buffer) {
-	t.Helper()
-	out := &buffer{}
-	c := New(f, out, opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	printed := make(chan struct{})
-	go func() {
-		defer close(printed)
-		c.PrintEvents(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-printed
-	})
-	return c, out
-}
-
-// execAsync runs line and returns its error on the channel; the command
-// has asked for a status once the first value arrives on f.asked.
-func execAsync(ctx context.Context, c *Console, line string) <-chan error {
-	errc := make(chan error, 1)
-	go func() { errc <- c.Exec(ctx, line) }()
-	return errc
-}
-
-// result waits for a command started by execAsync.
-func result(t *testing.T, errc <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-errc:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatal("the command did not return within 10s")
-		return nil
-	}
-}
-
-func asked(t *testing.T, f *fakeTree) {
-	t.Helper()
-	select {
-	case <-f.asked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no status asked within 10s")
-	}
-}
 
 func TestWaitAnyReturnsAtTheFirstStop(t *testing.T) {
 	f := newFakeTree(4, runningState)
@@ -312,6 +151,7 @@ func TestInterruptedWait(t *testing.T) {
 
 func TestInterruptedCommand(t *testing.T) {
 	f := newFakeTree(2, atBreakpoint)
+	f.answer = blocks
 	c, out := fakeConsole(t, f, Options{JSON: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := execAsync(ctx, c, "print slow()")
