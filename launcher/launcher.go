@@ -180,12 +180,18 @@ func (o Options) progress() func(Progress) {
 	return o.Progress
 }
 
-// ready fills in o's defaults, chooses the adapter (and says so) and the
-// target, and checks that they can start the job.
-func (o Options) ready(ctx context.Context) (Options, rm.Adapter, target, error) {
+// defaulted is o with the connect timeout it leaves out.
+func (o Options) defaulted() Options {
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 60 * time.Second
 	}
+	return o
+}
+
+// ready fills in o's defaults, chooses the adapter (and says so) and the
+// target, and checks that they can start the job.
+func (o Options) ready(ctx context.Context) (Options, rm.Adapter, target, error) {
+	o = o.defaulted()
 	if o.SDM == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -81,13 +81,8 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 	if o.Debugger != backend.GDB {
 		return nil, nil, errors.New("MPIR acquisition needs the gdb backend")
 	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 60 * time.Second
-	}
-	progress := o.Progress
-	if progress == nil {
-		progress = func(Progress) {}
-	}
+	o = o.defaulted()
+	progress := o.progress()
 	dir, err := wire.SessionDir("")
 	if err != nil {
 		return nil, nil, err

@@ -32,9 +32,7 @@ type Hosted struct {
 // key the front end handed over. It returns once the master is started;
 // the front end then sees every rank join.
 func Host(ctx context.Context, o Options, clientAddr string, key wire.Key) (*Hosted, error) {
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 60 * time.Second
-	}
+	o = o.defaulted()
 	if o.SDM == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -71,10 +69,7 @@ func Host(ctx context.Context, o Options, clientAddr string, key wire.Key) (*Hos
 	defer cancel(nil)
 	ctx, stop := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer stop()
-	progress := o.Progress
-	if progress == nil {
-		progress = func(Progress) {}
-	}
+	progress := o.progress()
 	masterStarted, err := s.submit(ctx, cancel, adapter, t, spec, progress)
 	if err == nil {
 		err = <-masterStarted
@@ -135,13 +130,8 @@ type Held struct {
 // front end attaches the ranks; then Release lets the starter go on (or
 // Kill ends it, when the front end could not attach them).
 func HostMPIR(ctx context.Context, o Options, argv []string, clientAddr string, key wire.Key) (*Hosted, *Held, error) {
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 60 * time.Second
-	}
-	progress := o.Progress
-	if progress == nil {
-		progress = func(Progress) {}
-	}
+	o = o.defaulted()
+	progress := o.progress()
 	dir, err := wire.SessionDir("")
 	if err != nil {
 		return nil, nil, err
