@@ -83,6 +83,15 @@ func (c Commands) interactive(ctx context.Context, con *Console) error {
 	defer line.Close()
 	line.SetCtrlCAborts(true)
 	line.SetCompleter(con.Complete)
+	// Tab lists the candidates, as a shell does, rather than putting each
+	// in the line in turn.
+	line.SetTabCompletionStyle(liner.TabPrints)
+	con.mu.Lock()
+	con.ask = func(question string) bool {
+		answer, err := line.Prompt(question + " (y or n) ")
+		return err == nil && strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y")
+	}
+	con.mu.Unlock()
 	defer keepHistory(line)()
 	fmt.Fprintln(c.Errors, "sdm: type help for the commands, quit (or ^D) to end")
 	for ctx.Err() == nil {
