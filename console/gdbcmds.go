@@ -66,7 +66,7 @@ func runInfo(ctx context.Context, c *Console, ranks wire.RankSet, args string) e
 			names[a] = i
 		}
 	}
-	i, err := resolve(word, names, "info subcommand")
+	i, err := resolve(word, names, "info subcommand", func(i int) string { return infoSubs[i].name })
 	if err != nil {
 		return err
 	}
@@ -93,8 +93,108 @@ func runBacktrace(ctx context.Context, c *Console, ranks wire.RankSet, args stri
 		}
 		bt.Limit = n
 	}
-	_, err := c.send(ctx, ranks, wire.OpBacktrace, op.Backtrace.Body(bt))
-	return err
+	groups, err := c.s.Command(ctx, ranks, wire.OpBacktrace, op.Backtrace.Body(bt), c.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	for _, g := range mergeTraces(groups) {
+		c.printReply(wire.OpBacktrace, "", g)
+	}
+	return nil
+}
+
+// mergeTraces merges the answers of ranks whose stacks are the same
+// frames and differ only in values (a rank argument, a pointer), so that
+// a thousand ranks in one place print one backtrace: a value the merged
+// ranks agree on shows as it is, one they do not as "<N values>" (print
+// it to see which ranks have which). Failures pass as they came.
+func mergeTraces(groups []wire.Group) []wire.Group {
+	type merged struct {
+		ranks  wire.RankSet
+		trace  wire.Trace
+		values []map[string]bool // per variable, in order: the values seen
+	}
+	var out []*merged
+	var rest []wire.Group
+	for _, g := range groups {
+		tr, err := op.Backtrace.DecodeAnswer(g.Body)
+		if g.Status != wire.StatusOK || err != nil {
+			rest = append(rest, g)
+			continue
+		}
+		var m *merged
+		for _, o := range out {
+			if sameShape(o.trace, tr) {
+				m = o
+				break
+			}
+		}
+		if m == nil {
+			m = &merged{trace: tr}
+			out = append(out, m)
+		}
+		m.ranks = m.ranks.Union(g.Ranks)
+		i := 0
+		eachVar(tr, func(v *wire.Var) {
+			if i == len(m.values) {
+				m.values = append(m.values, map[string]bool{})
+			}
+			m.values[i][v.Value] = true
+			i++
+		})
+	}
+	result := make([]wire.Group, 0, len(out)+len(rest))
+	for _, m := range out {
+		i := 0
+		eachVar(m.trace, func(v *wire.Var) {
+			if n := len(m.values[i]); n > 1 {
+				v.Value = fmt.Sprintf("<%d values>", n)
+			}
+			i++
+		})
+		result = append(result, wire.Group{Ranks: m.ranks, Body: wire.MustEncode(m.trace)})
+	}
+	return append(result, rest...)
+}
+
+// sameShape reports whether two traces are the same frames with the same
+// variables, whatever their values.
+func sameShape(a, b wire.Trace) bool {
+	if a.More != b.More || len(a.Levels) != len(b.Levels) {
+		return false
+	}
+	for i, la := range a.Levels {
+		lb := b.Levels[i]
+		if la.Level != lb.Level || la.Frame != lb.Frame || !sameNames(la.Args, lb.Args) ||
+			!sameNames(la.Locals, lb.Locals) || (la.Locals == nil) != (lb.Locals == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameNames(a, b []wire.Var) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Type != b[i].Type {
+			return false
+		}
+	}
+	return true
+}
+
+// eachVar calls f on every argument and local of tr, in order.
+func eachVar(tr wire.Trace, f func(v *wire.Var)) {
+	for _, l := range tr.Levels {
+		for i := range l.Args {
+			f(&l.Args[i])
+		}
+		for i := range l.Locals {
+			f(&l.Locals[i])
+		}
+	}
 }
 
 // moveFrame is up [N] (sign 1) or down [N] (sign -1).

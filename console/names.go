@@ -15,7 +15,7 @@ import (
 // resolve finds what word names among names, which maps every name and
 // alias to what it names; what says what the names are, for errors
 // ("command", "info subcommand").
-func resolve[T comparable](word string, names map[string]T, what string) (T, error) {
+func resolve[T comparable](word string, names map[string]T, what string, canonical func(T) string) (T, error) {
 	if t, ok := names[word]; ok {
 		return t, nil
 	}
@@ -41,8 +41,8 @@ func resolve[T comparable](word string, names map[string]T, what string) (T, err
 			return t, nil
 		}
 		shown := make([]string, 0, len(targets))
-		for _, name := range targets {
-			shown = append(shown, name)
+		for t := range targets {
+			shown = append(shown, canonical(t))
 		}
 		sort.Strings(shown)
 		return zero, usageError("ambiguous %s %q: %s", what, word, strings.Join(shown, ", "))
@@ -132,7 +132,7 @@ func commandNames() map[string]*command {
 
 // lookup finds the command that name names, a prefix of it included.
 func lookup(name string) (*command, error) {
-	return resolve(name, commandNames(), "command")
+	return resolve(name, commandNames(), "command", func(c *command) string { return c.name })
 }
 
 // aliasText lists a command's aliases for help, or says it has none.
