@@ -87,14 +87,14 @@ func init() {
 		// Looking around.
 		{name: "where", aliases: []string{"bt", "backtrace"}, usage: "where [full] [N]",
 			help: "numbered frames with their arguments, as gdb's bt (N: the innermost N, -N the outermost; full: with locals); ranks merge where they agree",
-			run: runBacktrace},
+			run:  runBacktrace},
 		{name: "up", usage: "up [N]", help: "select the frame N levels up (towards main), in each rank",
 			run: moveFrame(1)},
 		{name: "down", usage: "down [N]", help: "select the frame N levels down (towards the innermost), in each rank",
 			run: moveFrame(-1)},
 		{name: "list", aliases: []string{"l"}, usage: "list [FUNC|FILE:N|N|-]",
 			help: "source lines (around the selected frame's line at first; again: the next lines); ranks at the same place share one listing",
-			run: simple(wire.OpList, textArgs)},
+			run:  simple(wire.OpList, textArgs)},
 		{name: "info", aliases: []string{"i"}, usage: "info SUBCOMMAND",
 			help: "gdb's info: locals, args, breakpoints, threads, frame, registers, sharedlibrary, signals, display, stack",
 			more: infoHelp(), run: runInfo},
@@ -414,11 +414,12 @@ func runHelp(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	}
 	var lines []string
 	for _, cmd := range commands {
-		lines = append(lines, fmt.Sprintf("  %-26s %s", cmd.usage, cmd.help))
+		lines = append(lines, fmt.Sprintf("  %-26s %s%s", cmd.usage, cmd.help, aliasText(cmd)))
 	}
 	sort.Strings(lines)
 	c.println("Every command may start with a rank set, such as [0-3,7] or [all]; without one it goes\n" +
 		"to the focus set (focus SET). Answers print once per distinct value, ranks first.\n" +
+		"A command may be cut short where that leaves one it could be, as in gdb (cont, disp).\n" +
 		"^C at the prompt halts the ranks of the focus set that run; during a command it stops waiting.\n" +
 		strings.Join(lines, "\n"))
 	return nil

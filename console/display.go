@@ -154,8 +154,8 @@ func (c *Console) showDisplays(ctx context.Context, ranks wire.RankSet, asked bo
 		}
 		for i, d := range shown {
 			r := g.Ranks.Intersect(d.ranks)
-			if r.Empty() {
-				continue
+			if r.Empty() || values[i].Absent && !asked {
+				continue // out of its function: gdb shows it only inside
 			}
 			j := slices.IndexFunc(byDisplay[i], func(s shownValue) bool { return s.value == values[i] })
 			if j < 0 {

@@ -88,7 +88,7 @@ func TestDebugBatchText(t *testing.T) {
 	want := []string{
 		"[0-6] stopped in MPI_Recv at recv.c:64 (started)\n",
 		"[7] stopped in compute at hang.c:15 (started)\n",
-		"[0-3] MPI_Recv at recv.c:64 < main at hang.c:35\n",
+		"[0-3] #0  MPI_Recv () at recv.c:64\n      #1  main () at hang.c:35\n",
 		"[0-6] main at hang.c:35 (7 ranks)\n  [0-6] MPI_Recv at recv.c:64 (7 ranks)\n",
 		"[7] main at hang.c:31 (1 rank)\n  [7] compute at hang.c:15 (1 rank)\n",
 	}
@@ -99,7 +99,7 @@ func TestDebugBatchText(t *testing.T) {
 	}
 	// Nothing after quit runs: the last where would print a second line
 	// for ranks 0-6.
-	if strings.Count(out, "< main at hang.c:35") != 1 {
+	if strings.Count(out, "#1  main () at hang.c:35") != 1 {
 		t.Errorf("commands after quit ran:\n%s", out)
 	}
 }
@@ -117,7 +117,7 @@ func TestDebugJSON(t *testing.T) {
 		}
 		lines = append(lines, obj)
 	}
-	if len(lines) != 2 || lines[0]["ranks"] != "0" || lines[1]["ranks"] != "1-3" || lines[1]["reply"] != "where" {
+	if len(lines) != 2 || lines[0]["ranks"] != "0" || lines[1]["ranks"] != "1-3" || lines[1]["reply"] != "backtrace" {
 		t.Fatalf("where as JSON: %v", lines)
 	}
 }

@@ -34,4 +34,8 @@ type Exprs struct{ Exprs []string }
 type Value struct {
 	Value string `json:"value,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Absent: the expression names a symbol that the selected frame does
+	// not have, as a display made in another function does; gdb shows a
+	// display only inside the block it was made in.
+	Absent bool `json:"absent,omitempty"`
 }

@@ -2,6 +2,7 @@ package gdbmi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -98,8 +99,14 @@ func (b *Backend) Up(ctx context.Context, n wire.Count) (wire.Level, error) {
 	if err != nil {
 		return wire.Level{}, err
 	}
+	// One level is up or down without a count, as typed alone: gdb then
+	// refuses to go past the end instead of stopping there silently.
 	cmd := "frame"
 	switch {
+	case n.N == 1:
+		cmd = "up"
+	case n.N == -1:
+		cmd = "down"
 	case n.N > 0:
 		cmd = "up " + strconv.Itoa(n.N)
 	case n.N < 0:
@@ -148,7 +155,7 @@ func (b *Backend) Evaluate(ctx context.Context, e wire.Exprs) ([]wire.Value, err
 			if ctx.Err() != nil {
 				return nil, err
 			}
-			values[i].Error = err.Error()
+			values[i].Error, values[i].Absent = err.Error(), errors.Is(err, ErrNoSymbol)
 			continue
 		}
 		values[i].Value = v.Text
