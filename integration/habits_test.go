@@ -78,7 +78,7 @@ func TestBacktraceFramesAndList(t *testing.T) {
 		"[0-1] #1  main at examples/plain/plain.c:42\n      42\t        result = compute(rank, size);\n",
 		"[2] #1  main at examples/plain/plain.c:40\n    40\t        result = special(rank);\n",
 		"[0-1] 37\t    int result;\n", // list around line 42
-		"[2] 35\t    const char *r", // list around line 40
+		"[2] 35\t    const char *r",   // list around line 40
 		"[0-1] 47\t    return 0;\n      48\t}\n",
 		"[0-1] #0  compute at examples/plain/plain.c:15\n      15\t    int value = rank % 2;",
 		"[0] #1  main at examples/plain/plain.c:42\n", // up 5: as far as there is
