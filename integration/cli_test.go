@@ -195,7 +195,7 @@ func TestStacksDrawings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"digraph stacks", `MPI_Recv\\nrecv.c:64\\n[0-6] 7`, `compute\\nhang.c:15\\n[7] 1`, "->"} {
+	for _, want := range []string{"digraph stacks", `"MPI_Recv\nrecv.c:64\n[0-6] 7"`, `"compute\nhang.c:15\n[7] 1"`, "->"} {
 		if !strings.Contains(string(src), want) {
 			t.Errorf("DOT lacks %q:\n%s", want, src)
 		}
@@ -203,6 +203,16 @@ func TestStacksDrawings(t *testing.T) {
 	pic, err := os.ReadFile(svg)
 	if err != nil || !strings.Contains(string(pic), "<svg") || !strings.Contains(string(pic), "MPI_Recv") {
 		t.Fatalf("SVG: %v %.200s", err, pic)
+	}
+	// Each box's lines are lines of their own, not one line with a
+	// backslash in it.
+	for _, want := range []string{">MPI_Recv</text>", ">recv.c:64</text>", ">[0&#45;6] 7</text>"} {
+		if !strings.Contains(string(pic), want) {
+			t.Errorf("SVG lacks the line %q:\n%s", want, pic)
+		}
+	}
+	if strings.Contains(string(pic), `\n`) {
+		t.Errorf("SVG shows a literal \\n:\n%s", pic)
 	}
 	if _, stderr, code := run(t, "", "debug", "-n", "2", "--backend", "sim", "-e", "stacks --dot", "--", "hang"); code == 0 || !strings.Contains(stderr, "stacks [--dot FILE]") {
 		t.Fatalf("stacks --dot without a file: exit %d, %q", code, stderr)
