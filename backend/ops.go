@@ -58,6 +58,7 @@ type Ops interface {
 	FrameInfo(ctx context.Context) (wire.Text, error)
 	Registers(ctx context.Context, names wire.Text) (wire.Text, error)
 	Libraries(ctx context.Context) (wire.Text, error)
+	Symbols(ctx context.Context) (wire.Symbols, error)
 
 	Dlopen(ctx context.Context, d wire.Dlopen) (wire.Dlopen, error)
 	Plant(ctx context.Context) (wire.State, error)
@@ -129,6 +130,7 @@ var handlers = map[string]handler{
 	op.FrameInfo.Name: bare(op.FrameInfo, Ops.FrameInfo),
 	op.Registers.Name: bind(op.Registers, Ops.Registers),
 	op.Libraries.Name: bare(op.Libraries, Ops.Libraries),
+	op.Symbols.Name:   bare(op.Symbols, Ops.Symbols),
 
 	op.Dlopen.Name: bind(op.Dlopen, Ops.Dlopen),
 	op.Plant.Name:  bare(op.Plant, Ops.Plant),

@@ -202,6 +202,11 @@ func (u Unsupported) Registers(context.Context, wire.Text) (wire.Text, error) {
 	return wire.Text{}, u.no(op.Registers.Name)
 }
 
+// Symbols implements Ops.
+func (u Unsupported) Symbols(context.Context) (wire.Symbols, error) {
+	return wire.Symbols{}, u.no(op.Symbols.Name)
+}
+
 // Libraries implements Ops.
 func (u Unsupported) Libraries(context.Context) (wire.Text, error) {
 	return wire.Text{}, u.no(op.Libraries.Name)

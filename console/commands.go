@@ -142,7 +142,7 @@ func init() {
 			run: runShow},
 
 		// The console itself.
-		{name: "focus", usage: "focus SET", help: "make SET the ranks that commands without [SET] go to",
+		{name: "focus", usage: "focus [SET]", help: "make SET the ranks that commands without [SET] go to (alone: show the focus, as a command that sets it)",
 			run: runFocus},
 		{name: "defset", usage: "defset NAME SET", help: "name a rank set, for [NAME] and focus NAME (defset workers 1-63)",
 			run: runDefset},
@@ -385,9 +385,15 @@ func runListen(ctx context.Context, c *Console, _ wire.RankSet, args string) err
 
 func runFocus(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	if args == "" {
-		return usageError("focus needs a rank set, such as focus 0-3,7 or focus all")
+		// As a command that sets it again.
+		if c.opts.JSON {
+			c.note("focus", c.focus)
+		} else {
+			c.println("focus " + c.focus.String())
+		}
+		return nil
 	}
-	ranks, err := c.parseSet(args)
+	ranks, err := c.parseSet(strings.TrimSuffix(strings.TrimPrefix(args, "["), "]"))
 	if err != nil {
 		return err
 	}

@@ -105,6 +105,11 @@ type Console struct {
 	// ask puts a yes-or-no question to the user at the terminal; nil in
 	// a script, whose commands go ahead without asking.
 	ask func(question string) bool
+	// prompt is the prompt the terminal shows while it waits for a line,
+	// "" while a command runs: news printed meanwhile clears the line
+	// first and shows the prompt again after it.
+	prompt string
+	known  *wire.Symbols // the program's functions and files, for completion
 }
 
 // New returns a console on s printing to out, focused on opts.Focus.

@@ -248,3 +248,60 @@ func TestDisplaysAtEveryStop(t *testing.T) {
 		t.Error("undisplay of a display gone: no error")
 	}
 }
+
+// focus alone prints a command that sets the focus again; the bracketed
+// form is taken too.
+func TestFocusRoundTrips(t *testing.T) {
+	f := newFakeTree(8, atBreakpoint)
+	out, err := execLines(t, f, Options{}, "focus 1-3,6", "focus", "focus [2,4]", "focus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "\nfocus 1-3,6\n") || !strings.HasSuffix(out, "\nfocus 2,4\n") {
+		t.Errorf("printed\n%s", out)
+	}
+}
+
+// News that arrives while the terminal waits for a line is printed on a
+// line of its own, and the prompt shown again after it.
+func TestNewsRedrawsThePrompt(t *testing.T) {
+	f := newFakeTree(4, runningState)
+	c, out := fakeConsole(t, f, Options{Window: time.Millisecond})
+	c.prompting("(sdm) ")
+	f.set(wire.Range(0, 3), atBreakpoint, wire.EventStopped)
+	c.Sync(context.Background())
+	want := "\r\033[K[0-3] stopped in pass at ring.c:10 (breakpoint 1)\n(sdm) "
+	if out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+	c.prompting("")
+	f.set(wire.Range(0, 3), runningState, wire.EventRunning)
+	f.set(wire.Range(0, 3), atBreakpoint, wire.EventStopped)
+	c.Sync(context.Background())
+	if strings.Count(out.String(), "(sdm) ") != 1 {
+		t.Errorf("a prompt shown while a command runs: %q", out.String())
+	}
+}
+
+// Tab after break or list offers the program's functions and files,
+// asked of one rank once.
+func TestCompleteLocations(t *testing.T) {
+	f := newFakeTree(4, atBreakpoint)
+	f.answer = func(_ context.Context, ranks wire.RankSet, o string) ([]wire.Group, error) {
+		return []wire.Group{{Ranks: ranks, Body: wire.MustEncode(wire.Symbols{
+			Functions: []string{"compute", "main", "special"}, Files: []string{"compat.c", "plain.c"}})}}, nil
+	}
+	c := New(f, &strings.Builder{}, Options{Focus: wire.Range(2, 3)})
+	if got := c.Complete("b com"); !slices.Equal(got, []string{"b compute", "b compat.c:"}) {
+		t.Errorf("b com: %q", got)
+	}
+	if got := c.Complete("[1] list p"); !slices.Equal(got, []string{"[1] list plain.c:"}) {
+		t.Errorf("list p: %q", got)
+	}
+	if got := c.Complete("print com"); got != nil {
+		t.Errorf("print com: %q", got)
+	}
+	if sent := f.sent(); len(sent) != 1 || sent[0].op != wire.OpSymbols || !sent[0].ranks.Equal(wire.Single(2)) {
+		t.Errorf("sent %v, want one symbols to rank 2", sent)
+	}
+}

@@ -82,6 +82,9 @@ var printers = map[string]printer{
 	op.FrameInfo.Name: answer(op.FrameInfo, showText),
 	op.Registers.Name: answer(op.Registers, showText),
 	op.Libraries.Name: answer(op.Libraries, showText),
+	op.Symbols.Name: answer(op.Symbols, func(s wire.Symbols) (any, []string) {
+		return s, []string{fmt.Sprintf("%d functions, %d files", len(s.Functions), len(s.Files))}
+	}),
 
 	op.Dlopen.Name: answer(op.Dlopen, func(d wire.Dlopen) (any, []string) { return d, dlopenText(d) }),
 	op.Plant.Name:  answer(op.Plant, showState),

@@ -95,7 +95,9 @@ func (c Commands) interactive(ctx context.Context, con *Console) error {
 	defer keepHistory(line)()
 	fmt.Fprintln(c.Errors, "sdm: type help for the commands, quit (or ^D) to end")
 	for ctx.Err() == nil {
-		text, err := line.Prompt("(sdm) ")
+		con.prompting(prompt)
+		text, err := line.Prompt(prompt)
+		con.prompting("")
 		run := func(ctx context.Context) error { return con.Exec(ctx, text) }
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
@@ -117,6 +119,9 @@ func (c Commands) interactive(ctx context.Context, con *Console) error {
 	}
 	return ctx.Err()
 }
+
+// prompt is the console's prompt at the terminal.
+const prompt = "(sdm) "
 
 // keepHistory reads the history file into line, and returns what writes
 // it back.

@@ -3,10 +3,13 @@ package integration
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // habits runs plain on three ranks under gdb (ranks 0-1 through compute,
@@ -130,4 +133,22 @@ func TestCommandPrefixes(t *testing.T) {
 	wantAll(t, out, "[0] rank = 0\n", "[0-2] value = ", "(More stack frames follow...)",
 		"stopped in compute at examples/plain/plain.c:16 (end-stepping-range)",
 		"(function-finished)", "[0-2] write watchpoint 3 on counter\n")
+}
+
+// The names the console completes break and list with: the program's
+// functions and files with debug information, from one rank's gdb under
+// mpirun (the program loaded, not run yet).
+func TestSymbolsForCompletion(t *testing.T) {
+	cs := gdbTree(t, 2, "ring")
+	groups := command(t, cs.Command, wire.Single(0), wire.OpSymbols, nil)
+	if len(groups) != 1 || groups[0].Status != wire.StatusOK {
+		t.Fatalf("symbols: %s", describe(groups))
+	}
+	syms, err := op.Symbols.DecodeAnswer(groups[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(syms.Functions, "main") || !slices.Contains(syms.Functions, "pass") || !slices.Contains(syms.Files, "ring.c") {
+		t.Errorf("symbols: %+v", syms)
+	}
 }

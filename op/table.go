@@ -51,6 +51,7 @@ var (
 	FrameInfo = Def[None, wire.Text]{Name: wire.OpFrameInfo}
 	Registers = Def[wire.Text, wire.Text]{Name: wire.OpRegisters}
 	Libraries = Def[None, wire.Text]{Name: wire.OpLibraries}
+	Symbols   = Def[None, wire.Symbols]{Name: wire.OpSymbols}
 
 	Dlopen = Def[wire.Dlopen, wire.Dlopen]{Name: wire.OpDlopen}
 	Plant  = Def[None, wire.State]{Name: wire.OpPlant}
@@ -68,6 +69,7 @@ var Table = []Spec{
 	Print.Spec(), Ptype.Spec(), Threads.Spec(), Thread.Spec(), MemRead.Spec(), MemSet.Spec(),
 	Signals.Spec(), Handle.Spec(), Raw.Spec(),
 	Backtrace.Spec(), Up.Spec(), List.Spec(), Evaluate.Spec(), FrameInfo.Spec(), Registers.Spec(), Libraries.Spec(),
+	Symbols.Spec(),
 	Dlopen.Spec(), Plant.Spec(),
 	Quit.Spec(),
 }

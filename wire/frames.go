@@ -26,6 +26,13 @@ type Trace struct {
 	More   bool    `json:"more"`
 }
 
+// Symbols are the program's functions and source files that have debug
+// information, which the console completes break and list with.
+type Symbols struct {
+	Functions []string `json:"functions"`
+	Files     []string `json:"files"`
+}
+
 // Exprs are expressions evaluated together, in one round trip: the
 // console's displays at a stop.
 type Exprs struct{ Exprs []string }

@@ -63,6 +63,7 @@ const (
 	OpFrameInfo = "info-frame"    // A: Text, gdb's description of the selected frame
 	OpRegisters = "registers"     // B: Text (register names; none: all); A: Text
 	OpLibraries = "sharedlibrary" // A: Text, gdb's list of the shared libraries
+	OpSymbols   = "symbols"       // A: Symbols, the names a command line may complete to
 
 	// OpDlopen sets what the rank's debugger does when the program loads
 	// a library (package dlopen); an empty body only asks. B: Dlopen; A:

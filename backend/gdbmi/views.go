@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -176,4 +178,40 @@ func (b *Backend) Registers(ctx context.Context, names wire.Text) (wire.Text, er
 // Libraries implements backend.Ops.
 func (b *Backend) Libraries(ctx context.Context) (wire.Text, error) {
 	return b.console(ctx, wire.OpLibraries, "info sharedlibrary")
+}
+
+// Symbols implements backend.Ops: the functions and source files with
+// debug information, for the console's completion (asked of one rank).
+func (b *Backend) Symbols(ctx context.Context) (wire.Symbols, error) {
+	_, run, err := b.session(ctx, wire.OpSymbols)
+	if err != nil {
+		return wire.Symbols{}, err
+	}
+	var s wire.Symbols
+	seen := map[string]bool{}
+	add := func(list *[]string, name string) {
+		if name != "" && !seen[name] {
+			seen[name] = true
+			*list = append(*list, name)
+		}
+	}
+	r, _, err := run("-symbol-info-functions")
+	if err != nil {
+		return wire.Symbols{}, err
+	}
+	for _, file := range r.Results.Get("symbols").Get("debug").Items() {
+		for _, sym := range file.Get("symbols").Items() {
+			add(&s.Functions, sym.S("name"))
+		}
+	}
+	r, _, err = run("-file-list-exec-source-files")
+	if err != nil {
+		return wire.Symbols{}, err
+	}
+	for _, f := range r.Results.Get("files").Items() {
+		add(&s.Files, filepath.Base(f.S("file")))
+	}
+	slices.Sort(s.Functions)
+	slices.Sort(s.Files)
+	return s, nil
 }
