@@ -152,3 +152,21 @@ func TestSymbolsForCompletion(t *testing.T) {
 		t.Errorf("symbols: %+v", syms)
 	}
 }
+
+// Displays live in the front end: after restart, which starts new gdbs,
+// they still show at every stop.
+func TestDisplaysSurviveRestart(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	out, stderr, code := run(t, "", "debug", "-n", "2", "--rm", "local", "--timeout", "60s",
+		"-e", "break compute", "-e", "run", "-e", "wait", "-e", "display rank * 10", "-e", "restart", "-e", "wait",
+		"-e", "info display", "--", filepath.Join(bin, "plain"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	// When made, and at the stop after the restart.
+	if n := strings.Count(out, "[0] 1: rank * 10 = 0\n"); n != 2 {
+		t.Errorf("display shown %d times for rank 0, want 2:\n%s", n, out)
+	}
+	wantAll(t, out, "restarted: 2 ranks under the local launcher", "1: rank * 10  [0-1]\n")
+}
