@@ -51,6 +51,15 @@ type Ops interface {
 	Handle(ctx context.Context, t wire.Text) (wire.Text, error)
 	Raw(ctx context.Context, t wire.Text) (wire.Text, error)
 
+	Backtrace(ctx context.Context, bt wire.Backtrace) (wire.Trace, error)
+	Up(ctx context.Context, n wire.Count) (wire.Level, error)
+	List(ctx context.Context, where wire.Text) (wire.Text, error)
+	Evaluate(ctx context.Context, e wire.Exprs) ([]wire.Value, error)
+	FrameInfo(ctx context.Context) (wire.Text, error)
+	Registers(ctx context.Context, names wire.Text) (wire.Text, error)
+	Libraries(ctx context.Context) (wire.Text, error)
+	Symbols(ctx context.Context) (wire.Symbols, error)
+
 	Dlopen(ctx context.Context, d wire.Dlopen) (wire.Dlopen, error)
 	Plant(ctx context.Context) (wire.State, error)
 }
@@ -113,6 +122,15 @@ var handlers = map[string]handler{
 	op.Signals.Name: bare(op.Signals, Ops.Signals),
 	op.Handle.Name:  bind(op.Handle, Ops.Handle),
 	op.Raw.Name:     bind(op.Raw, Ops.Raw),
+
+	op.Backtrace.Name: bind(op.Backtrace, Ops.Backtrace),
+	op.Up.Name:        bind(op.Up, Ops.Up),
+	op.List.Name:      bind(op.List, Ops.List),
+	op.Evaluate.Name:  bind(op.Evaluate, Ops.Evaluate),
+	op.FrameInfo.Name: bare(op.FrameInfo, Ops.FrameInfo),
+	op.Registers.Name: bind(op.Registers, Ops.Registers),
+	op.Libraries.Name: bare(op.Libraries, Ops.Libraries),
+	op.Symbols.Name:   bare(op.Symbols, Ops.Symbols),
 
 	op.Dlopen.Name: bind(op.Dlopen, Ops.Dlopen),
 	op.Plant.Name:  bare(op.Plant, Ops.Plant),

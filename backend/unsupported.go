@@ -172,6 +172,46 @@ func (u Unsupported) Raw(context.Context, wire.Text) (wire.Text, error) {
 	return wire.Text{}, u.no(op.Raw.Name)
 }
 
+// Backtrace implements Ops.
+func (u Unsupported) Backtrace(context.Context, wire.Backtrace) (wire.Trace, error) {
+	return wire.Trace{}, u.no(op.Backtrace.Name)
+}
+
+// Up implements Ops.
+func (u Unsupported) Up(context.Context, wire.Count) (wire.Level, error) {
+	return wire.Level{}, u.no(op.Up.Name)
+}
+
+// List implements Ops.
+func (u Unsupported) List(context.Context, wire.Text) (wire.Text, error) {
+	return wire.Text{}, u.no(op.List.Name)
+}
+
+// Evaluate implements Ops.
+func (u Unsupported) Evaluate(context.Context, wire.Exprs) ([]wire.Value, error) {
+	return nil, u.no(op.Evaluate.Name)
+}
+
+// FrameInfo implements Ops.
+func (u Unsupported) FrameInfo(context.Context) (wire.Text, error) {
+	return wire.Text{}, u.no(op.FrameInfo.Name)
+}
+
+// Registers implements Ops.
+func (u Unsupported) Registers(context.Context, wire.Text) (wire.Text, error) {
+	return wire.Text{}, u.no(op.Registers.Name)
+}
+
+// Symbols implements Ops.
+func (u Unsupported) Symbols(context.Context) (wire.Symbols, error) {
+	return wire.Symbols{}, u.no(op.Symbols.Name)
+}
+
+// Libraries implements Ops.
+func (u Unsupported) Libraries(context.Context) (wire.Text, error) {
+	return wire.Text{}, u.no(op.Libraries.Name)
+}
+
 // Dlopen implements Ops.
 func (u Unsupported) Dlopen(context.Context, wire.Dlopen) (wire.Dlopen, error) {
 	return wire.Dlopen{}, u.no(op.Dlopen.Name)

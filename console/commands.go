@@ -40,7 +40,7 @@ func init() {
 			run: counted(wire.OpNext)},
 		{name: "step", aliases: []string{"s"}, usage: "step [N]", help: "run to the next line, into calls (N times)",
 			run: counted(wire.OpStep)},
-		{name: "finish", usage: "finish", help: "run until the current function returns",
+		{name: "finish", aliases: []string{"fin"}, usage: "finish", help: "run until the current function returns",
 			run: func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
 				if args != "" {
 					return usageError("finish takes no arguments")
@@ -71,8 +71,8 @@ func init() {
 			run: watchCmd("read")},
 		{name: "awatch", usage: "awatch EXPR", help: "stop when EXPR is read or written",
 			run: watchCmd("access")},
-		{name: "delete", aliases: []string{"d"}, usage: "delete N...", help: "delete breakpoints",
-			run: idsCmd(wire.OpDelete)},
+		{name: "delete", aliases: []string{"d"}, usage: "delete [N...]",
+			help: "delete breakpoints (none given: all, after a question at the terminal)", run: runDelete},
 		{name: "enable", usage: "enable N...", help: "enable breakpoints",
 			run: idsCmd(wire.OpEnable)},
 		{name: "disable", usage: "disable N...", help: "disable breakpoints",
@@ -85,13 +85,28 @@ func init() {
 			run: simple(wire.OpBreakList, noArgs)},
 
 		// Looking around.
-		{name: "where", aliases: []string{"bt", "backtrace"}, usage: "where", help: "the call stack of each rank, merged",
-			run: simple(wire.OpWhere, noArgs)},
+		{name: "where", aliases: []string{"bt", "backtrace"}, usage: "where [full] [N]",
+			help: "numbered frames with their arguments, as gdb's bt (N: the innermost N, -N the outermost; full: with locals); ranks merge where they agree",
+			run:  runBacktrace},
+		{name: "up", usage: "up [N]", help: "select the frame N levels up (towards main), in each rank",
+			run: moveFrame(1)},
+		{name: "down", usage: "down [N]", help: "select the frame N levels down (towards the innermost), in each rank",
+			run: moveFrame(-1)},
+		{name: "list", aliases: []string{"l"}, usage: "list [FUNC|FILE:N|N|-]",
+			help: "source lines (around the selected frame's line at first; again: the next lines); ranks at the same place share one listing",
+			run:  simple(wire.OpList, textArgs)},
+		{name: "info", aliases: []string{"i"}, usage: "info SUBCOMMAND",
+			help: "gdb's info: locals, args, breakpoints, threads, frame, registers, sharedlibrary, signals, display, stack",
+			more: infoHelp(), run: runInfo},
+		{name: "display", usage: "display [EXPR]",
+			help: "show EXPR at every stop of the set's ranks, merged by value (alone: show them all now)", run: runDisplay},
+		{name: "undisplay", usage: "undisplay [N...]", help: "stop showing displays N (none given: all)",
+			run: runUndisplay},
 		{name: "stacks", usage: "stacks [--dot FILE] [--svg FILE]",
 			help: "all call stacks as one tree: where the ranks' paths part (and a Graphviz drawing of it)",
 			run:  runStacks},
-		{name: "frame", aliases: []string{"f"}, usage: "frame N", help: "select stack frame N (0 is the innermost)",
-			run: numberCmd(wire.OpFrame, "frame level")},
+		{name: "frame", aliases: []string{"f"}, usage: "frame [N]", help: "select stack frame N (0 is the innermost); alone, show the selected one",
+			run: runFrame},
 		{name: "depth", usage: "depth", help: "how many frames the stack has",
 			run: simple(wire.OpDepth, noArgs)},
 		{name: "print", aliases: []string{"p"}, usage: "print EXPR", help: "the value of EXPR; ranks group by value",
@@ -127,7 +142,7 @@ func init() {
 			run: runShow},
 
 		// The console itself.
-		{name: "focus", usage: "focus SET", help: "make SET the ranks that commands without [SET] go to",
+		{name: "focus", usage: "focus [SET]", help: "make SET the ranks that commands without [SET] go to (alone: show the focus, as a command that sets it)",
 			run: runFocus},
 		{name: "defset", usage: "defset NAME SET", help: "name a rank set, for [NAME] and focus NAME (defset workers 1-63)",
 			run: runDefset},
@@ -137,7 +152,7 @@ func init() {
 			run: runSets},
 		{name: "listen", usage: "listen on|off|wait N", help: "take on every job that asks to be debugged (sdm connect) while this session runs, each as its own rank set jobN (off stops; wait N waits until the session holds N jobs)",
 			run: runListen},
-		{name: "help", usage: "help [COMMAND]", help: "list the commands, or explain one",
+		{name: "help", aliases: []string{"h"}, usage: "help [COMMAND]", help: "list the commands, or explain one",
 			run: runHelp},
 		{name: "quit", aliases: []string{"q", "exit"}, usage: "quit", help: "end the session and the job",
 			run: func(context.Context, *Console, wire.RankSet, string) error { return ErrQuit }},
@@ -154,20 +169,6 @@ const waitHelp = `    SECONDS (default: --timeout) bounds the wait. When it runs
     call there may wait for other ranks (continue them, or halt)".
     ^C stops a wait and leaves the ranks running ("interrupted: [2-3] still
     running"); ^C at the prompt then halts them, as in gdb.`
-
-func lookup(name string) (*command, bool) {
-	for _, cmd := range commands {
-		if cmd.name == name {
-			return cmd, true
-		}
-		for _, a := range cmd.aliases {
-			if a == name {
-				return cmd, true
-			}
-		}
-	}
-	return nil, false
-}
 
 // ErrUsage is wrapped by errors about how a command was typed.
 var ErrUsage = errors.New("usage")
@@ -384,9 +385,15 @@ func runListen(ctx context.Context, c *Console, _ wire.RankSet, args string) err
 
 func runFocus(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	if args == "" {
-		return usageError("focus needs a rank set, such as focus 0-3,7 or focus all")
+		// As a command that sets it again.
+		if c.opts.JSON {
+			c.note("focus", c.focus)
+		} else {
+			c.println("focus " + c.focus.String())
+		}
+		return nil
 	}
-	ranks, err := c.parseSet(args)
+	ranks, err := c.parseSet(strings.TrimSuffix(strings.TrimPrefix(args, "["), "]"))
 	if err != nil {
 		return err
 	}
@@ -397,9 +404,9 @@ func runFocus(_ context.Context, c *Console, _ wire.RankSet, args string) error 
 
 func runHelp(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	if args != "" {
-		cmd, ok := lookup(args)
-		if !ok {
-			return usageError("no command %q", args)
+		cmd, err := lookup(args)
+		if err != nil {
+			return err
 		}
 		text := "[SET] " + cmd.usage + "\n    " + cmd.help
 		if cmd.more != "" {
@@ -413,11 +420,12 @@ func runHelp(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	}
 	var lines []string
 	for _, cmd := range commands {
-		lines = append(lines, fmt.Sprintf("  %-26s %s", cmd.usage, cmd.help))
+		lines = append(lines, fmt.Sprintf("  %-26s %s%s", cmd.usage, cmd.help, aliasText(cmd)))
 	}
 	sort.Strings(lines)
 	c.println("Every command may start with a rank set, such as [0-3,7] or [all]; without one it goes\n" +
 		"to the focus set (focus SET). Answers print once per distinct value, ranks first.\n" +
+		"A command may be cut short where that leaves one it could be, as in gdb (cont, disp).\n" +
 		"^C at the prompt halts the ranks of the focus set that run; during a command it stops waiting.\n" +
 		strings.Join(lines, "\n"))
 	return nil

@@ -1,8 +1,13 @@
 package console
 
 import (
+	"context"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // Complete returns the completions of a partly typed line, whole lines as
@@ -22,8 +27,8 @@ func (c *Console) Complete(line string) []string {
 		head += word[:len(word)-len(trimmed)]
 		word = trimmed
 	}
-	if strings.Contains(word, " ") {
-		return nil // arguments: nothing sdm could know to offer
+	if name, arg, ok := strings.Cut(word, " "); ok {
+		return c.completeLocation(head+name+" ", name, arg)
 	}
 	var out []string
 	for _, cmd := range commands {
@@ -35,6 +40,64 @@ func (c *Console) Complete(line string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// locationCommands take a location: a function, or FILE:LINE.
+var locationCommands = map[string]bool{"break": true, "tbreak": true, "list": true}
+
+// completeLocation completes the argument of a command that takes a
+// location with the program's functions and its source files (as
+// "FILE:"); other arguments are nothing sdm could know to offer.
+func (c *Console) completeLocation(head, name, arg string) []string {
+	cmd, err := lookup(name)
+	if err != nil || !locationCommands[cmd.name] || strings.Contains(arg, " ") {
+		return nil
+	}
+	syms := c.symbols()
+	var out []string
+	for _, f := range syms.Functions {
+		if strings.HasPrefix(f, arg) {
+			out = append(out, head+f)
+		}
+	}
+	for _, f := range syms.Files {
+		if strings.HasPrefix(f+":", arg) {
+			out = append(out, head+f+":")
+		}
+	}
+	return out
+}
+
+// symbolsWithin bounds the one question completion asks of a rank.
+const symbolsWithin = 5 * time.Second
+
+// symbols returns the program's functions and files, asked of the focus
+// set's first rank once (every rank runs the same program) and kept; a
+// rank that cannot answer (no gdb, not started) is asked again next time.
+func (c *Console) symbols() wire.Symbols {
+	c.mu.Lock()
+	known, focus := c.known, c.focus
+	c.mu.Unlock()
+	if known != nil {
+		return *known
+	}
+	if focus.Empty() {
+		return wire.Symbols{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), symbolsWithin)
+	defer cancel()
+	groups, err := c.s.Command(ctx, wire.Single(focus.Min()), wire.OpSymbols, nil, symbolsWithin)
+	if err != nil || len(groups) != 1 || groups[0].Status != wire.StatusOK {
+		return wire.Symbols{}
+	}
+	syms, err := op.Symbols.DecodeAnswer(groups[0].Body)
+	if err != nil {
+		return wire.Symbols{}
+	}
+	c.mu.Lock()
+	c.known = &syms
+	c.mu.Unlock()
+	return syms
 }
 
 func (c *Console) completeSets(head, word string) []string {

@@ -101,6 +101,15 @@ type Console struct {
 	losses      map[string]wire.RankSet // ranks reported lost, by cause (losses.go)
 	// verboseLoads: the text prints reported loads (set verbose loads).
 	verboseLoads bool
+	displays     displays // shown at every stop (display.go)
+	// ask puts a yes-or-no question to the user at the terminal; nil in
+	// a script, whose commands go ahead without asking.
+	ask func(question string) bool
+	// prompt is the prompt the terminal shows while it waits for a line,
+	// "" while a command runs: news printed meanwhile clears the line
+	// first and shows the prompt again after it.
+	prompt string
+	known  *wire.Symbols // the program's functions and files, for completion
 }
 
 // New returns a console on s printing to out, focused on opts.Focus.
@@ -311,7 +320,11 @@ func (c *Console) printEvents(batch []client.Event) {
 	}
 	loads := c.opts.JSON || c.showsLoads()
 	var text []byte
+	var stopped wire.RankSet
 	for _, ev := range outputFirst(batch) {
+		if ev.Op == wire.EventStopped {
+			stopped = stopped.Union(ev.Group.Ranks)
+		}
 		// In text, running is implied by the command just typed; the stop
 		// that ends it is what people look for. Loads are news only to
 		// whoever asked for them (set verbose loads on): an MPI start
@@ -322,6 +335,11 @@ func (c *Console) printEvents(batch []client.Event) {
 		}
 	}
 	c.write(text)
+	if !stopped.Empty() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+		defer cancel()
+		c.showDisplays(ctx, stopped, false)
+	}
 }
 
 // RunScript executes the commands read from r, one per line; blank lines
@@ -396,9 +414,9 @@ func (c *Console) parse(line string) (*command, wire.RankSet, string, error) {
 	if name == "" {
 		return nil, wire.RankSet{}, "", usageError("%q: a rank set needs a command after it", line)
 	}
-	cmd, ok := lookup(name)
-	if !ok {
-		return nil, wire.RankSet{}, "", usageError("unknown command %q (try help)", name)
+	cmd, err := lookup(name)
+	if err != nil {
+		return nil, wire.RankSet{}, "", err
 	}
 	return cmd, ranks, strings.TrimSpace(args), nil
 }

@@ -40,7 +40,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if _, ok := lookup(cmd.name); !ok {
+		if _, err := lookup(cmd.name); err != nil {
 			t.Fatalf("parse(%q): command %q unknown", line, cmd.name)
 		}
 		if ranks.Empty() || !ranks.Minus(wire.All(size)).Empty() {

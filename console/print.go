@@ -38,7 +38,25 @@ func (c *Console) write(text []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.prompt != "" {
+		// The line editor knows nothing of what is printed over it: the
+		// news goes on a line of its own, the prompt after it. (What was
+		// typed is still in the editor's line, and shows again as it is
+		// edited.)
+		text = append(append([]byte(eraseLine), text...), c.prompt...)
+	}
 	c.out.Write(text)
+}
+
+// eraseLine moves to the start of the terminal's line and erases it.
+const eraseLine = "\r\033[K"
+
+// prompting tells the console that the terminal shows prompt and waits
+// for a line ("" once a line is read).
+func (c *Console) prompting(prompt string) {
+	c.mu.Lock()
+	c.prompt = prompt
+	c.mu.Unlock()
 }
 
 // note reports a change of console state, such as the focus.

@@ -75,6 +75,17 @@ var printers = map[string]printer{
 	op.Handle.Name:  answer(op.Handle, showText),
 	op.Raw.Name:     answer(op.Raw, showText),
 
+	op.Backtrace.Name: answer(op.Backtrace, showTrace),
+	op.Up.Name:        answer(op.Up, showLevel),
+	op.List.Name:      answer(op.List, showText),
+	op.Evaluate.Name:  answer(op.Evaluate, showValues),
+	op.FrameInfo.Name: answer(op.FrameInfo, showText),
+	op.Registers.Name: answer(op.Registers, showText),
+	op.Libraries.Name: answer(op.Libraries, showText),
+	op.Symbols.Name: answer(op.Symbols, func(s wire.Symbols) (any, []string) {
+		return s, []string{fmt.Sprintf("%d functions, %d files", len(s.Functions), len(s.Files))}
+	}),
+
 	op.Dlopen.Name: answer(op.Dlopen, func(d wire.Dlopen) (any, []string) { return d, dlopenText(d) }),
 	op.Plant.Name:  answer(op.Plant, showState),
 
@@ -141,6 +152,73 @@ func showThreads(threads []wire.Thread) (any, []string) {
 		lines[i] = threadText(th)
 	}
 	return threads, lines
+}
+
+// showTrace prints a backtrace as gdb's bt does, without addresses:
+// "#1  main (argc=1, argv=0x7ffe…) at plain.c:42", and with bt full each
+// frame's locals under it.
+func showTrace(tr wire.Trace) (any, []string) {
+	var lines []string
+	for _, l := range tr.Levels {
+		lines = append(lines, levelText(l, true))
+		if l.Locals == nil {
+			continue
+		}
+		if len(l.Locals) == 0 {
+			lines = append(lines, "        No locals.")
+		}
+		for _, v := range l.Locals {
+			lines = append(lines, "        "+v.Name+" = "+v.Value)
+		}
+	}
+	if tr.More {
+		lines = append(lines, "(More stack frames follow...)")
+	}
+	if len(lines) == 0 {
+		lines = []string{"No stack."}
+	}
+	return tr, lines
+}
+
+// showLevel prints the frame up, down or frame selected, and its line.
+func showLevel(l wire.Level) (any, []string) {
+	lines := []string{levelText(l, false)}
+	if l.Source != "" {
+		lines = append(lines, fmt.Sprintf("%d\t%s", l.Frame.Line, l.Source))
+	}
+	return l, lines
+}
+
+// levelText is a numbered frame as gdb shows it, with its arguments when
+// withArgs (frames without debug information have none to show: "()").
+func levelText(l wire.Level, withArgs bool) string {
+	f := l.Frame
+	text := fmt.Sprintf("#%-2d %s", l.Level, f.Func)
+	if withArgs {
+		args := make([]string, len(l.Args))
+		for i, v := range l.Args {
+			args[i] = v.Name + "=" + v.Value
+		}
+		text += " (" + strings.Join(args, ", ") + ")"
+	}
+	switch {
+	case f.File != "":
+		text += fmt.Sprintf(" at %s:%d", f.File, f.Line)
+	case f.From != "":
+		text += " from " + f.From
+	}
+	return text
+}
+
+func showValues(values []wire.Value) (any, []string) {
+	lines := make([]string, len(values))
+	for i, v := range values {
+		lines[i] = v.Value
+		if v.Error != "" {
+			lines[i] = v.Error
+		}
+	}
+	return values, lines
 }
 
 func showText(t wire.Text) (any, []string) { return t.Text, strings.Split(t.Text, "\n") }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sdm-hpc/sdm/wire"
@@ -124,8 +123,8 @@ func DOT(roots []*StackNode) string {
 		if n.Frame.File != "" {
 			where = fmt.Sprintf("%s:%d", n.Frame.File, n.Frame.Line)
 		}
-		label := fmt.Sprintf("%s\\n%s\\n[%v] %d", n.Frame.Func, where, n.Ranks, n.Ranks.Count())
-		fmt.Fprintf(&b, "  n%d [label=%s];\n", id, strconv.Quote(label))
+		label := fmt.Sprintf("%s\n%s\n[%v] %d", n.Frame.Func, where, n.Ranks, n.Ranks.Count())
+		fmt.Fprintf(&b, "  n%d [label=%s];\n", id, dotQuote(label))
 		for _, c := range n.Children {
 			fmt.Fprintf(&b, "  n%d -> n%d;\n", id, walk(c))
 		}
@@ -136,6 +135,15 @@ func DOT(roots []*StackNode) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// dotQuote quotes s as a string of Graphviz's language, its line breaks
+// as \n, which Graphviz draws as centred lines. (Go's quoting would do for
+// the breaks, but it escapes other characters in ways Graphviz reads as
+// they are.)
+func dotQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
 }
 
 // writeSVG has Graphviz's dot draw the tree.

@@ -83,10 +83,21 @@ func (c Commands) interactive(ctx context.Context, con *Console) error {
 	defer line.Close()
 	line.SetCtrlCAborts(true)
 	line.SetCompleter(con.Complete)
+	// Tab lists the candidates, as a shell does, rather than putting each
+	// in the line in turn.
+	line.SetTabCompletionStyle(liner.TabPrints)
+	con.mu.Lock()
+	con.ask = func(question string) bool {
+		answer, err := line.Prompt(question + " (y or n) ")
+		return err == nil && strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y")
+	}
+	con.mu.Unlock()
 	defer keepHistory(line)()
 	fmt.Fprintln(c.Errors, "sdm: type help for the commands, quit (or ^D) to end")
 	for ctx.Err() == nil {
-		text, err := line.Prompt("(sdm) ")
+		con.prompting(prompt)
+		text, err := line.Prompt(prompt)
+		con.prompting("")
 		run := func(ctx context.Context) error { return con.Exec(ctx, text) }
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
@@ -108,6 +119,9 @@ func (c Commands) interactive(ctx context.Context, con *Console) error {
 	}
 	return ctx.Err()
 }
+
+// prompt is the console's prompt at the terminal.
+const prompt = "(sdm) "
 
 // keepHistory reads the history file into line, and returns what writes
 // it back.

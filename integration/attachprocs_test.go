@@ -115,7 +115,7 @@ func TestAttachMPICHStarter(t *testing.T) {
 	// Two of the four: the others are left alone, and sdm says so.
 	out, stderr, code = run(t, "", "attach", "--pids", joinPids(ranks[1], ranks[3]), "-e", "halt", "-e", "wait", "-e", "where")
 	if code != 0 || !strings.Contains(stderr, "2 ranks from /proc: processes given, PMI_RANK; ranks 0,2 of 4 not found on this host: left alone") ||
-		!strings.Contains(out, "[3] compute at examples/hang/hang.c:12") || !strings.Contains(out, "[1,3] attached: running") {
+		!strings.Contains(out, "[3] #0  compute () at examples/hang/hang.c:12") || !strings.Contains(out, "[1,3] attached: running") {
 		t.Errorf("exit %d\n%s%s", code, out, stderr)
 	}
 	free(t, ranks...)
@@ -148,7 +148,7 @@ func TestAttachPidsInOrder(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "sdm: acquired 2 ranks from /proc: processes given, no rank variables: ranks in the order given\n") {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
-	if !strings.Contains(out, "[1] ") || !strings.Contains(out, " < rest at examples/plain/plain.c:") || strings.Contains(out, "[0] "+"rest") {
+	if !strings.Contains(out, "[1] ") || !strings.Contains(out, " rest (seconds=60) at examples/plain/plain.c:") || strings.Contains(out, "[0] "+"rest") {
 		t.Errorf("plain is not rank 1:\n%s", out)
 	}
 	for _, line := range strings.Split(out, "\n") {

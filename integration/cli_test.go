@@ -88,7 +88,7 @@ func TestDebugBatchText(t *testing.T) {
 	want := []string{
 		"[0-6] stopped in MPI_Recv at recv.c:64 (started)\n",
 		"[7] stopped in compute at hang.c:15 (started)\n",
-		"[0-3] MPI_Recv at recv.c:64 < main at hang.c:35\n",
+		"[0-3] #0  MPI_Recv () at recv.c:64\n      #1  main () at hang.c:35\n",
 		"[0-6] main at hang.c:35 (7 ranks)\n  [0-6] MPI_Recv at recv.c:64 (7 ranks)\n",
 		"[7] main at hang.c:31 (1 rank)\n  [7] compute at hang.c:15 (1 rank)\n",
 	}
@@ -99,7 +99,7 @@ func TestDebugBatchText(t *testing.T) {
 	}
 	// Nothing after quit runs: the last where would print a second line
 	// for ranks 0-6.
-	if strings.Count(out, "< main at hang.c:35") != 1 {
+	if strings.Count(out, "#1  main () at hang.c:35") != 1 {
 		t.Errorf("commands after quit ran:\n%s", out)
 	}
 }
@@ -117,7 +117,7 @@ func TestDebugJSON(t *testing.T) {
 		}
 		lines = append(lines, obj)
 	}
-	if len(lines) != 2 || lines[0]["ranks"] != "0" || lines[1]["ranks"] != "1-3" || lines[1]["reply"] != "where" {
+	if len(lines) != 2 || lines[0]["ranks"] != "0" || lines[1]["ranks"] != "1-3" || lines[1]["reply"] != "backtrace" {
 		t.Fatalf("where as JSON: %v", lines)
 	}
 }
@@ -195,7 +195,7 @@ func TestStacksDrawings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"digraph stacks", `MPI_Recv\\nrecv.c:64\\n[0-6] 7`, `compute\\nhang.c:15\\n[7] 1`, "->"} {
+	for _, want := range []string{"digraph stacks", `"MPI_Recv\nrecv.c:64\n[0-6] 7"`, `"compute\nhang.c:15\n[7] 1"`, "->"} {
 		if !strings.Contains(string(src), want) {
 			t.Errorf("DOT lacks %q:\n%s", want, src)
 		}
@@ -203,6 +203,16 @@ func TestStacksDrawings(t *testing.T) {
 	pic, err := os.ReadFile(svg)
 	if err != nil || !strings.Contains(string(pic), "<svg") || !strings.Contains(string(pic), "MPI_Recv") {
 		t.Fatalf("SVG: %v %.200s", err, pic)
+	}
+	// Each box's lines are lines of their own, not one line with a
+	// backslash in it.
+	for _, want := range []string{">MPI_Recv</text>", ">recv.c:64</text>", ">[0&#45;6] 7</text>"} {
+		if !strings.Contains(string(pic), want) {
+			t.Errorf("SVG lacks the line %q:\n%s", want, pic)
+		}
+	}
+	if strings.Contains(string(pic), `\n`) {
+		t.Errorf("SVG shows a literal \\n:\n%s", pic)
 	}
 	if _, stderr, code := run(t, "", "debug", "-n", "2", "--backend", "sim", "-e", "stacks --dot", "--", "hang"); code == 0 || !strings.Contains(stderr, "stacks [--dot FILE]") {
 		t.Fatalf("stacks --dot without a file: exit %d, %q", code, stderr)

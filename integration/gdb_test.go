@@ -243,8 +243,8 @@ func TestConsoleInputErrors(t *testing.T) {
 		t.Errorf("%d lines of errors for 8 bad commands and the summary:\n%s", n, stderr)
 	}
 	// The good commands after the bad ones ran.
-	if strings.Count(out, "MPI_Send at send.c:110") != 2 {
-		t.Errorf("where ran %d times after the errors, want 2:\n%s", strings.Count(out, "MPI_Send at send.c:110"), out)
+	if strings.Count(out, "MPI_Send () at send.c:110") != 2 {
+		t.Errorf("where ran %d times after the errors, want 2:\n%s", strings.Count(out, "MPI_Send () at send.c:110"), out)
 	}
 }
 
@@ -295,7 +295,7 @@ func TestConsoleLongLine(t *testing.T) {
 		if !strings.Contains(stderr, want) || strings.Count(stderr, "longer than") != 1 {
 			t.Errorf("%s: stderr lacks %q once:\n%.2000s", c.name, want, stderr)
 		}
-		if !strings.Contains(out, "[0] MPI_Send at send.c:110") || !strings.Contains(out, "[1] MPI_Sendrecv at sendrecv.c:87") {
+		if !strings.Contains(out, "[0] #0  MPI_Send () at send.c:110") || !strings.Contains(out, "[1] #0  MPI_Sendrecv () at sendrecv.c:87") {
 			t.Errorf("%s: the commands around the long line did not both run:\n%s", c.name, out)
 		}
 	}
@@ -358,7 +358,8 @@ quit
 		"      hw watchpoint 3 on counter\n",
 		"[0] stopped in compute at examples/plain/plain.c:15 (breakpoint 1)\n",
 		"[1] stopped in special at examples/plain/plain.c:22 (breakpoint 2)\n",
-		"[0] compute at examples/plain/plain.c:15 < main at examples/plain/plain.c:42\n",
+		"[0] #0  compute (rank=0, size=2) at examples/plain/plain.c:15\n    #1  main (argc=1, argv=0x",
+		") at examples/plain/plain.c:42\n",
 		"[0-1] 2 frames\n",
 		"[1] main at examples/plain/plain.c:40\n",
 		"[1] rank = 1\n",

@@ -78,7 +78,8 @@ var thirdPartySessions = []debugSession{{
 		`^next = 0$`: "3",
 		`^size = 4$`: "0-3",
 		`^stopped in P?MPI_Send from \S+ \(breakpoint 2\)$`:            "0",
-		`^P?MPI_Send from \S+ < main at ring_c\.c:39$`:                 "0",
+		`^#0  P?MPI_Send \(\) from \S+$`:                               "0",
+		`^    #1  main \(argc=1, argv=0x[0-9a-f]+\) at ring_c\.c:39$`:  "",
 		`^stopped in main at ring_c\.c:40 `:                            "0",
 		`^Process 0 sending 10 to 1, tag 201 \(4 processes in ring\)$`: "0",
 		`^Process \d exiting$`:                                         "0-3",
@@ -211,6 +212,65 @@ var thirdPartySessions = []debugSession{{
 		`^\*GRID = \{.*iam = 2, myrow = 1, mycol = 0, nprow = 2, npcol = 2, nprocs = 4,`: "2",
 		`^A->n = 200$`:         "0-3",
 		`^exited with code 0$`: "0-3",
+	},
+}, {
+	// gdb's habits on C: short forms, info, bt merged across ranks, a
+	// display shown at each stop, list on, up into the application from
+	// MPI, delete of all.
+	name: "ring_c-habits", program: "ring_c",
+	commands: []string{"b ring_c.c:27", "r", "wait", "info", "i lo", "bt", "disp next", "n", "n", "l", "l",
+		"b MPI_Send", "c", "[0] wait", "[0] bt 1", "[0] up", "[0] info frame", "[0] down", "info display",
+		"undisplay", "delete", "i b", "[0] cont", "wait"},
+	want: map[string]string{
+		`^    info sharedlibrary, dll `:                      "",
+		`^#0  main \(argc=1, argv=[^,)]+\) at ring_c\.c:27$`: "0-3",
+		`^1: next = 1$`: "0",
+		`^1: next = 2$`: "1",
+		`^stopped in main at ring_c\.c:34 \(end-stepping-range\)$`: "0-3",
+		`^29\t`: "0-3",
+		`^39\t        MPI_Send\(&message, 1, MPI_INT, next, tag, MPI_COMM_WORLD\);$`: "0-3",
+		`^#0  P?MPI_Send \(\) from \S+$`:                                             "0",
+		`^    \(More stack frames follow\.\.\.\)$`:                                   "",
+		`^#1  main at ring_c\.c:39$`:                                                 "0",
+		`^    39\t        MPI_Send\(&message`:                                        "",
+		`^Stack level 1, frame at 0x`:                                                "0",
+		`^1: next  \[0-3\]$`:                                                         "",
+		`^no breakpoints$`:                                                           "0-3",
+		`^exited with code 0$`:                                                       "0-3",
+	},
+}, {
+	// C++: bt full's locals, list FILE:N, frame.
+	name: "ring_cxx-habits", program: "ring_cxx", under: []string{"openmpi"},
+	commands: []string{"break ring_cxx.cc:34", "run", "wait", "bt full", "list ring_cxx.cc:40,41", "frame",
+		"delete", "continue", "wait"},
+	want: map[string]string{
+		`^#0  main \(argc=1, argv=[^,)]+\) at ring_cxx\.cc:34$`: "0-3",
+		`^ +tag = 201$`:                 "",
+		`^ +size = 4$`:                  "",
+		`^40\t    if \(0 == rank\) \{$`: "0-3",
+		`^#0  main at ring_cxx\.cc:34$`: "0-3",
+		`^exited with code 0$`:          "0-3",
+	},
+}, {
+	// Fortran: bt, a display, info locals by prefix.
+	name: "ring_usempif08-habits", program: "ring_usempif08", under: []string{"openmpi"},
+	commands: []string{"break ring_usempif08.f90:29", "run", "wait", "bt 1", "display tag", "next", "i lo",
+		"delete", "continue", "wait"},
+	want: map[string]string{
+		`^#0  ring \(\) at ring_usempif08\.f90:29$`: "0-3",
+		`^1: tag = 201$`: "0-3",
+		`^stopped in ring at ring_usempif08\.f90:30 \(end-stepping-range\)$`: "0-3",
+		`^exited with code 0$`: "0-3",
+	},
+}, {
+	// HPCC: bt through its own functions, up, list there.
+	name: "hpcc-habits", program: "hpcc", under: []string{"openmpi"},
+	commands: []string{"break HPCC_InitHPL", "run", "wait", "bt", "up", "list", "kill"},
+	want: map[string]string{
+		`^#0  HPCC_InitHPL \(p=[^,)]+\) at \S*src/io\.c:\d+$`: "0-3",
+		`^#1  HPCC_Init at \S*src/io\.c:\d+$`:                 "0-3",
+		`^\d+\t`:                                              "0-3",
+		`^exited \(killed\)$`:                                 "0-3",
 	},
 }}
 

@@ -44,6 +44,15 @@ var (
 	Handle  = Def[wire.Text, wire.Text]{Name: wire.OpHandle}
 	Raw     = Def[wire.Text, wire.Text]{Name: wire.OpRaw}
 
+	Backtrace = Def[wire.Backtrace, wire.Trace]{Name: wire.OpBacktrace}
+	Up        = Def[wire.Count, wire.Level]{Name: wire.OpUp}
+	List      = Def[wire.Text, wire.Text]{Name: wire.OpList}
+	Evaluate  = Def[wire.Exprs, []wire.Value]{Name: wire.OpEvaluate}
+	FrameInfo = Def[None, wire.Text]{Name: wire.OpFrameInfo}
+	Registers = Def[wire.Text, wire.Text]{Name: wire.OpRegisters}
+	Libraries = Def[None, wire.Text]{Name: wire.OpLibraries}
+	Symbols   = Def[None, wire.Symbols]{Name: wire.OpSymbols}
+
 	Dlopen = Def[wire.Dlopen, wire.Dlopen]{Name: wire.OpDlopen}
 	Plant  = Def[None, wire.State]{Name: wire.OpPlant}
 
@@ -59,6 +68,8 @@ var Table = []Spec{
 	Where.Spec(), Frame.Spec(), Depth.Spec(), Locals.Spec(), Args.Spec(), Globals.Spec(),
 	Print.Spec(), Ptype.Spec(), Threads.Spec(), Thread.Spec(), MemRead.Spec(), MemSet.Spec(),
 	Signals.Spec(), Handle.Spec(), Raw.Spec(),
+	Backtrace.Spec(), Up.Spec(), List.Spec(), Evaluate.Spec(), FrameInfo.Spec(), Registers.Spec(), Libraries.Spec(),
+	Symbols.Spec(),
 	Dlopen.Spec(), Plant.Spec(),
 	Quit.Spec(),
 }

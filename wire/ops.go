@@ -52,6 +52,19 @@ const (
 	OpHandle  = "handle"  // B: Text ("SIGUSR1 nostop noprint"); A: Text
 	OpRaw     = "gdb"     // B: Text (a CLI command, or an MI command starting with -); A: Text
 
+	// OpBacktrace is gdb's bt: numbered frames with their arguments.
+	// B: Backtrace; A: Trace.
+	OpBacktrace = "backtrace"
+	// OpUp selects the frame N levels up (down when N is negative; 0
+	// shows the selected one). B: Count; A: Level.
+	OpUp        = "up"
+	OpList      = "list"          // B: Text (list's argument, as gdb takes it); A: Text (the lines)
+	OpEvaluate  = "evaluate"      // B: Exprs; A: []Value, in the order asked
+	OpFrameInfo = "info-frame"    // A: Text, gdb's description of the selected frame
+	OpRegisters = "registers"     // B: Text (register names; none: all); A: Text
+	OpLibraries = "sharedlibrary" // A: Text, gdb's list of the shared libraries
+	OpSymbols   = "symbols"       // A: Symbols, the names a command line may complete to
+
 	// OpDlopen sets what the rank's debugger does when the program loads
 	// a library (package dlopen); an empty body only asks. B: Dlopen; A:
 	// Dlopen, the setting as it stands.

@@ -203,18 +203,25 @@ func (b *Backend) breakIDs(ctx context.Context, op string, ids wire.IDs) error {
 	if err != nil {
 		return err
 	}
-	if len(ids.IDs) == 0 {
+	// No numbers deletes them all, as gdb's delete does.
+	if len(ids.IDs) == 0 && op != wire.OpDelete {
 		return fmt.Errorf("%s: no breakpoint numbers", op)
 	}
-	args := make([]string, len(ids.IDs))
-	for i, id := range ids.IDs {
-		args[i] = strconv.Itoa(id)
+	cmd := "-break-" + op
+	for _, id := range ids.IDs {
+		cmd += " " + strconv.Itoa(id)
 	}
-	_, _, err = run("-break-" + op + " " + strings.Join(args, " "))
-	if err == nil {
-		b.breakpointsChanged(g)
+	_, out, err := run(cmd)
+	if err != nil {
+		return err
 	}
-	return err
+	b.breakpointsChanged(g)
+	// gdb acts on the numbers it has and only says so of the others,
+	// in words ("No breakpoint number 9."), with a ^done.
+	if missing := strings.TrimSpace(out); strings.HasPrefix(missing, "No breakpoint number") {
+		return fmt.Errorf("%s", strings.ReplaceAll(missing, "\n", " "))
+	}
+	return nil
 }
 
 // Condition implements backend.Ops.
@@ -454,6 +461,7 @@ var needsProcess = map[string]bool{
 	wire.OpCont: true, wire.OpStep: true, wire.OpNext: true, wire.OpFinish: true, wire.OpKill: true,
 	wire.OpDetach: true, wire.OpWhere: true, wire.OpFrame: true, wire.OpDepth: true, wire.OpLocals: true,
 	wire.OpArgs: true, wire.OpThreads: true, wire.OpThread: true, wire.OpMemRead: true, wire.OpMemSet: true,
+	wire.OpBacktrace: true, wire.OpUp: true, wire.OpFrameInfo: true, wire.OpRegisters: true,
 }
 
 // raw passes a command to gdb as it is: an MI command when it starts

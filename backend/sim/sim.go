@@ -134,6 +134,27 @@ func (s *Sim) Where(context.Context) (wire.Stack, error) {
 	return wire.Stack{Frames: s.stack}, nil
 }
 
+// Backtrace implements backend.Ops: the made-up stack, numbered, without
+// arguments (the simulator has no values).
+func (s *Sim) Backtrace(ctx context.Context, bt wire.Backtrace) (wire.Trace, error) {
+	st, err := s.Where(ctx)
+	if err != nil {
+		return wire.Trace{}, err
+	}
+	low, high := 0, len(st.Frames)
+	switch {
+	case bt.Limit > 0 && bt.Limit < high:
+		high = bt.Limit
+	case bt.Limit < 0 && -bt.Limit < high:
+		low = high + bt.Limit
+	}
+	tr := wire.Trace{More: high < len(st.Frames)}
+	for i := low; i < high; i++ {
+		tr.Levels = append(tr.Levels, wire.Level{Level: i, Frame: st.Frames[i]})
+	}
+	return tr, nil
+}
+
 // Run implements backend.Ops.
 func (s *Sim) Run(context.Context) (wire.State, error) { return s.run() }
 
