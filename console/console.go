@@ -101,6 +101,10 @@ type Console struct {
 	losses      map[string]wire.RankSet // ranks reported lost, by cause (losses.go)
 	// verboseLoads: the text prints reported loads (set verbose loads).
 	verboseLoads bool
+	seq          int     // the number of the last reply (reply.go)
+	open         *reply  // the reply of the command that runs, under --json
+	causes       []cause // which command set which ranks going
+	at           string  // the script and line of the command that runs ("-e:3")
 }
 
 // New returns a console on s printing to out, focused on opts.Focus.
@@ -111,8 +115,9 @@ func New(s Tree, out io.Writer, opts Options) *Console {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
-	c := &Console{s: s, opts: opts, out: out, focus: wire.All(s.Size()), changed: make(chan struct{}),
+	c := &Console{opts: opts, out: out, focus: wire.All(s.Size()), changed: make(chan struct{}),
 		syncDone: make(chan struct{}), sets: make(map[string]wire.RankSet)}
+	c.s = recording{s, c}
 	if !opts.Focus.Empty() {
 		c.focus = opts.Focus
 	}
@@ -337,18 +342,23 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 	failed := false
 	for line := 1; lines.scan(); line++ {
 		var err error
+		c.at = fmt.Sprintf("%s:%d", name, line)
 		if lines.n > MaxLine {
 			err = tooLong(lines.n)
+			c.end(c.begin(string(lines.text), nil, wire.RankSet{}, ""), err)
 		} else {
 			err = c.Exec(ctx, string(lines.text))
 		}
+		c.at = ""
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrQuit):
 			return err
 		case errors.Is(err, ErrUsage):
 			failed = true
-			complain(fmt.Errorf("%s:%d: %w", name, line, err))
+			if !c.opts.JSON { // the reply says it
+				complain(fmt.Errorf("%s:%d: %w", name, line, err))
+			}
 		default:
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
@@ -367,13 +377,19 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 var ErrScriptErrors = errors.New("some commands were not understood")
 
 // Exec runs one command line. A command that ctx ends (a ^C) says what it
-// left behind and returns ErrInterrupted.
+// left behind and returns ErrInterrupted. Under --json every line but a
+// blank one or a comment gets one reply object, a mistake too.
 func (c *Console) Exec(ctx context.Context, line string) error {
 	cmd, ranks, args, err := c.parse(line)
-	if err != nil || cmd == nil {
-		return err
+	if err == nil && cmd == nil {
+		return nil
 	}
-	return c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, args))
+	r := c.begin(line, cmd, ranks, args)
+	if err == nil {
+		err = c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, args))
+	}
+	c.end(r, err)
+	return err
 }
 
 // parse splits a command line, "[SET] command args", into the command,
@@ -423,6 +439,8 @@ func (c *Console) sendQuiet(ctx context.Context, ranks wire.RankSet, op string, 
 	for _, g := range groups {
 		if g.Status != wire.StatusOK {
 			c.printReply(op, "", g)
+		} else {
+			c.answered(op, g)
 		}
 	}
 	return err
