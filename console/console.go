@@ -43,6 +43,10 @@ type Options struct {
 	// Restart, when set, starts the job again for the restart command,
 	// and says whether run may start a rank's program again alone.
 	Restart Restarter
+	// ProgramStatus makes a session that ran its commands end as its
+	// program did (ProgramExit), for CI: errors of the ranks' answers
+	// then count for nothing.
+	ProgramStatus bool
 }
 
 // Restarter starts a session's job again through its launcher.
@@ -105,6 +109,7 @@ type Console struct {
 	open         *reply  // the reply of the command that runs, under --json
 	causes       []cause // which command set which ranks going
 	at           string  // the script and line of the command that runs ("-e:3")
+	exits        exits   // how the ranks' programs ended (exits.go)
 }
 
 // New returns a console on s printing to out, focused on opts.Focus.

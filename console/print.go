@@ -155,6 +155,8 @@ func (c *Console) appendEvent(text []byte, ev client.Event) []byte {
 		}
 	case wire.EventRejoined:
 		c.rejoined(ev.Group.Ranks)
+	case wire.EventExited:
+		c.recordExit(ev)
 	}
 	value, lines := describe(ev.Op, ev.Group)
 	if c.opts.JSON {

@@ -108,6 +108,7 @@ func runRestart(ctx context.Context, c *Console, _ wire.RankSet, args string) er
 	c.ran = wire.RankSet{}
 	c.mu.Unlock()
 	c.Sync(ctx) // the old job's last news comes before the new job's
+	c.forgetExits()
 	planted := c.replay(ctx, k)
 	c.restarted(what, all, planted)
 	return c.run(ctx, all)

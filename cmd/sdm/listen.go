@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -41,8 +40,8 @@ func runListen(args []string) error {
 	if ask && !console.IsTerminal(os.Stdin) {
 		return exit.Usage(errors.New("sdm listen: not on a terminal, so nobody can be asked: give --accept ID, --accept-all or --reject ID"))
 	}
-	if *accept != "" && *max == 0 {
-		*max = 1
+	if !fs.Changed("max") && (*accept != "" || len(f.front.Commands.Exprs) > 0 || f.front.Commands.Batch != "") {
+		*max = 1 // the script (or the one job) is the session, and its end sdm's
 	}
 	front, err := f.ready()
 	if err != nil {
@@ -56,7 +55,7 @@ func runListen(args []string) error {
 	if *wait > 0 {
 		l.Deadline = time.Now().Add(*wait)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	ctx, stop := exit.Signalled(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	defer stop()
 	if *reject != "" {
 		return l.RejectNamed(ctx, *reject, *reason)
@@ -65,7 +64,12 @@ func runListen(args []string) error {
 	if ask {
 		pick = l.Asker(os.Stdin, os.Stderr)
 	}
-	return l.Serve(ctx, *max, pick, func(ctx context.Context, r *connect.Request) error { return front.Take(ctx, l, r) })
+	err = l.Serve(ctx, *max, pick, func(ctx context.Context, r *connect.Request) error { return front.Take(ctx, l, r) })
+	if sig, ok := exit.Signal(ctx); ok {
+		// A session it cut short said how its job ended.
+		return exit.Killed(sig, fmt.Errorf("%s: stopped listening", exit.Name(sig)))
+	}
+	return err
 }
 
 func runRequests(args []string) error {
