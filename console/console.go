@@ -43,6 +43,10 @@ type Options struct {
 	// Restart, when set, starts the job again for the restart command,
 	// and says whether run may start a rank's program again alone.
 	Restart Restarter
+	// ProgramStatus makes a session that ran its commands end as its
+	// program did (ProgramExit), for CI: errors of the ranks' answers
+	// then count for nothing.
+	ProgramStatus bool
 }
 
 // Restarter starts a session's job again through its launcher.
@@ -110,6 +114,11 @@ type Console struct {
 	// first and shows the prompt again after it.
 	prompt string
 	known  *wire.Symbols // the program's functions and files, for completion
+	seq    int           // the number of the last reply (reply.go)
+	open   *reply        // the reply of the command that runs, under --json
+	causes []cause       // which command set which ranks going
+	at     string        // the script and line of the command that runs ("-e:3")
+	exits  exits         // how the ranks' programs ended (exits.go)
 }
 
 // New returns a console on s printing to out, focused on opts.Focus.
@@ -120,8 +129,9 @@ func New(s Tree, out io.Writer, opts Options) *Console {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
-	c := &Console{s: s, opts: opts, out: out, focus: wire.All(s.Size()), changed: make(chan struct{}),
+	c := &Console{opts: opts, out: out, focus: wire.All(s.Size()), changed: make(chan struct{}),
 		syncDone: make(chan struct{}), sets: make(map[string]wire.RankSet)}
+	c.s = recording{s, c}
 	if !opts.Focus.Empty() {
 		c.focus = opts.Focus
 	}
@@ -355,18 +365,23 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 	failed := false
 	for line := 1; lines.scan(); line++ {
 		var err error
+		c.at = fmt.Sprintf("%s:%d", name, line)
 		if lines.n > MaxLine {
 			err = tooLong(lines.n)
+			c.end(c.begin(string(lines.text), nil, wire.RankSet{}, ""), err)
 		} else {
 			err = c.Exec(ctx, string(lines.text))
 		}
+		c.at = ""
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrQuit):
 			return err
 		case errors.Is(err, ErrUsage):
 			failed = true
-			complain(fmt.Errorf("%s:%d: %w", name, line, err))
+			if !c.opts.JSON { // the reply says it
+				complain(fmt.Errorf("%s:%d: %w", name, line, err))
+			}
 		default:
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
@@ -385,13 +400,19 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 var ErrScriptErrors = errors.New("some commands were not understood")
 
 // Exec runs one command line. A command that ctx ends (a ^C) says what it
-// left behind and returns ErrInterrupted.
+// left behind and returns ErrInterrupted. Under --json every line but a
+// blank one or a comment gets one reply object, a mistake too.
 func (c *Console) Exec(ctx context.Context, line string) error {
 	cmd, ranks, args, err := c.parse(line)
-	if err != nil || cmd == nil {
-		return err
+	if err == nil && cmd == nil {
+		return nil
 	}
-	return c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, args))
+	r := c.begin(line, cmd, ranks, args)
+	if err == nil {
+		err = c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, args))
+	}
+	c.end(r, err)
+	return err
 }
 
 // parse splits a command line, "[SET] command args", into the command,
@@ -441,6 +462,8 @@ func (c *Console) sendQuiet(ctx context.Context, ranks wire.RankSet, op string, 
 	for _, g := range groups {
 		if g.Status != wire.StatusOK {
 			c.printReply(op, "", g)
+		} else {
+			c.answered(op, g)
 		}
 	}
 	return err

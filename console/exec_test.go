@@ -109,10 +109,19 @@ func TestAnswersInJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `"ranks":"0-2"`) || !strings.Contains(lines[0], `"42"`) ||
-		!strings.Contains(lines[1], `"ranks":"3"`) || !strings.Contains(lines[1], "lost") {
-		t.Errorf("printed %s", out)
+	replies := jsonLines(t, out)
+	if len(replies) != 1 {
+		t.Fatalf("printed %d objects, want one reply: %s", len(replies), out)
+	}
+	r := replies[0]
+	groups, _ := r["groups"].([]any)
+	if r["type"] != "reply" || r["ok"] != false || len(groups) != 2 {
+		t.Fatalf("reply %s", out)
+	}
+	ok, lost := groups[0].(map[string]any), groups[1].(map[string]any)
+	if ok["ranks"] != "0-2" || ok["value"] != "42" || ok["op"] != "print" || ok["of"] != "x" ||
+		lost["ranks"] != "3" || lost["status"] != "lost" || lost["error"] != "server 3 not responding" {
+		t.Errorf("groups %v", groups)
 	}
 }
 

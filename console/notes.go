@@ -22,9 +22,7 @@ const stepHint = "a call there may wait for other ranks (continue them, or halt)
 // it did not.
 func (c *Console) stillRunning(command string, runs []running, after time.Duration) {
 	if after > 0 {
-		c.mu.Lock()
-		c.failed = true
-		c.mu.Unlock()
+		c.fail()
 	}
 	for _, r := range runs {
 		text := "still running"
@@ -41,7 +39,7 @@ func (c *Console) stillRunning(command string, runs []running, after time.Durati
 			c.println(c.block(r.ranks, after > 0, []string{text}))
 			continue
 		}
-		obj := map[string]any{"ranks": r.ranks.String(), "count": r.ranks.Count(), "note": "still-running", "command": command}
+		obj := map[string]any{"ranks": r.ranks.String(), "count": r.ranks.Count(), "note": "still-running"}
 		if r.stepping() {
 			obj["step"], obj["from"] = r.state.Reason, frames([]wire.Frame{r.state.Frame})[0]
 		}
@@ -60,7 +58,7 @@ func (c *Console) stillRunning(command string, runs []running, after time.Durati
 // answers, when they come, are dropped).
 func (c *Console) interrupted(command string, ranks wire.RankSet, waiting bool) {
 	if c.opts.JSON {
-		obj := map[string]any{"ranks": ranks.String(), "count": ranks.Count(), "note": "interrupted", "command": command}
+		obj := map[string]any{"ranks": ranks.String(), "count": ranks.Count(), "note": "interrupted"}
 		if waiting {
 			obj["still_running"] = true
 		} else {
@@ -82,7 +80,7 @@ func (c *Console) interrupted(command string, ranks wire.RankSet, waiting bool) 
 // halting says that a ^C at the prompt halts ranks.
 func (c *Console) halting(ranks wire.RankSet) {
 	if c.opts.JSON {
-		c.emit(map[string]any{"ranks": ranks.String(), "count": ranks.Count(), "note": "halting", "command": "halt"})
+		c.emit(map[string]any{"ranks": ranks.String(), "count": ranks.Count(), "note": "halting"})
 		return
 	}
 	c.println(fmt.Sprintf("halting [%v]", ranks))

@@ -9,24 +9,33 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// println writes one line (or block) of text; in JSON mode it is wrapped as
-// {"message": ...} so that every line stays one JSON object.
+// println writes one line (or block) of text. Under --json it is a
+// message of the reply of the command that runs, or else a line of its
+// own, {"type":"message","message":...}, so that every line stays one
+// JSON object.
 func (c *Console) println(text string) {
 	if c.opts.JSON {
-		c.emit(map[string]any{"message": text})
+		if !c.addMessage(text) {
+			c.write(appendJSON(nil, c.stamp("message", map[string]any{"message": text})))
+		}
 		return
 	}
 	c.write(append([]byte(text), '\n'))
 }
 
-// emit writes one JSON object on its own line.
-func (c *Console) emit(obj map[string]any) { c.write(appendJSON(nil, obj)) }
+// emit puts obj, a group of the answer or a note of the console's, in the
+// reply of the command that runs, or else prints it as a note of its own.
+func (c *Console) emit(obj map[string]any) {
+	if !c.add(obj) {
+		c.write(appendJSON(nil, c.stamp("note", obj)))
+	}
+}
 
 // appendJSON appends obj as one line of JSON.
 func appendJSON(b []byte, obj map[string]any) []byte {
 	line, err := json.Marshal(obj)
 	if err != nil {
-		line, _ = json.Marshal(map[string]any{"error": err.Error()})
+		line, _ = json.Marshal(map[string]any{"version": JSONVersion, "type": "message", "message": err.Error()})
 	}
 	return append(append(b, line...), '\n')
 }
@@ -62,7 +71,7 @@ func (c *Console) prompting(prompt string) {
 // note reports a change of console state, such as the focus.
 func (c *Console) note(what string, ranks wire.RankSet) {
 	if c.opts.JSON {
-		c.emit(map[string]any{what: ranks.String(), "ranks": ranks.String(), "count": ranks.Count()})
+		c.emit(map[string]any{"note": what, "ranks": ranks.String(), "count": ranks.Count()})
 		return
 	}
 	c.println(fmt.Sprintf("%s [%v]", what, ranks))
@@ -73,9 +82,7 @@ func (c *Console) note(what string, ranks wire.RankSet) {
 // before it.
 func (c *Console) printReply(op, label string, g wire.Group) {
 	if g.Status != wire.StatusOK {
-		c.mu.Lock()
-		c.failed = true
-		c.mu.Unlock()
+		c.fail()
 	}
 	value, lines := describe(op, g)
 	if g.Status != wire.StatusOK {
@@ -85,13 +92,9 @@ func (c *Console) printReply(op, label string, g wire.Group) {
 		lines[0] = label + " = " + lines[0]
 	}
 	if c.opts.JSON {
-		obj := map[string]any{"ranks": g.Ranks.String(), "count": g.Ranks.Count(), "reply": op, "status": g.Status.String()}
-		if g.Status == wire.StatusOK {
-			if value != nil {
-				obj["value"] = value
-			}
-		} else {
-			obj["error"] = string(g.Body)
+		obj := groupObject(op, value, g)
+		if label != "" {
+			obj["of"] = label
 		}
 		c.emit(obj)
 		return
@@ -103,11 +106,9 @@ func (c *Console) printReply(op, label string, g wire.Group) {
 // without an answer of theirs: a run refused, a breakpoint that a restart
 // could not plant again. status is "refused" or "error".
 func (c *Console) report(op string, ranks wire.RankSet, status, text string) {
-	c.mu.Lock()
-	c.failed = true
-	c.mu.Unlock()
+	c.fail()
 	if c.opts.JSON {
-		c.emit(map[string]any{"ranks": ranks.String(), "count": ranks.Count(), "reply": op, "status": status, "error": text})
+		c.emit(map[string]any{"ranks": ranks.String(), "count": ranks.Count(), "op": op, "status": status, "error": text})
 		return
 	}
 	c.println(c.block(ranks, true, []string{text}))
@@ -117,18 +118,40 @@ func (c *Console) report(op string, ranks wire.RankSet, status, text string) {
 // ranks' output so, for a job acquired through MPIR).
 func (c *Console) Output(text string) {
 	if c.opts.JSON {
-		c.emit(map[string]any{"ranks": "", "event": "starter-output", "text": text})
+		c.write(appendJSON(nil, c.stamp("event", map[string]any{"ranks": "", "count": 0, "event": "starter-output", "value": text})))
 		return
 	}
 	c.println(text)
 }
 
 // PrintAnswers prints the merged answers to a command that was sent
-// without the console (such as attach, by the launcher).
+// without the console (such as attach, by the launcher). Under --json
+// they are a reply of their own, whatever command runs meanwhile.
 func (c *Console) PrintAnswers(op string, groups []wire.Group) {
-	for _, g := range groups {
-		c.printReply(op, "", g)
+	if !c.opts.JSON {
+		for _, g := range groups {
+			c.printReply(op, "", g)
+		}
+		return
 	}
+	r := &reply{name: op, sentOp: op}
+	for _, g := range groups {
+		r.ranks = r.ranks.Union(g.Ranks)
+		value, _ := describe(op, g)
+		r.groups = append(r.groups, groupObject(op, value, g))
+		r.failed = r.failed || g.Status != wire.StatusOK
+	}
+	c.mu.Lock()
+	c.seq++
+	r.seq = c.seq
+	if r.failed {
+		c.failed = true
+	}
+	if resumes[op] {
+		c.setCause(r.ranks, r.seq)
+	}
+	c.mu.Unlock()
+	c.end(r, nil)
 }
 
 // Failed reports whether some rank answered some command with an error,
@@ -150,12 +173,17 @@ func (c *Console) appendEvent(text []byte, ev client.Event) []byte {
 		}
 	case wire.EventRejoined:
 		c.rejoined(ev.Group.Ranks)
+	case wire.EventExited:
+		c.recordExit(ev)
 	}
 	value, lines := describe(ev.Op, ev.Group)
 	if c.opts.JSON {
-		obj := map[string]any{"ranks": ev.Group.Ranks.String(), "count": ev.Group.Ranks.Count(), "event": ev.Op}
+		obj := c.stamp("event", map[string]any{"ranks": ev.Group.Ranks.String(), "count": ev.Group.Ranks.Count(), "event": ev.Op})
 		if value != nil {
 			obj["value"] = value
+		}
+		if seq, ok := c.causeOf(ev.Group.Ranks); ok && caused[ev.Op] {
+			obj["command"] = seq
 		}
 		return appendJSON(text, obj)
 	}

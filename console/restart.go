@@ -52,6 +52,7 @@ func (c *Console) run(ctx context.Context, ranks wire.RankSet) error {
 	for _, g := range groups {
 		if g.Status == wire.StatusOK {
 			started = started.Union(g.Ranks)
+			c.answered(wire.OpRun, g)
 		} else {
 			c.printReply(wire.OpRun, "", g)
 		}
@@ -107,6 +108,7 @@ func runRestart(ctx context.Context, c *Console, _ wire.RankSet, args string) er
 	c.ran = wire.RankSet{}
 	c.mu.Unlock()
 	c.Sync(ctx) // the old job's last news comes before the new job's
+	c.forgetExits()
 	planted := c.replay(ctx, k)
 	c.restarted(what, all, planted)
 	return c.run(ctx, all)
@@ -364,7 +366,7 @@ func (c *Console) restarted(what string, all wire.RankSet, counts []planted) {
 		for i, p := range counts {
 			list[i] = map[string]any{"ranks": p.ranks.String(), "count": p.count}
 		}
-		c.emit(map[string]any{"restarted": what, "ranks": all.String(), "count": all.Count(), "planted": list})
+		c.emit(map[string]any{"note": "restarted", "restarted": what, "ranks": all.String(), "count": all.Count(), "planted": list})
 		return
 	}
 	c.println("restarted: " + what + "; " + plantedText(counts))

@@ -73,12 +73,16 @@ func (s Session) Run(ctx context.Context, out io.Writer, opts Options, cmds Comm
 }
 
 // sessionError is the error of a session whose commands ended with runErr and
-// whose end with endErr.
+// whose end with endErr; with Options.ProgramStatus, of a session that
+// ran its commands, the program's end.
 func sessionError(con *Console, runErr, endErr error) error {
 	switch {
 	case endErr != nil:
 		return errors.Join(quiet(runErr), endErr)
 	case errors.Is(runErr, ErrQuit) || runErr == nil:
+		if con.opts.ProgramStatus {
+			return con.programExit()
+		}
 		if con.Failed() {
 			return ErrRanksFailed
 		}

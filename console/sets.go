@@ -72,16 +72,26 @@ func runDefset(_ context.Context, c *Console, _ wire.RankSet, args string) error
 	if err != nil {
 		return err
 	}
-	c.Define(name, ranks)
+	c.define(name, ranks)
+	c.note("defset "+name, ranks)
 	return nil
 }
 
-// Define names a rank set, as defset does, and says so.
+// Define names a rank set, as defset does, and says so; under --json on
+// a line of its own, since it answers no command.
 func (c *Console) Define(name string, ranks wire.RankSet) {
+	c.define(name, ranks)
+	if c.opts.JSON {
+		c.write(appendJSON(nil, c.stamp("note", map[string]any{"note": "defset " + name, "ranks": ranks.String(), "count": ranks.Count()})))
+		return
+	}
+	c.note("defset "+name, ranks)
+}
+
+func (c *Console) define(name string, ranks wire.RankSet) {
 	c.mu.Lock()
 	c.sets[name] = ranks
 	c.mu.Unlock()
-	c.note("defset "+name, ranks)
 }
 
 func runUndefset(_ context.Context, c *Console, _ wire.RankSet, args string) error {

@@ -83,7 +83,7 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 	}
 	if c.opts.JSON {
 		for _, r := range roots {
-			c.emit(map[string]any{"ranks": r.Ranks.String(), "count": r.Ranks.Count(), "reply": "stacks", "tree": jsonTree(r)})
+			c.emit(map[string]any{"ranks": r.Ranks.String(), "count": r.Ranks.Count(), "op": "stacks", "status": "ok", "value": jsonTree(r)})
 		}
 	} else if len(roots) > 0 {
 		var b strings.Builder

@@ -113,7 +113,7 @@ func (c Commands) interactive(ctx context.Context, con *Console) error {
 		switch {
 		case errors.Is(err, ErrQuit):
 			return err
-		case err != nil && !errors.Is(err, ErrInterrupted):
+		case err != nil && !errors.Is(err, ErrInterrupted) && !con.opts.JSON: // under --json the reply says it
 			fmt.Fprintln(c.Errors, "error:", err)
 		}
 	}

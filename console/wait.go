@@ -181,6 +181,7 @@ func (c *Console) sendAndWait(ctx context.Context, ranks wire.RankSet, op string
 	for _, g := range groups {
 		if g.Status == wire.StatusOK {
 			started = started.Union(g.Ranks)
+			c.answered(op, g)
 		} else {
 			c.printReply(op, "", g)
 		}
@@ -206,11 +207,17 @@ func (c *Console) Interrupt(ctx context.Context) error {
 	if set.Empty() {
 		return nil
 	}
+	halt, _ := lookup("halt")
+	r := c.begin("^C", halt, set, "")
 	c.halting(set)
-	if err := c.sendQuiet(ctx, set, wire.OpHalt, nil); err != nil {
-		return c.settle(ctx, "halt", set, err)
+	err = c.sendQuiet(ctx, set, wire.OpHalt, nil)
+	if err != nil {
+		err = c.settle(ctx, "halt", set, err)
+	} else {
+		err = c.waitFor(ctx, set, c.opts.Timeout, false, "halt")
 	}
-	return c.waitFor(ctx, set, c.opts.Timeout, false, "halt")
+	c.end(r, err)
+	return err
 }
 
 // settle turns a command that ctx ended (a ^C) into a note and

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -104,24 +103,21 @@ func TestNotesInJSON(t *testing.T) {
 	if err := c.Exec(context.Background(), "[0,3-4] wait any"); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("want two notes, got %q", out.String())
+	replies := jsonLines(t, out.String())
+	if len(replies) != 2 {
+		t.Fatalf("want two replies, got %q", out.String())
 	}
-	var step, waitAny map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &step); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal([]byte(lines[1]), &waitAny); err != nil {
-		t.Fatal(err)
-	}
+	step, waitAny := lastGroup(replies[0]), lastGroup(replies[1])
 	from, _ := step["from"].(map[string]any)
-	if step["ranks"] != "1-2" || step["note"] != "still-running" || step["command"] != "next" || step["step"] != "next" ||
+	if step["ranks"] != "1-2" || step["note"] != "still-running" || step["step"] != "next" ||
 		step["timed_out"] != true || step["after"] != 0.05 || step["hint"] != stepHint || from["func"] != "pass" || from["line"] != 10.0 {
-		t.Errorf("step note: %s", lines[0])
+		t.Errorf("step note: %v", step)
 	}
-	if waitAny["ranks"] != "0,4" || waitAny["note"] != "still-running" || waitAny["command"] != "wait any" || waitAny["timed_out"] != nil {
-		t.Errorf("wait any note: %s", lines[1])
+	if replies[0]["ok"] != false {
+		t.Errorf("a step that timed out replied ok: %v", replies[0])
+	}
+	if waitAny["ranks"] != "0,4" || waitAny["note"] != "still-running" || waitAny["timed_out"] != nil || replies[1]["ok"] != true {
+		t.Errorf("wait any note: %v", replies[1])
 	}
 }
 
@@ -159,9 +155,12 @@ func TestInterruptedCommand(t *testing.T) {
 	if err := result(t, errc); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("interrupted print: %v", err)
 	}
-	want := `{"abandoned":true,"command":"print","count":2,"note":"interrupted","ranks":"0-1"}` + "\n"
-	if out.String() != want {
-		t.Fatalf("printed %q, want %q", out.String(), want)
+	replies := jsonLines(t, out.String())
+	if len(replies) != 1 || replies[0]["ok"] != false || replies[0]["error"] != "interrupted" {
+		t.Fatalf("printed %q, want one reply that failed as interrupted", out.String())
+	}
+	if note := lastGroup(replies[0]); note["note"] != "interrupted" || note["abandoned"] != true || note["ranks"] != "0-1" {
+		t.Fatalf("the reply's note: %v", note)
 	}
 }
 

@@ -104,21 +104,37 @@ func TestDebugBatchText(t *testing.T) {
 	}
 }
 
+// Under --json every command has one reply on the standard output, a
+// mistake too, each with the schema's version; events are lines of their
+// own.
 func TestDebugJSON(t *testing.T) {
 	out, stderr, code := run(t, "", "debug", "-n", "4", "--debugger", "sim", "--json", "-e", "where", "-e", "[9] where", "--", "ring")
-	if code == 0 || !strings.Contains(stderr, "ranks 9 are not in this job") {
-		t.Fatalf("a rank outside the job: exit %d, %q", code, stderr)
+	if code != 2 || strings.Contains(stderr, "not in this job") {
+		t.Fatalf("a rank outside the job: exit %d, %q; want exit 2 and the reply on stdout", code, stderr)
 	}
-	var lines []map[string]any
+	var replies []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var obj map[string]any
 		if err := json.Unmarshal([]byte(line), &obj); err != nil {
 			t.Fatalf("not one JSON object per line: %q: %v", line, err)
 		}
-		lines = append(lines, obj)
+		if obj["version"] != 1.0 {
+			t.Errorf("no version: %q", line)
+		}
+		if obj["type"] == "reply" {
+			replies = append(replies, obj)
+		}
 	}
-	if len(lines) != 2 || lines[0]["ranks"] != "0" || lines[1]["ranks"] != "1-3" || lines[1]["reply"] != "backtrace" {
-		t.Fatalf("where as JSON: %v", lines)
+	if len(replies) != 2 {
+		t.Fatalf("want two replies:\n%s", out)
+	}
+	groups, _ := replies[0]["groups"].([]any)
+	if len(groups) != 2 || groups[0].(map[string]any)["ranks"] != "0" || groups[1].(map[string]any)["ranks"] != "1-3" ||
+		groups[1].(map[string]any)["op"] != "backtrace" || replies[0]["ok"] != true || replies[0]["seq"] != 1.0 {
+		t.Errorf("where as JSON: %v", replies[0])
+	}
+	if e, _ := replies[1]["error"].(string); replies[1]["ok"] != false || replies[1]["seq"] != 2.0 || !strings.Contains(e, "ranks 9 are not in this job") {
+		t.Errorf("[9] where as JSON: %v", replies[1])
 	}
 }
 

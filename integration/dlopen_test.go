@@ -185,7 +185,7 @@ func TestDlopenVerboseLoads(t *testing.T) {
 	}
 	out, stderr, code := runEnv(t, nil, "debug", "-n", "2", "--json", "--timeout", "60s", "--dlopen-mode", "slow",
 		"-e", "run", "-e", "wait", "--", filepath.Join(bin, "dlopen"), "1")
-	want := `"event":"library-loaded","ranks":"%s","value":{"libraries":["` + filepath.Join(bin, "libplugin.so") + `"]}`
+	want := `"event":"library-loaded","ranks":"%s","type":"event","value":{"libraries":["` + filepath.Join(bin, "libplugin.so") + `"]}`
 	if code != 0 || !strings.Contains(out, fmt.Sprintf(want, "0-1")) && !strings.Contains(out, fmt.Sprintf(want, "0")) {
 		t.Fatalf("--json: exit %d, want %s in\n%s\n%s", code, want, out, stderr)
 	}

@@ -98,18 +98,25 @@ type consoleProc struct {
 	lines chan consoleLine // what it printed, one JSON object a line
 }
 
-// consoleLine is one line of the console's JSON output: an answer's group
-// (reply set) or news (event set).
+// consoleLine is one line of the console's JSON output (docs/JSON.md): a
+// command's reply, or news.
 type consoleLine struct {
+	Type    string `json:"type"`
+	Command struct {
+		Name string `json:"name"`
+	} `json:"command"`
+	Groups []group `json:"groups"`
+}
+
+// group is one group of a reply: ranks that answered alike.
+type group struct {
 	Ranks  string `json:"ranks"`
-	Reply  string `json:"reply"`
-	Event  string `json:"event"`
 	Status string `json:"status"`
 	Error  string `json:"error"`
 }
 
 // answer is the groups of one command's answer.
-type answer []consoleLine
+type answer []group
 
 // ok is the ranks that answered ok.
 func (a answer) ok() wire.RankSet {
@@ -168,29 +175,21 @@ func (c *consoleProc) command(b *testing.B, ranks wire.RankSet, op string) answe
 	if _, err := fmt.Fprintf(c.in, "[%s] %s\n", ranks, op); err != nil {
 		b.Fatalf("writing %s to the console: %v", op, err)
 	}
-	var got answer
-	var seen wire.RankSet
 	deadline := time.After(consoleWait)
-	for !seen.Equal(ranks) {
+	for {
 		select {
 		case l, ok := <-c.lines:
 			if !ok {
 				b.Fatalf("the console ended before [%s] %s was answered:\n%s", ranks, op, c.p.out.String())
 			}
-			if l.Reply != op {
+			if l.Type != "reply" || l.Command.Name != op {
 				continue // news, or the job's start
 			}
-			r, err := wire.ParseRankSet(l.Ranks)
-			if err != nil {
-				b.Fatalf("answer to %s: %v", op, err)
-			}
-			seen = seen.Union(r)
-			got = append(got, l)
+			return l.Groups
 		case <-deadline:
-			b.Fatalf("[%s] %s: only %s answered within %v\n%s", ranks, op, seen, consoleWait, c.p.out.String())
+			b.Fatalf("[%s] %s: no reply within %v\n%s", ranks, op, consoleWait, c.p.out.String())
 		}
 	}
-	return got
 }
 
 // timed is the round trip of status to ranks, which must all answer ok.

@@ -56,6 +56,10 @@ func (l *Listener) Next(ctx context.Context) ([]*connect.Request, error) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no request came in %s", l.Dir)
 		}
+		if ctx.Err() != nil {
+			// Why the wait ended, not why its last look found nothing new.
+			return nil, context.Cause(ctx)
+		}
 		return nil, err
 	}
 	for _, r := range reqs {

@@ -133,12 +133,12 @@ func (c *Config) master() error {
 func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 	debugger, err := backend.ParseDebugger(c.Debugger)
 	if err != nil {
-		return sdm.ServerOptions{}, err
+		return sdm.ServerOptions{}, exit.Usage(err)
 	}
 	newBackend := backends[debugger]
 	source, err := routing.ParseSource(c.RoutesFrom)
 	if err != nil {
-		return sdm.ServerOptions{}, err
+		return sdm.ServerOptions{}, exit.Usage(err)
 	}
 	compute, err := routes.Environ(source, c.PortBase)
 	if err != nil {

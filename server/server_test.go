@@ -109,7 +109,11 @@ func TestRunRefusesABadProxy(t *testing.T) {
 		t.Errorf("Run with --proxy=udp: %v, want a usage error", err)
 	}
 	r := Config{KeyFile: path, Index: 2, Debugger: "lldb", RoutesFrom: "file"}
-	if err := Run(r); err == nil || !strings.HasPrefix(err.Error(), "rank 2: ") {
-		t.Errorf("Run with --debugger lldb: %v, want an error naming rank 2", err)
+	if err := Run(r); exit.Status(err) != 2 || !strings.HasPrefix(err.Error(), "rank 2: ") {
+		t.Errorf("Run with --debugger lldb: %v, want a usage error naming rank 2", err)
+	}
+	r = Config{KeyFile: path, Index: 2, Debugger: "sim", RoutesFrom: "carrier-pigeon"}
+	if err := Run(r); exit.Status(err) != 2 || !strings.Contains(err.Error(), "carrier-pigeon") {
+		t.Errorf("Run with --routes_from carrier-pigeon: %v, want a usage error", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -24,7 +23,7 @@ func runListen(args []string) error {
 	acceptAll := fs.Bool("accept-all", false, "accept every request, one session after another")
 	reject := fs.String("reject", "", "reject this request and end (--reject 3f9c01ab)")
 	reason := fs.String("reason", "rejected by the front end", "with --reject: the reason the job is told")
-	max := fs.Int("max", 0, "end after this many sessions (--max 2; default: 1 with --accept, else no limit)")
+	max := fs.Int("max", 0, "end after this many sessions (--max 2; default: 1 with --accept or a script, -e or --batch; else no limit, as 0)")
 	wait := fs.Duration("wait", 0, "give up when no request comes in this time (--wait 10m; default: wait for ever)")
 	clientHost := fs.String("client-host", "", "how jobs on other hosts reach this machine (default: this machine's host name)")
 	f := addSessionFlags(fs)
@@ -41,8 +40,8 @@ func runListen(args []string) error {
 	if ask && !console.IsTerminal(os.Stdin) {
 		return exit.Usage(errors.New("sdm listen: not on a terminal, so nobody can be asked: give --accept ID, --accept-all or --reject ID"))
 	}
-	if *accept != "" && *max == 0 {
-		*max = 1
+	if !fs.Changed("max") && (*accept != "" || len(f.front.Commands.Exprs) > 0 || f.front.Commands.Batch != "") {
+		*max = 1 // the script (or the one job) is the session, and its end sdm's
 	}
 	front, err := f.ready()
 	if err != nil {
@@ -56,7 +55,7 @@ func runListen(args []string) error {
 	if *wait > 0 {
 		l.Deadline = time.Now().Add(*wait)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	ctx, stop := exit.Signalled(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	defer stop()
 	if *reject != "" {
 		return l.RejectNamed(ctx, *reject, *reason)
@@ -65,7 +64,23 @@ func runListen(args []string) error {
 	if ask {
 		pick = l.Asker(os.Stdin, os.Stderr)
 	}
-	return l.Serve(ctx, *max, pick, func(ctx context.Context, r *connect.Request) error { return front.Take(ctx, l, r) })
+	var program error // the worst end of a program, with --exit-status program
+	err = l.Serve(ctx, *max, pick, func(ctx context.Context, r *connect.Request) error {
+		err := front.Take(ctx, l, r)
+		var p, worst *console.ProgramExit
+		if errors.As(err, &p) && (program == nil || errors.As(program, &worst) && p.Code > worst.Code) {
+			program = err
+		}
+		return err
+	})
+	if sig, ok := exit.Signal(ctx); ok {
+		// A session it cut short said how its job ended.
+		return exit.Killed(sig, fmt.Errorf("%s: stopped listening", exit.Name(sig)))
+	}
+	if program != nil {
+		return outcome(program)
+	}
+	return err
 }
 
 func runRequests(args []string) error {

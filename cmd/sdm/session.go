@@ -24,6 +24,7 @@ type sessionFlags struct {
 	front                   launcher.Front
 	job                     launcher.Options
 	dlopenMode, dlopenMatch string
+	exitStatus              string
 }
 
 func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
@@ -33,7 +34,8 @@ func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 	fs.StringVar(&f.dlopenMatch, "dlopen-match", "", "the colon-separated list of library names whose loads medium and auto mode report, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
 	fs.StringVar(&cmds.Batch, "batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
 	fs.StringArrayVarP(&cmds.Exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
-	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per line, each with a ranks field such as \"0-2,4-7\"")
+	fs.StringVar(&f.exitStatus, "exit-status", "sdm", "what sdm's exit status tells: sdm (whether every command and answer went well), or program (the ranks' worst exit status, 128+N for a rank signal N ended, for CI)")
+	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per line: one reply per command, and the events (docs/JSON.md)")
 	fs.IntVar(&o.Fanout, "fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree (--fanout 32 for thousands of ranks)")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "how long a command waits for its ranks (--timeout 2m)")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", 60*time.Second, "how long to wait for every rank's server to join (--connect-timeout 5m)")
@@ -53,6 +55,13 @@ func (f *sessionFlags) ready() (launcher.Front, error) {
 	if f.fs.Changed("dlopen-match") {
 		match = &f.dlopenMatch
 	}
+	switch f.exitStatus {
+	case "sdm":
+	case "program":
+		f.front.Console.ProgramStatus = true
+	default:
+		return launcher.Front{}, exit.Usage(fmt.Errorf("--exit-status %s: want sdm or program", f.exitStatus))
+	}
 	dl, notes, err := dlopen.Resolve(os.LookupEnv, mode, match)
 	if err != nil {
 		return launcher.Front{}, exit.Usage(err)
@@ -71,11 +80,16 @@ func (f *sessionFlags) ready() (launcher.Front, error) {
 
 // outcome gives a launch refused for what the user asked (the wrong MPI's
 // launcher, say) and commands typed wrong the exit status of a usage
-// error.
+// error, and a session that ends as its program did (--exit-status
+// program) the program's.
 func outcome(err error) error {
 	var r *launcher.RefusedError
 	if errors.As(err, &r) || errors.Is(err, console.ErrScriptErrors) {
 		return exit.Usage(err)
+	}
+	var p *console.ProgramExit
+	if errors.As(err, &p) {
+		return &exit.Error{Code: p.Code, Err: err}
 	}
 	return err
 }

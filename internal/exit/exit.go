@@ -92,11 +92,27 @@ func EndedBy(ctx context.Context, endErr error) error {
 	if !ok {
 		return nil
 	}
-	msg := fmt.Sprintf("%v: the session's job ended", sig)
+	msg := fmt.Sprintf("%s: ended the session's job", Name(sig))
 	if endErr != nil {
-		msg = fmt.Sprintf("%v: ending the session's job: %v", sig, endErr)
+		msg = fmt.Sprintf("%s: ending the session's job: %v", Name(sig), endErr)
 	}
 	return Killed(sig, errors.New(msg))
+}
+
+// Name says what a signal is, in words and by its name: "terminated
+// (SIGTERM)".
+func Name(sig syscall.Signal) string {
+	if name, ok := names[sig]; ok {
+		return fmt.Sprintf("%v (%s)", sig, name)
+	}
+	return sig.String()
+}
+
+// names are the signals that end a session: those sdm catches, and those
+// people send by hand.
+var names = map[syscall.Signal]string{
+	syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT",
+	syscall.SIGQUIT: "SIGQUIT", syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
 }
 
 // Quiet is the error of a command that ctx ended as none: being told to

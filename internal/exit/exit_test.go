@@ -49,10 +49,10 @@ func TestASignalEndsTheContextAndGivesItsStatus(t *testing.T) {
 		t.Fatalf("Signal = %v, %v; want SIGUSR1", sig, ok)
 	}
 	err := EndedBy(ctx, errors.New("rank 3 did not stop"))
-	if Status(err) != 128+int(syscall.SIGUSR1) || err.Error() != "user defined signal 1: ending the session's job: rank 3 did not stop" {
+	if Status(err) != 128+int(syscall.SIGUSR1) || err.Error() != "user defined signal 1 (SIGUSR1): ending the session's job: rank 3 did not stop" {
 		t.Errorf("EndedBy = %q, status %d", err, Status(err))
 	}
-	if err := EndedBy(ctx, nil); err.Error() != "user defined signal 1: the session's job ended" {
+	if err := EndedBy(ctx, nil); err.Error() != "user defined signal 1 (SIGUSR1): ended the session's job" {
 		t.Errorf("EndedBy without an end error = %q", err)
 	}
 }
