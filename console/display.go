@@ -89,7 +89,7 @@ func infoDisplay(_ context.Context, c *Console, _ wire.RankSet, args string) err
 	c.mu.Unlock()
 	if c.opts.JSON {
 		for _, d := range list {
-			c.emit(map[string]any{"reply": "display", "number": d.n, "expr": d.expr, "ranks": d.ranks.String(), "count": d.ranks.Count()})
+			c.emit(map[string]any{"op": "display", "number": d.n, "expr": d.expr, "ranks": d.ranks.String(), "count": d.ranks.Count()})
 		}
 		return nil
 	}
@@ -170,13 +170,13 @@ func (c *Console) showDisplays(ctx context.Context, ranks wire.RankSet, asked bo
 		slices.SortFunc(byDisplay[i], func(a, b shownValue) int { return a.ranks.Min() - b.ranks.Min() })
 		for _, s := range byDisplay[i] {
 			if c.opts.JSON {
-				obj := map[string]any{"ranks": s.ranks.String(), "count": s.ranks.Count(), "reply": "display", "number": d.n, "expr": d.expr}
+				obj := map[string]any{"ranks": s.ranks.String(), "count": s.ranks.Count(), "op": "display", "number": d.n, "expr": d.expr}
 				if s.value.Error != "" {
 					obj["error"] = s.value.Error
 				} else {
 					obj["value"] = s.value.Value
 				}
-				text = appendJSON(text, obj)
+				c.emit(obj)
 				continue
 			}
 			line := fmt.Sprintf("%d: %s = %s", d.n, d.expr, s.value.Value)

@@ -192,7 +192,9 @@ func TestDeleteAllAsksAtTheTerminal(t *testing.T) {
 // Displays show at every stop of their ranks, in one command however
 // many there are, merged by value; a display out of its function is not
 // shown at a stop; undisplay ends them.
-func TestDisplaysAtEveryStop(t *testing.T) {
+// displayTree is a job of 4 running ranks whose x is 0 on even ranks, 1
+// on odd ones, and that know no y.
+func displayTree() *fakeTree {
 	f := newFakeTree(4, runningState)
 	f.answer = func(_ context.Context, ranks wire.RankSet, o string) ([]wire.Group, error) {
 		if o != wire.OpEvaluate {
@@ -215,6 +217,11 @@ func TestDisplaysAtEveryStop(t *testing.T) {
 		})
 		return groups, nil
 	}
+	return f
+}
+
+func TestDisplaysAtEveryStop(t *testing.T) {
+	f := displayTree()
 	c, out := fakeConsole(t, f, Options{Window: time.Millisecond})
 	for _, line := range []string{"[0-2] display x", "display y", "info display"} {
 		if err := c.Exec(context.Background(), line); err != nil {
@@ -246,6 +253,32 @@ func TestDisplaysAtEveryStop(t *testing.T) {
 	}
 	if err := c.Exec(context.Background(), "undisplay 1"); err == nil {
 		t.Error("undisplay of a display gone: no error")
+	}
+}
+
+// Under --json the displays shown at a stop are notes of the schema,
+// one per display and value, like every other line.
+func TestDisplaysAtAStopInJSON(t *testing.T) {
+	f := displayTree()
+	c, out := fakeConsole(t, f, Options{Window: time.Millisecond, JSON: true})
+	if err := c.Exec(context.Background(), "[0-2] display x"); err != nil {
+		t.Fatal(err)
+	}
+	f.set(wire.Range(0, 3), atBreakpoint, wire.EventStopped)
+	var notes []map[string]any
+	deadline := time.Now().Add(10 * time.Second)
+	for len(notes) < 2 && time.Now().Before(deadline) {
+		c.Sync(context.Background())
+		notes = notes[:0]
+		for _, obj := range jsonLines(t, out.String()) {
+			if obj["type"] == "note" && obj["op"] == "display" {
+				notes = append(notes, obj)
+			}
+		}
+	}
+	if len(notes) != 2 || notes[0]["ranks"] != "0,2" || notes[0]["value"] != "0" ||
+		notes[1]["ranks"] != "1" || notes[1]["value"] != "1" || notes[0]["expr"] != "x" {
+		t.Fatalf("display notes at the stop: %v\n%s", notes, out.String())
 	}
 }
 
