@@ -1,0 +1,87 @@
+package stackwalk
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// mapping is one line of /proc/PID/maps.
+type mapping struct {
+	start, end, offset uint64
+	perms              string
+	dev                string
+	inode              uint64
+	path               string
+}
+
+func (m mapping) executable() bool { return strings.Contains(m.perms, "x") }
+
+// readMaps parses /proc/PID/maps. It needs no ptrace stop.
+func readMaps(pid int) ([]mapping, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, gone(pid)
+		}
+		if errors.Is(err, os.ErrPermission) {
+			return nil, &PermissionError{PID: pid, Reason: "its memory map is unreadable: " + err.Error()}
+		}
+		return nil, fmt.Errorf("process %d: read its memory map: %w", pid, err)
+	}
+	var maps []mapping
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		if m, ok := parseMapping(sc.Text()); ok {
+			maps = append(maps, m)
+		}
+	}
+	if len(maps) == 0 {
+		// A zombie or a kernel thread: nothing to walk.
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			return nil, gone(pid)
+		}
+		return nil, fmt.Errorf("process %d: no memory map (a kernel thread, or a process that is exiting)", pid)
+	}
+	sort.Slice(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
+	return maps, nil
+}
+
+// parseMapping parses "start-end perms offset dev inode   path".
+func parseMapping(line string) (mapping, bool) {
+	f := strings.Fields(line)
+	if len(f) < 5 {
+		return mapping{}, false
+	}
+	lo, hi, ok := strings.Cut(f[0], "-")
+	if !ok {
+		return mapping{}, false
+	}
+	var m mapping
+	var err1, err2, err3, err4 error
+	m.start, err1 = strconv.ParseUint(lo, 16, 64)
+	m.end, err2 = strconv.ParseUint(hi, 16, 64)
+	m.offset, err3 = strconv.ParseUint(f[2], 16, 64)
+	m.inode, err4 = strconv.ParseUint(f[4], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || m.end <= m.start {
+		return mapping{}, false
+	}
+	m.perms, m.dev = f[1], f[3]
+	if len(f) > 5 {
+		// The path is the rest of the line after the inode's column: it
+		// may hold spaces.
+		idx := strings.Index(line, f[4]+" ")
+		if idx >= 0 {
+			m.path = strings.TrimSpace(line[idx+len(f[4]):])
+		} else {
+			m.path = strings.Join(f[5:], " ")
+		}
+	}
+	return m, true
+}
