@@ -43,8 +43,9 @@ func readMaps(pid int) ([]mapping, error) {
 		}
 	}
 	if len(maps) == 0 {
-		// A zombie or a kernel thread: nothing to walk.
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+		// A zombie (exited, not yet reaped) or a kernel thread: nothing
+		// to walk.
+		if st := statusField(pid, "State"); st == "" || st[0] == 'Z' || st[0] == 'X' {
 			return nil, gone(pid)
 		}
 		return nil, fmt.Errorf("process %d: no memory map (a kernel thread, or a process that is exiting)", pid)
@@ -73,15 +74,17 @@ func parseMapping(line string) (mapping, bool) {
 		return mapping{}, false
 	}
 	m.perms, m.dev = f[1], f[3]
-	if len(f) > 5 {
-		// The path is the rest of the line after the inode's column: it
-		// may hold spaces.
-		idx := strings.Index(line, f[4]+" ")
-		if idx >= 0 {
-			m.path = strings.TrimSpace(line[idx+len(f[4]):])
+	// The path is the rest of the line after the fifth field: it may hold
+	// spaces.
+	rest := line
+	for range 5 {
+		rest = strings.TrimLeft(rest, " \t")
+		if i := strings.IndexAny(rest, " \t"); i >= 0 {
+			rest = rest[i:]
 		} else {
-			m.path = strings.Join(f[5:], " ")
+			rest = ""
 		}
 	}
+	m.path = strings.TrimSpace(rest)
 	return m, true
 }

@@ -9,8 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procMem reads a process's memory with process_vm_readv, falling back to
-// /proc/PID/mem where that call is refused (some kernels and sandboxes).
+// procMem reads a process's memory with process_vm_readv (one system call,
+// no file), falling back to /proc/PID/mem where that call fails: special
+// mappings, and kernels or sandboxes that refuse it.
 type procMem struct {
 	pid int
 	mem *os.File
@@ -27,9 +28,8 @@ func (m *procMem) readAt(b []byte, addr uint64) error {
 	if err == nil && n == len(b) {
 		return nil
 	}
-	if err == unix.EFAULT || (err == nil && n < len(b)) {
-		return fmt.Errorf("address %#x not readable in process %d", addr, m.pid)
-	}
+	// /proc/PID/mem reads what process_vm_readv cannot: the vdso, which
+	// is not ordinary memory to pin.
 	if m.mem == nil {
 		f, oerr := os.Open("/proc/" + strconv.Itoa(m.pid) + "/mem")
 		if oerr != nil {

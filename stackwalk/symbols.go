@@ -16,8 +16,15 @@ type symbol struct {
 }
 
 // symtab is a module's function symbols, sorted by address, one per
-// address.
-type symtab []symbol
+// address; the sized ones, and apart from them those without a size
+// (hand-written assembly such as glibc's __restore_rt).
+type symtab struct {
+	sized, unsized []symbol
+}
+
+// unsizedReach is how far past an unsized symbol's address a pc may be and
+// still be named by it: such symbols mark short stubs and trampolines.
+const unsizedReach = 256
 
 // newSymtab keeps the sized function symbols of the given tables and picks
 // one name per address, the same whatever order the tables list them in:
@@ -25,21 +32,30 @@ type symtab []symbol
 // are local), then the one with fewer leading underscores, then the
 // shorter, then the first in byte order.
 func newSymtab(tables ...[]elf.Symbol) symtab {
-	var s symtab
+	var sized, unsized []symbol
 	for _, t := range tables {
 		for _, e := range t {
 			typ := elf.ST_TYPE(e.Info)
-			if (typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC) || e.Value == 0 || e.Size == 0 ||
-				e.Section == elf.SHN_UNDEF {
+			if (typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC) || e.Value == 0 || e.Section == elf.SHN_UNDEF {
 				continue
 			}
 			name := e.Name
 			if i := strings.IndexByte(name, '@'); i > 0 {
 				name = name[:i] // a symbol version
 			}
-			s = append(s, symbol{addr: e.Value, size: e.Size, name: name, bind: elf.ST_BIND(e.Info)})
+			sym := symbol{addr: e.Value, size: e.Size, name: name, bind: elf.ST_BIND(e.Info)}
+			if e.Size == 0 {
+				unsized = append(unsized, sym)
+			} else {
+				sized = append(sized, sym)
+			}
 		}
 	}
+	return symtab{sized: oneEach(sized), unsized: oneEach(unsized)}
+}
+
+// oneEach sorts symbols by address and keeps the preferred one of each.
+func oneEach(s []symbol) []symbol {
 	sort.Slice(s, func(i, j int) bool {
 		if s[i].addr != s[j].addr {
 			return s[i].addr < s[j].addr
@@ -85,15 +101,25 @@ func bindRank(b elf.SymBind) int {
 }
 
 // find returns the symbol whose range holds addr. A symbol nested in a
-// longer one (rare: assembly) is found by looking back a few entries.
+// longer one (rare: assembly) is found by looking back a few entries. An
+// unsized symbol names addr when no sized one does, addr is within
+// unsizedReach of it and no sized symbol starts between them.
 func (s symtab) find(addr uint64) (symbol, bool) {
-	i := sort.Search(len(s), func(i int) bool { return s[i].addr > addr })
+	i := sort.Search(len(s.sized), func(i int) bool { return s.sized[i].addr > addr })
 	for j := i - 1; j >= 0 && j >= i-8; j-- {
-		if addr < s[j].addr+s[j].size {
-			return s[j], true
+		if addr < s.sized[j].addr+s.sized[j].size {
+			return s.sized[j], true
 		}
 	}
-	return symbol{}, false
+	k := sort.Search(len(s.unsized), func(k int) bool { return s.unsized[k].addr > addr })
+	if k == 0 {
+		return symbol{}, false
+	}
+	u := s.unsized[k-1]
+	if addr-u.addr >= unsizedReach || (i > 0 && s.sized[i-1].addr > u.addr) {
+		return symbol{}, false
+	}
+	return u, true
 }
 
 // demangled is name demangled when it is a C++ (Itanium) name, and name

@@ -54,6 +54,12 @@ func walk(regs registers, sp space, mem memReader) []rawFrame {
 				return append(frames, rawFrame{unknown: true})
 			}
 		}
+		if signal {
+			// A signal trampoline: its code starts at the return address
+			// the handler was given (its FDE begins a byte early so that
+			// return address - 1 finds it); name it from there.
+			frames[len(frames)-1].lookup = pc
+		}
 		npc, known := next.get(regRA)
 		if !known || npc == 0 {
 			return frames // the outermost frame

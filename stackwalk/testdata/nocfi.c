@@ -1,9 +1,16 @@
-/* no_cfi is compiled without unwind tables and without a frame pointer:
-   nothing says where its caller is. */
+/* Compiled without unwind tables. Without KEEP_FP, no_cfi keeps no frame
+   pointer either: nothing says where its caller is. With KEEP_FP (and
+   -fno-omit-frame-pointer) the frame pointer chain does. */
 #include <stdio.h>
 #include <unistd.h>
 
-__attribute__((noinline, optimize("omit-frame-pointer"))) void no_cfi(void) {
+#ifdef KEEP_FP
+#define FRAME
+#else
+#define FRAME __attribute__((optimize("omit-frame-pointer")))
+#endif
+
+__attribute__((noinline)) FRAME void no_cfi(void) {
 	printf("ready\n");
 	fflush(stdout);
 	for (;;)
