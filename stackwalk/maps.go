@@ -30,7 +30,7 @@ func readMaps(pid int) ([]mapping, error) {
 			return nil, gone(pid)
 		}
 		if errors.Is(err, os.ErrPermission) {
-			return nil, &PermissionError{PID: pid, Reason: "its memory map is unreadable: " + err.Error()}
+			return nil, &PermissionError{PID: pid, Reason: refusal(pid)}
 		}
 		return nil, fmt.Errorf("process %d: read its memory map: %w", pid, err)
 	}
@@ -43,12 +43,12 @@ func readMaps(pid int) ([]mapping, error) {
 		}
 	}
 	if len(maps) == 0 {
-		// A zombie (exited, not yet reaped) or a kernel thread: nothing
-		// to walk.
-		if st := statusField(pid, "State"); st == "" || st[0] == 'Z' || st[0] == 'X' {
-			return nil, gone(pid)
+		// A kernel thread has no memory; a process that has none and is
+		// not one is exiting or exited (a zombie).
+		if kernelThread(pid) {
+			return nil, fmt.Errorf("process %d is a kernel thread: it has no user stack to sample", pid)
 		}
-		return nil, fmt.Errorf("process %d: no memory map (a kernel thread, or a process that is exiting)", pid)
+		return nil, gone(pid)
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
 	return maps, nil
@@ -87,4 +87,24 @@ func parseMapping(line string) (mapping, bool) {
 	}
 	m.path = strings.TrimSpace(rest)
 	return m, true
+}
+
+// kernelThread reports PF_KTHREAD in the flags of /proc/PID/stat.
+func kernelThread(pid int) bool {
+	const pfKthread = 0x00200000
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 7 {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&pfKthread != 0
 }

@@ -59,8 +59,8 @@ func stopThreads(ctx context.Context, pid int) ([]*stoppedThread, error) {
 		var seized []int
 		for _, tid := range fresh {
 			if err := unix.PtraceSeize(tid); err != nil {
-				if err == unix.ESRCH {
-					continue // the thread exited
+				if err == unix.ESRCH || (err == unix.EPERM && exiting(pid, tid)) {
+					continue // the thread exited, or is exiting
 				}
 				return fail(seizeError(pid, err))
 			}
@@ -170,21 +170,34 @@ func seizeError(pid int, err error) error {
 	if err != unix.EPERM {
 		return fmt.Errorf("process %d: ptrace seize: %w", pid, err)
 	}
+	return &PermissionError{PID: pid, Reason: refusal(pid)}
+}
+
+// refusal says, as far as /proc tells, why the kernel will not let this
+// process trace pid, and what would.
+func refusal(pid int) string {
 	if tracer := statusField(pid, "TracerPid"); tracer != "" && tracer != "0" {
-		return &PermissionError{PID: pid, Reason: "it is traced by process " + tracer + " (a process has one tracer at a time)"}
+		return "it is traced by process " + tracer + " (a process has one tracer at a time)"
 	}
 	if scope, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
 		if s := strings.TrimSpace(string(scope)); s != "0" {
-			return &PermissionError{PID: pid, Reason: "kernel.yama.ptrace_scope is " + s +
-				": run as root or as the process's user with ptrace_scope 0 (sysctl kernel.yama.ptrace_scope=0)"}
+			return "kernel.yama.ptrace_scope is " + s +
+				": run as root, or as the process's user with ptrace_scope 0 (sysctl kernel.yama.ptrace_scope=0)"
 		}
 	}
 	if uid := statusField(pid, "Uid"); uid != "" {
 		if f := strings.Fields(uid); len(f) > 0 && f[0] != strconv.Itoa(os.Geteuid()) {
-			return &PermissionError{PID: pid, Reason: "it belongs to user " + f[0] + ": run as that user or as root"}
+			return "it belongs to user " + f[0] + ": run as that user or as root"
 		}
 	}
-	return &PermissionError{PID: pid, Reason: "ptrace refused (a kernel thread, a setuid program, or a security module)"}
+	return "ptrace refused (a kernel thread, a setuid program, or a security module)"
+}
+
+// exiting reports a thread that has exited or is exiting: ptrace refuses
+// those with EPERM, as it refuses a forbidden process.
+func exiting(pid, tid int) bool {
+	st := threadState(pid, tid)
+	return st == "Z" || st == "X" || st == "unknown"
 }
 
 // statusField is one field of /proc/PID/status, or "".
