@@ -191,7 +191,6 @@ func TestPermissionRefused(t *testing.T) {
 	}
 }
 
-
 func TestKernelThread(t *testing.T) {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
