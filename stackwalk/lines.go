@@ -5,7 +5,9 @@ import (
 	"debug/elf"
 	"errors"
 	"io"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -40,6 +42,7 @@ type cuRange struct {
 }
 
 type unit struct {
+	dir    string // the compilation directory, for relative file names
 	lr     *dwarf.LineReader
 	files  []*dwarf.LineFile
 	scopes []*scope
@@ -133,6 +136,9 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 	if err != nil || cu == nil {
 		return u
 	}
+	if dir, ok := cu.Val(dwarf.AttrCompDir).(string); ok && filepath.IsAbs(dir) {
+		u.dir = dir
+	}
 	if lr, err := x.d.LineReader(cu); err == nil && lr != nil {
 		u.lr = lr
 		u.files = lr.Files()
@@ -178,7 +184,7 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 			s = &scope{ranges: rs, name: x.name(e), inlined: e.Tag == dwarf.TagInlinedSubroutine}
 			if s.inlined {
 				if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && int(f) < len(u.files) && u.files[f] != nil {
-					s.callFile = u.files[f].Name
+					s.callFile = u.path(u.files[f])
 				}
 				if l, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
 					s.callLine = int(l)
@@ -267,7 +273,7 @@ func (u *unit) line(pc uint64) (string, int) {
 	}
 	var e dwarf.LineEntry
 	if err := u.lr.SeekPC(pc, &e); err == nil {
-		return fileName(e.File), e.Line
+		return u.path(e.File), e.Line
 	}
 	u.lr.Reset()
 	var prev dwarf.LineEntry
@@ -278,16 +284,21 @@ func (u *unit) line(pc uint64) (string, int) {
 			break
 		}
 		if have && !prev.EndSequence && prev.Address <= pc && pc < e.Address {
-			return fileName(prev.File), prev.Line
+			return u.path(prev.File), prev.Line
 		}
 		prev, have = e, true
 	}
 	return "", 0
 }
 
-func fileName(f *dwarf.LineFile) string {
+// path is a line table file's name, made absolute with the compilation
+// directory when it is relative to it.
+func (u *unit) path(f *dwarf.LineFile) string {
 	if f == nil {
 		return ""
+	}
+	if u.dir != "" && f.Name != "" && !filepath.IsAbs(f.Name) && !strings.HasPrefix(f.Name, "..") {
+		return filepath.Join(u.dir, f.Name)
 	}
 	return f.Name
 }
