@@ -193,3 +193,28 @@ func TestNoCFIFramePointer(t *testing.T) {
 		t.Errorf("stack %q, want pause no_cfi main __libc_start_call_main…", names)
 	}
 }
+
+func TestInlinedFrames(t *testing.T) {
+	s := NewSampler()
+	defer s.Close()
+	bin := build(t, "gcc", "inline.c", "-g", "-O2")
+	p := startProgram(t, "ready", bin)
+	waitBlocked(t, p.cmd.Process.Pid)
+	snap := agreeWithEuStack(t, s, p.cmd.Process.Pid)
+	fr := snap.Threads[0].Frames
+	if len(fr) < 5 {
+		t.Fatalf("%d frames:\n%s", len(fr), format(snap))
+	}
+	type want struct {
+		function string
+		line     int
+		inlined  bool
+	}
+	for i, w := range []want{{"wait_here", 7, true}, {"settle", 11, true}, {"outer", 15, false}} {
+		f := fr[i+1]
+		if f.Function != w.function || f.Line != w.line || f.Inlined != w.inlined || f.PC != fr[1].PC {
+			t.Errorf("frame %d: %s line %d inlined %v pc %#x; want %s line %d inlined %v pc %#x\n%s",
+				i+1, f.Function, f.Line, f.Inlined, f.PC, w.function, w.line, w.inlined, fr[1].PC, format(snap))
+		}
+	}
+}
