@@ -80,11 +80,11 @@ const (
 func (f *fde) rowAt(pc uint64) (row, error) {
 	var initial row
 	initial.cfaReg = regRSP
-	if _, err := f.run(&initial, nil, f.cie.initial, ^uint64(0), f.begin); err != nil {
+	if err := f.run(&initial, nil, f.cie.initial, ^uint64(0), f.begin); err != nil {
 		return row{}, fmt.Errorf("CIE: %w", err)
 	}
 	r := initial
-	if _, err := f.run(&r, &initial, f.insns, pc, f.begin); err != nil {
+	if err := f.run(&r, &initial, f.insns, pc, f.begin); err != nil {
 		return row{}, fmt.Errorf("FDE at %#x: %w", f.begin, err)
 	}
 	return r, nil
@@ -93,7 +93,7 @@ func (f *fde) rowAt(pc uint64) (row, error) {
 // run executes instructions on r until the location passes pc. initial is
 // the row after the CIE's instructions (for DW_CFA_restore), nil while
 // running those.
-func (f *fde) run(r *row, initial *row, insns []byte, pc, loc uint64) (uint64, error) {
+func (f *fde) run(r *row, initial *row, insns []byte, pc, loc uint64) error {
 	c := f.cie
 	in := &reader{b: insns}
 	var stack []row
@@ -117,13 +117,13 @@ func (f *fde) run(r *row, initial *row, insns []byte, pc, loc uint64) (uint64, e
 	}
 	for n := 0; in.pos < len(in.b); n++ {
 		if n > maxInstructionsInRow {
-			return loc, fmt.Errorf("%w: too many instructions", errCFI)
+			return fmt.Errorf("%w: too many instructions", errCFI)
 		}
 		op := in.u8()
 		switch op & 0xc0 {
 		case cfaAdvanceLoc:
 			if advance(uint64(op & 0x3f)) {
-				return loc, nil
+				return nil
 			}
 			continue
 		case cfaOffset:
@@ -143,23 +143,23 @@ func (f *fde) run(r *row, initial *row, insns []byte, pc, loc uint64) (uint64, e
 				v = in.u64()
 			}
 			if c.fdeEnc != peAbsptr {
-				return loc, fmt.Errorf("%w: DW_CFA_set_loc with an encoded pointer", errCFI)
+				return fmt.Errorf("%w: DW_CFA_set_loc with an encoded pointer", errCFI)
 			}
 			if v > pc {
-				return loc, nil
+				return nil
 			}
 			loc = v
 		case cfaAdvanceLoc1:
 			if advance(uint64(in.u8())) {
-				return loc, nil
+				return nil
 			}
 		case cfaAdvanceLoc2:
 			if advance(uint64(in.u16())) {
-				return loc, nil
+				return nil
 			}
 		case cfaAdvanceLoc4:
 			if advance(uint64(in.u32())) {
-				return loc, nil
+				return nil
 			}
 		case cfaOffsetExtended:
 			reg := in.uleb()
@@ -175,12 +175,12 @@ func (f *fde) run(r *row, initial *row, insns []byte, pc, loc uint64) (uint64, e
 			set(reg, rule{kind: ruleRegister, reg: in.uleb()})
 		case cfaRememberState:
 			if len(stack) >= maxRememberedStates {
-				return loc, fmt.Errorf("%w: remembered states nested too deep", errCFI)
+				return fmt.Errorf("%w: remembered states nested too deep", errCFI)
 			}
 			stack = append(stack, *r)
 		case cfaRestoreState:
 			if len(stack) == 0 {
-				return loc, fmt.Errorf("%w: DW_CFA_restore_state without a remembered state", errCFI)
+				return fmt.Errorf("%w: DW_CFA_restore_state without a remembered state", errCFI)
 			}
 			// The CFA rule is not part of the state that is restored in
 			// every producer's reading; GCC and LLVM both restore it.
@@ -207,7 +207,7 @@ func (f *fde) run(r *row, initial *row, insns []byte, pc, loc uint64) (uint64, e
 			reg := in.uleb()
 			n := in.uleb()
 			if n > uint64(len(in.b)) {
-				return loc, fmt.Errorf("%w: expression past the end", errCFI)
+				return fmt.Errorf("%w: expression past the end", errCFI)
 			}
 			kind := ruleExpr
 			if op == cfaValExpression {
@@ -229,11 +229,11 @@ func (f *fde) run(r *row, initial *row, insns []byte, pc, loc uint64) (uint64, e
 			reg := in.uleb()
 			set(reg, rule{kind: ruleOffset, off: -int64(in.uleb()) * c.dataAlign})
 		default:
-			return loc, fmt.Errorf("%w: unknown instruction %#x", errCFI, op)
+			return fmt.Errorf("%w: unknown instruction %#x", errCFI, op)
 		}
 		if in.err {
-			return loc, fmt.Errorf("%w: truncated instruction %#x", errCFI, op)
+			return fmt.Errorf("%w: truncated instruction %#x", errCFI, op)
 		}
 	}
-	return loc, nil
+	return nil
 }

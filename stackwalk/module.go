@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,7 +30,7 @@ type module struct {
 // debugRoot is where separate debug files live, by build-id.
 var debugRoot = "/usr/lib/debug"
 
-// load reads the module from r (the object itself) once.
+// load reads the module once, from what open opens: the object itself.
 func (m *module) load(open func() (io.ReaderAt, io.Closer, error)) {
 	m.once.Do(func() {
 		r, c, err := open()
@@ -176,6 +175,3 @@ func archName(m elf.Machine) string {
 	}
 	return m.String()
 }
-
-// errNoModule marks a pc outside every mapped object.
-var errNoModule = errors.New("pc outside every mapped object")

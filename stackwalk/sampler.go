@@ -165,10 +165,10 @@ func (s *Sampler) space(pid int, mem *procMem) (space, error) {
 		if mod == nil {
 			continue
 		}
-		if mod.err != nil {
-			if ae, ok := mod.err.(*ArchError); ok && m.offset == 0 && len(sp) == 0 {
-				return nil, &ArchError{Arch: ae.Arch + " (process " + strconv.Itoa(pid) + ")"}
-			}
+		if ae, ok := mod.err.(*ArchError); ok {
+			// Code of another architecture: a process this sampler cannot
+			// walk (a 32-bit program, an emulated one).
+			return nil, &ArchError{Arch: ae.Arch + " (process " + strconv.Itoa(pid) + ", " + m.path + ")"}
 		}
 		bias, _ := mod.bias(m)
 		sp = append(sp, segment{start: m.start, end: m.end, bias: bias, mod: mod, path: m.path})
