@@ -204,3 +204,21 @@ func TestKernelThread(t *testing.T) {
 	}
 	t.Skip("no kernel thread in this pid namespace")
 }
+
+// A sample cut short leaves the process running and untraced.
+func TestCancelledSample(t *testing.T) {
+	bin := build(t, "gcc", "threads.c", "-O2", "-pthread")
+	p := startProgram(t, "ready", bin)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := NewSampler().Sample(ctx, p.cmd.Process.Pid)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled sample: %v, want context.Canceled", err)
+	}
+	if tracer := statusField(p.cmd.Process.Pid, "TracerPid"); tracer != "0" {
+		t.Errorf("TracerPid %s after a cancelled sample, want 0", tracer)
+	}
+	if _, err := NewSampler().Sample(context.Background(), p.cmd.Process.Pid); err != nil {
+		t.Errorf("sample after a cancelled one: %v", err)
+	}
+}

@@ -33,13 +33,13 @@ const stopWait = 5 * time.Second
 // stopThreads seizes and interrupts every thread of pid until a scan of
 // /proc/PID/task finds no new one (a thread that has not stopped can still
 // create threads; stopped ones cannot). Threads that exit on the way are
-// left out. On error every thread stopped so far is let go.
-func stopThreads(ctx context.Context, pid int) ([]*stoppedThread, error) {
+// left out. On error every thread seized so far is let go, and stuck
+// reports a thread that could not be (see detachAll).
+func stopThreads(ctx context.Context, pid int) (threads []*stoppedThread, stuck bool, err error) {
 	var stopped []*stoppedThread
 	seen := map[int]bool{}
-	fail := func(err error) ([]*stoppedThread, error) {
-		detachAll(stopped)
-		return nil, err
+	fail := func(err error) ([]*stoppedThread, bool, error) {
+		return nil, !detachAll(stopped), err
 	}
 	for {
 		tids, err := threadIDs(pid)
@@ -56,7 +56,9 @@ func stopThreads(ctx context.Context, pid int) ([]*stoppedThread, error) {
 		if len(fresh) == 0 {
 			break
 		}
-		var seized []int
+		// Every seized thread is in stopped from its seize on, so that a
+		// failure lets it go whether or not it has stopped yet.
+		first := len(stopped)
 		for _, tid := range fresh {
 			if err := unix.PtraceSeize(tid); err != nil {
 				if err == unix.ESRCH || (err == unix.EPERM && exiting(pid, tid)) {
@@ -64,25 +66,30 @@ func stopThreads(ctx context.Context, pid int) ([]*stoppedThread, error) {
 				}
 				return fail(seizeError(pid, err))
 			}
-			seized = append(seized, tid)
+			stopped = append(stopped, &stoppedThread{tid: tid})
 			if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
-				stopped = append(stopped, &stoppedThread{tid: tid})
 				return fail(fmt.Errorf("process %d: interrupt thread %d: %w", pid, tid, err))
 			}
 		}
-		for _, tid := range seized {
-			th, err := waitStop(ctx, pid, tid)
+		for _, th := range stopped[first:] {
+			ok, err := waitStop(ctx, pid, th)
 			if err != nil {
-				stopped = append(stopped, &stoppedThread{tid: tid})
 				return fail(err)
 			}
-			if th != nil {
-				stopped = append(stopped, th)
+			if !ok {
+				th.tid = 0 // exited
 			}
 		}
+		kept := stopped[:first]
+		for _, th := range stopped[first:] {
+			if th.tid != 0 {
+				kept = append(kept, th)
+			}
+		}
+		stopped = kept
 	}
 	if len(stopped) == 0 {
-		return nil, gone(pid)
+		return nil, false, gone(pid)
 	}
 	sort.Slice(stopped, func(i, j int) bool { return stopped[i].tid < stopped[j].tid })
 	for _, th := range stopped {
@@ -90,15 +97,18 @@ func stopThreads(ctx context.Context, pid int) ([]*stoppedThread, error) {
 			return fail(fmt.Errorf("process %d: registers of thread %d: %w", pid, th.tid, err))
 		}
 	}
-	return stopped, nil
+	return stopped, false, nil
 }
 
-// waitStop waits for a seized thread's stop. It returns nil without error
-// when the thread exited instead. A stop arrives within microseconds
-// unless the thread is in an uninterruptible sleep, so the wait polls with
-// a growing pause under a deadline rather than blocking in wait4 forever.
-func waitStop(ctx context.Context, pid, tid int) (*stoppedThread, error) {
-	deadline := time.Now().Add(stopWait)
+// waitStop waits for a seized thread's stop and records the signal it
+// consumed, if any. It reports false when the thread exited instead. A
+// stop arrives within microseconds unless the thread is in an
+// uninterruptible sleep, so the wait polls with a growing pause under a
+// deadline rather than blocking in wait4 forever.
+func waitStop(ctx context.Context, pid int, th *stoppedThread) (bool, error) {
+	tid := th.tid
+	start := time.Now()
+	deadline := start.Add(stopWait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -110,24 +120,23 @@ func waitStop(ctx context.Context, pid, tid int) (*stoppedThread, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.ECHILD:
-			return nil, nil // gone, and reaped by its parent
+			return false, nil // gone, and reaped by its parent
 		case err != nil:
-			return nil, fmt.Errorf("process %d: wait for thread %d: %w", pid, tid, err)
+			return false, fmt.Errorf("process %d: wait for thread %d: %w", pid, tid, err)
 		case got == tid && ws.Stopped():
-			th := &stoppedThread{tid: tid}
 			if ws.TrapCause() != unix.PTRACE_EVENT_STOP {
 				th.sig = int(ws.StopSignal())
 			}
-			return th, nil
+			return true, nil
 		case got == tid && (ws.Exited() || ws.Signaled()):
-			return nil, nil
+			return false, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("process %d: thread %d did not stop within %v of its interrupt (state %s)",
-				pid, tid, stopWait, threadState(pid, tid))
+			return false, fmt.Errorf("process %d: thread %d did not stop in the %v after its interrupt (state %s)",
+				pid, tid, time.Since(start).Round(time.Millisecond), threadState(pid, tid))
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("process %d: waiting for thread %d to stop: %w", pid, tid, err)
+			return false, fmt.Errorf("process %d: waiting for thread %d to stop: %w", pid, tid, err)
 		}
 		time.Sleep(pause)
 		if pause < time.Millisecond {
@@ -137,11 +146,19 @@ func waitStop(ctx context.Context, pid, tid int) (*stoppedThread, error) {
 }
 
 // detachAll lets every thread go, delivering the signal its stop consumed.
-// x/sys/unix's PtraceDetach passes no signal, hence the raw call.
-func detachAll(threads []*stoppedThread) {
+// x/sys/unix's PtraceDetach passes no signal, hence the raw call. It
+// reports false when a thread that still exists could not be detached
+// (one that never reached its stop): only the end of the tracing thread
+// lets such a thread go.
+func detachAll(threads []*stoppedThread) bool {
+	clean := true
 	for _, th := range threads {
-		unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(th.tid), 0, uintptr(th.sig), 0, 0)
+		_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(th.tid), 0, uintptr(th.sig), 0, 0)
+		if errno != 0 && !exiting(-1, th.tid) {
+			clean = false
+		}
 	}
+	return clean
 }
 
 // threadIDs lists /proc/PID/task.
@@ -214,9 +231,14 @@ func statusField(pid int, name string) string {
 	return ""
 }
 
-// threadState is the state letter of /proc/PID/task/TID/stat, for errors.
+// threadState is the state letter of /proc/PID/task/TID/stat (of
+// /proc/TID/stat when pid is -1), or "unknown".
 func threadState(pid, tid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	path := fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid)
+	if pid < 0 {
+		path = fmt.Sprintf("/proc/%d/stat", tid)
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "unknown"
 	}

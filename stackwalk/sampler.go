@@ -82,6 +82,9 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 	if err := checkArch(); err != nil {
 		return snap, err
 	}
+	if err := ctx.Err(); err != nil {
+		return snap, fmt.Errorf("process %d: not sampled: %w", pid, err)
+	}
 	mem := &procMem{pid: pid}
 	defer mem.close()
 	sp, err := s.space(pid, mem)
@@ -100,11 +103,20 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		// A thread still traced when this goroutine ends (it never reached
+		// its stop, so it cannot be detached) is let go by the kernel when
+		// the tracing thread exits: a goroutine that ends locked ends its
+		// thread.
+		stuck := false
+		defer func() {
+			if !stuck {
+				runtime.UnlockOSThread()
+			}
+		}()
 		begin := time.Now()
-		threads, err := stopThreads(ctx, pid)
+		threads, stuckNow, err := stopThreads(ctx, pid)
 		if err != nil {
-			stopErr = err
+			stuck, stopErr = stuckNow, err
 			return
 		}
 		for _, th := range threads {
@@ -119,7 +131,7 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 			}
 			stacks = append(stacks, walked{th.tid, fr})
 		}
-		detachAll(threads)
+		stuck = !detachAll(threads)
 		snap.Stopped = time.Since(begin)
 	}()
 	<-done
