@@ -125,6 +125,11 @@ func BenchmarkSampleRunning(b *testing.B) {
 	}
 	s := NewSampler()
 	defer s.Close()
+	for _, pid := range pids {
+		if _, err := s.Sample(context.Background(), pid); err != nil { // reads the modules
+			b.Fatal(err)
+		}
+	}
 	var stopped []time.Duration
 	for b.Loop() {
 		for _, pid := range pids {
