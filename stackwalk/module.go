@@ -28,7 +28,7 @@ type module struct {
 }
 
 // debugRoot is where separate debug files live, by build-id.
-var debugRoot = "/usr/lib/debug"
+const debugRoot = "/usr/lib/debug"
 
 // load reads the module once, from what open opens: the object itself.
 func (m *module) load(open func() (io.ReaderAt, io.Closer, error)) {

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"runtime"
@@ -62,7 +63,7 @@ type Snapshot struct {
 }
 
 // Sampler takes snapshots. It keeps every module it has read (by
-// device+inode, or build-id for the vdso) for all the processes it
+// device+inode; the vdso by its contents) for all the processes it
 // samples; one Sampler serves many goroutines.
 type Sampler struct {
 	mu      sync.Mutex
@@ -206,24 +207,17 @@ func (s *Sampler) file(pid int, m mapping) *module {
 }
 
 // vdso returns the module of the vdso, read from the process's memory and
-// kept by its build-id (one kernel, one vdso).
+// kept by a hash of its image (one kernel, one vdso): parsed once.
 func (s *Sampler) vdso(m mapping, mem *procMem) *module {
 	image := make([]byte, m.end-m.start)
 	if err := mem.readAt(image, m.start); err != nil {
 		return nil
 	}
-	mod := &module{path: "[vdso]"}
-	key := "vdso:" + strconv.Itoa(len(image))
-	if err := mod.read(bytes.NewReader(image)); err == nil && mod.buildID != "" {
-		key = "vdso:" + mod.buildID
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.modules[key]; ok {
-		return old
-	}
-	mod.once.Do(func() {})
-	s.modules[key] = mod
+	h := fnv.New64a()
+	h.Write(image)
+	key := fmt.Sprintf("vdso:%x", h.Sum64())
+	mod := s.cached(key, "[vdso]")
+	mod.load(func() (io.ReaderAt, io.Closer, error) { return bytes.NewReader(image), nil, nil })
 	return mod
 }
 
@@ -238,7 +232,8 @@ func (s *Sampler) cached(key, path string) *module {
 	return mod
 }
 
-// Close releases the files of every module the sampler read.
+// Close releases the files of every module the sampler read, once no
+// Sample is under way.
 func (s *Sampler) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
