@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // A process sampled 1000 times keeps running, computes right, and gets
@@ -220,5 +222,35 @@ func TestCancelledSample(t *testing.T) {
 	}
 	if _, err := NewSampler().Sample(context.Background(), p.cmd.Process.Pid); err != nil {
 		t.Errorf("sample after a cancelled one: %v", err)
+	}
+}
+
+// A process with a tracer already (a rank under its gdb) is refused, the
+// tracer named.
+func TestTracedProcess(t *testing.T) {
+	bin := build(t, "gcc", "threads.c", "-O2", "-pthread")
+	p := startProgram(t, "ready", bin)
+	pid := p.cmd.Process.Pid
+	seized, release := make(chan error), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := unix.PtraceSeize(pid)
+		seized <- err
+		<-release
+		if err == nil {
+			unix.PtraceDetach(pid)
+		}
+		close(seized)
+	}()
+	if err := <-seized; err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewSampler().Sample(context.Background(), pid)
+	close(release)
+	<-seized
+	var pe *PermissionError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "traced by process "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("sample of a traced process: %v, want a PermissionError naming its tracer %d", err, os.Getpid())
 	}
 }

@@ -194,6 +194,17 @@ func seizeError(pid int, err error) error {
 // process trace pid, and what would.
 func refusal(pid int) string {
 	if tracer := statusField(pid, "TracerPid"); tracer != "" && tracer != "0" {
+		// TracerPid is the tracing thread; name its process.
+		if n, err := strconv.Atoi(tracer); err == nil {
+			if tgid := statusField(n, "Tgid"); tgid != "" {
+				tracer = tgid
+			}
+			if tg, err := strconv.Atoi(tracer); err == nil {
+				if name := statusField(tg, "Name"); name != "" {
+					tracer += " (" + name + ")"
+				}
+			}
+		}
 		return "it is traced by process " + tracer + " (a process has one tracer at a time)"
 	}
 	if scope, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
