@@ -109,6 +109,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'StalledServer' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'GDB64' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'Launchers' -benchtime 3x ./integration/
+	$(GO) test -run '^$$' -bench 'Sample64' -benchtime 5x -count 3 ./stackwalk/
+	$(GO) test -run '^$$' -bench 'SampleRunning' -benchtime 500x -count 3 ./stackwalk/
 	$(GO) test -run '^$$' -bench 'MPIR' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'Dlopen$$' -benchtime 1x -timeout 60m ./integration/
 	$(GO) test -run '^$$' -bench 'DlopenMPI' -benchtime 5x -timeout 60m ./integration/

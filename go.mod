@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/flynn/noise v1.1.0
 	github.com/hashicorp/yamux v0.1.2
+	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/peterh/liner v1.2.3
 	github.com/spf13/pflag v1.0.10
 	github.com/vmihailenco/msgpack/v5 v5.4.1

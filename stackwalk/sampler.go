@@ -1,0 +1,294 @@
+// Package stackwalk takes native stack snapshots of processes without a
+// debugger: every thread is stopped with ptrace for the time it takes to
+// read its registers and walk its stack with the DWARF call frame
+// information of the code it runs, then let go exactly as it was; the
+// frames are named afterwards from ELF symbols, separate debug files and
+// DWARF line tables, inlined calls included.
+//
+// What enters: a process id. What leaves: a Snapshot, each thread's frames
+// (pc, function, file, line, module, whether the frame is an inlined
+// call) and how long the process was stopped; or a typed error (ErrGone,
+// *PermissionError, *ArchError). Modules are read before the process is
+// stopped and kept by the Sampler for every process it samples. amd64
+// only. A leaf package: stdlib, x/sys/unix and a C++ demangler.
+package stackwalk
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Frame is one frame of a thread's stack.
+type Frame struct {
+	// PC is the frame's pc: for the innermost frame and a frame a signal
+	// interrupted, where it stands; for a caller, the return address (as
+	// eu-stack and gdb show). Frames of inlined calls share their pc.
+	PC uint64
+	// Function is the function's name (C++ demangled), or "??" when
+	// neither symbols nor DWARF name it. The last frame of a stack that
+	// could not be walked further (no call frame information for its
+	// caller) is a frame of its own with Function "??" and PC 0.
+	Function string
+	File     string // source file, "" without DWARF
+	Line     int
+	Module   string // path of the mapped object, "[vdso]", or ""
+	// Inlined marks a frame that is an inlined call inside the frame
+	// after it.
+	Inlined bool
+}
+
+// Thread is one thread's stack, innermost frame first.
+type Thread struct {
+	TID    int
+	Name   string // /proc/PID/task/TID/comm
+	Frames []Frame
+}
+
+// Snapshot is the stacks of a process's threads at one instant.
+type Snapshot struct {
+	PID     int
+	Threads []Thread // by thread id
+	// Stopped is how long the process was held: from the first thread's
+	// stop to the last thread's release.
+	Stopped time.Duration
+}
+
+// Sampler takes snapshots. It keeps every module it has read (by
+// device+inode; the vdso by its contents) for all the processes it
+// samples; one Sampler serves many goroutines.
+type Sampler struct {
+	mu      sync.Mutex
+	modules map[string]*module
+}
+
+// NewSampler returns a sampler with an empty module cache.
+func NewSampler() *Sampler {
+	return &Sampler{modules: map[string]*module{}}
+}
+
+// Sample stops every thread of process pid, walks its stacks, lets it go
+// and names the frames. A running process keeps running, a stopped one
+// stays stopped, and a signal that arrives meanwhile is delivered.
+func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
+	snap := Snapshot{PID: pid}
+	if err := checkArch(); err != nil {
+		return snap, err
+	}
+	if err := ctx.Err(); err != nil {
+		return snap, fmt.Errorf("process %d: not sampled: %w", pid, err)
+	}
+	mem := &procMem{pid: pid}
+	defer mem.close()
+	sp, err := s.space(pid, mem)
+	if err != nil {
+		return snap, err
+	}
+	type walked struct {
+		tid    int
+		frames []rawFrame
+	}
+	var stacks []walked
+	var stopErr error
+	done := make(chan struct{})
+	// Every ptrace call on the process comes from this goroutine's thread:
+	// a tracer is a thread, and Go would otherwise move the goroutine.
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		// A thread still traced when this goroutine ends (it never reached
+		// its stop, so it cannot be detached) is let go by the kernel when
+		// the tracing thread exits: a goroutine that ends locked ends its
+		// thread.
+		stuck := false
+		defer func() {
+			if !stuck {
+				runtime.UnlockOSThread()
+			}
+		}()
+		begin := time.Now()
+		threads, stuckNow, err := stopThreads(ctx, pid)
+		if err != nil {
+			stuck, stopErr = stuckNow, err
+			return
+		}
+		for _, th := range threads {
+			fr := walk(th.regs, sp, mem)
+			if unmapped(fr) {
+				// Code mapped since the maps were read (a dlopen): read
+				// them again, this once while the process waits.
+				if sp2, err := s.space(pid, mem); err == nil {
+					sp = sp2
+					fr = walk(th.regs, sp, mem)
+				}
+			}
+			stacks = append(stacks, walked{th.tid, fr})
+		}
+		stuck = !detachAll(threads)
+		snap.Stopped = time.Since(begin)
+	}()
+	<-done
+	if stopErr != nil {
+		return snap, stopErr
+	}
+	for _, w := range stacks {
+		snap.Threads = append(snap.Threads, Thread{TID: w.tid, Name: threadName(pid, w.tid), Frames: symbolize(w.frames)})
+	}
+	return snap, nil
+}
+
+// unmapped reports a walk that met a pc outside every known mapping.
+func unmapped(fr []rawFrame) bool {
+	for _, f := range fr {
+		if !f.unknown && f.seg == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// space reads the process's executable mappings and loads their modules.
+func (s *Sampler) space(pid int, mem *procMem) (space, error) {
+	maps, err := readMaps(pid)
+	if err != nil {
+		return nil, err
+	}
+	var sp space
+	for _, m := range maps {
+		if !m.executable() || m.path == "[vsyscall]" {
+			continue
+		}
+		var mod *module
+		switch {
+		case m.path == "[vdso]":
+			mod = s.vdso(m, mem)
+		case m.inode != 0 && strings.HasPrefix(m.path, "/"):
+			mod = s.file(pid, m)
+		default:
+			continue // anonymous code (a JIT): its frames are "??"
+		}
+		if mod == nil {
+			continue
+		}
+		if ae, ok := mod.err.(*ArchError); ok {
+			// Code of another architecture: a process this sampler cannot
+			// walk (a 32-bit program, an emulated one).
+			return nil, &ArchError{Arch: ae.Arch + " (process " + strconv.Itoa(pid) + ", " + m.path + ")"}
+		}
+		bias, _ := mod.bias(m)
+		sp = append(sp, segment{start: m.start, end: m.end, bias: bias, mod: mod, path: m.path})
+	}
+	return sp, nil
+}
+
+// file returns the module of a file mapping, read once per device+inode.
+func (s *Sampler) file(pid int, m mapping) *module {
+	key := m.dev + ":" + strconv.FormatUint(m.inode, 10)
+	mod := s.cached(key, m.path)
+	mod.load(func() (io.ReaderAt, io.Closer, error) {
+		path := strings.TrimSuffix(m.path, " (deleted)")
+		for _, p := range []string{path, fmt.Sprintf("/proc/%d/root%s", pid, path),
+			fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)} {
+			if f, err := os.Open(p); err == nil {
+				return f, f, nil
+			}
+		}
+		return nil, nil, fmt.Errorf("%s: cannot open it (nor through /proc/%d)", m.path, pid)
+	})
+	return mod
+}
+
+// vdso returns the module of the vdso, read from the process's memory and
+// kept by a hash of its image (one kernel, one vdso): parsed once.
+func (s *Sampler) vdso(m mapping, mem *procMem) *module {
+	image := make([]byte, m.end-m.start)
+	if err := mem.readAt(image, m.start); err != nil {
+		return nil
+	}
+	h := fnv.New64a()
+	h.Write(image)
+	key := fmt.Sprintf("vdso:%x", h.Sum64())
+	mod := s.cached(key, "[vdso]")
+	mod.load(func() (io.ReaderAt, io.Closer, error) { return bytes.NewReader(image), nil, nil })
+	return mod
+}
+
+func (s *Sampler) cached(key, path string) *module {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mod, ok := s.modules[key]
+	if !ok {
+		mod = &module{path: path}
+		s.modules[key] = mod
+	}
+	return mod
+}
+
+// Close releases the files of every module the sampler read, once no
+// Sample is under way.
+func (s *Sampler) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.modules {
+		for _, f := range m.files {
+			f.Close()
+		}
+	}
+	s.modules = map[string]*module{}
+	return nil
+}
+
+// symbolize names the frames of one walk.
+func symbolize(raw []rawFrame) []Frame {
+	var out []Frame
+	for _, r := range raw {
+		if r.unknown {
+			out = append(out, Frame{Function: "??"})
+			continue
+		}
+		f := Frame{PC: r.pc, Function: "??"}
+		if r.seg == nil {
+			out = append(out, f)
+			continue
+		}
+		f.Module = r.seg.path
+		mod := r.seg.mod
+		addr := r.lookup - r.seg.bias
+		if sym, ok := mod.syms.find(addr); ok {
+			f.Function = demangled(sym.name)
+		}
+		var places []place
+		if mod.lines != nil {
+			places = mod.lines.places(addr)
+		}
+		for i, p := range places {
+			g := f
+			g.File, g.Line, g.Inlined = p.file, p.line, p.inlined
+			if p.function != "" && (p.inlined || f.Function == "??") {
+				g.Function = p.function
+			}
+			if i < len(places)-1 {
+				g.Inlined = true
+			}
+			out = append(out, g)
+		}
+		if len(places) == 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// threadName is a thread's comm, or "".
+func threadName(pid, tid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	return strings.TrimSpace(string(b))
+}
