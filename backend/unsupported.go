@@ -223,3 +223,8 @@ func (u Unsupported) Plant(context.Context) (wire.State, error) {
 }
 
 var _ Ops = Unsupported{}
+
+// Sample implements Ops.
+func (u Unsupported) Sample(context.Context, wire.Sample) (wire.CallTree, error) {
+	return wire.CallTree{}, u.no(op.Sample.Name)
+}

@@ -86,6 +86,8 @@ var printers = map[string]printer{
 		return s, []string{fmt.Sprintf("%d functions, %d files", len(s.Functions), len(s.Files))}
 	}),
 
+	op.Sample.Name: answer(op.Sample, showCallTree),
+
 	op.Dlopen.Name: answer(op.Dlopen, func(d wire.Dlopen) (any, []string) { return d, dlopenText(d) }),
 	op.Plant.Name:  answer(op.Plant, showState),
 

@@ -41,6 +41,30 @@ func BuildStackTree(groups []wire.Group) ([]*StackNode, error) {
 	return root.Children, nil
 }
 
+// callTreeNodes is a tree of samples, as the tree merged it, in the
+// console's shape.
+func callTreeNodes(nodes []wire.CallNode) []*StackNode {
+	out := make([]*StackNode, len(nodes))
+	for i, n := range nodes {
+		out[i] = &StackNode{Frame: n.Frame, Ranks: n.Ranks, Children: callTreeNodes(n.Children)}
+	}
+	(&StackNode{Children: out}).sort()
+	return out
+}
+
+// showCallTree prints a tree of samples as stacks prints its tree.
+func showCallTree(t wire.CallTree) (any, []string) {
+	var b strings.Builder
+	roots := callTreeNodes(t.Roots)
+	trees := make([]map[string]any, len(roots))
+	for i, r := range roots {
+		textTree(&b, r, 0)
+		trees[i] = jsonTree(r)
+	}
+	return map[string]any{"roots": trees, "moved": t.Moved.String(), "samples": t.Samples},
+		strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
 func (n *StackNode) child(f wire.Frame) *StackNode {
 	for _, c := range n.Children {
 		if c.Frame == f {

@@ -50,3 +50,25 @@ func TestStackTreeRefusesGarbage(t *testing.T) {
 		t.Fatalf("garbage body: %v", err)
 	}
 }
+
+// A tree of samples the tree merged prints as the stacks tree does,
+// with the ranks that moved between samples.
+func TestSampleTreePrintsAsStacks(t *testing.T) {
+	mainF := wire.Frame{Func: "main", File: "hang.c", Line: 30}
+	var tr wire.CallTree
+	tr.AddStack(1, []wire.Frame{{Func: "compute", File: "hang.c", Line: 9}, mainF})
+	tr.AddStack(0, []wire.Frame{{Func: "MPI_Barrier", From: "libmpi.so.40"}, mainF})
+	tr.Moved, tr.Samples = wire.Single(1), 3
+	tr.Sort()
+	v, lines, err := printers[wire.OpSample](wire.MustEncode(tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[0-1] main at hang.c:30 (2 ranks)\n  [0] MPI_Barrier from libmpi.so.40 (1 rank)\n  [1] compute at hang.c:9 (1 rank)"
+	if got := strings.Join(lines, "\n"); got != want {
+		t.Fatalf("printed:\n%s\nwant:\n%s", got, want)
+	}
+	if obj := v.(map[string]any); obj["moved"] != "1" || obj["samples"] != 3 {
+		t.Fatalf("JSON value %v", obj)
+	}
+}

@@ -215,3 +215,17 @@ func (b *Backend) Symbols(ctx context.Context) (wire.Symbols, error) {
 	slices.Sort(s.Files)
 	return s, nil
 }
+
+// Sample implements backend.Ops: one sample, gdb's stack of the stopped
+// process (a running one is under gdb's ptrace, which no other tracer can
+// share).
+func (b *Backend) Sample(ctx context.Context, _ wire.Sample) (wire.CallTree, error) {
+	st, err := b.Where(ctx)
+	if err != nil {
+		return wire.CallTree{}, err
+	}
+	t := wire.CallTree{Samples: 1}
+	t.AddStack(b.cfg.Rank, st.Frames)
+	t.Sort()
+	return t, nil
+}

@@ -235,3 +235,16 @@ func (s *Sim) emit(event string, body []byte) {
 		s.events <- backend.Event{Op: event, Body: body}
 	}
 }
+
+// Sample implements backend.Ops: the made-up stack, whatever the state,
+// once per sample asked for; it never moves.
+func (s *Sim) Sample(_ context.Context, req wire.Sample) (wire.CallTree, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := wire.CallTree{Samples: max(req.Count, 1)}
+	if len(s.stack) > 0 {
+		t.AddStack(s.cfg.Rank, s.stack)
+	}
+	t.Sort()
+	return t, nil
+}
