@@ -39,7 +39,7 @@ type Options struct {
 	// stack samples of running ranks cost no gdb; "eager", at once; ""
 	// for the servers' default.
 	GDB string
-	SDM      string           // the sdm executable for the servers (default: this one)
+	SDM string // the sdm executable for the servers (default: this one)
 	// Program is the program to debug, checked before anything is
 	// submitted; Dir is where a relative Program is found.
 	Program, Dir string
