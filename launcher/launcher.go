@@ -34,12 +34,7 @@ type Options struct {
 	Size     int              // number of ranks
 	Fanout   int              // tree shape (routing.Tree)
 	Debugger backend.Debugger // the servers' debugger
-	// GDB is when a gdb server starts its rank's gdb (the servers'
-	// --gdb): "lazy", at the first command that needs one, so that
-	// stack samples of running ranks cost no gdb; "eager", at once; ""
-	// for the servers' default.
-	GDB string
-	SDM string // the sdm executable for the servers (default: this one)
+	SDM      string           // the sdm executable for the servers (default: this one)
 	// Program is the program to debug, checked before anything is
 	// submitted; Dir is where a relative Program is found.
 	Program, Dir string
@@ -65,6 +60,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Debug has the servers trace what they do into the session's log.
 	Debug bool
+	// GDB is when a gdb server starts its rank's gdb (the servers'
+	// --gdb): "lazy", at the first command that needs one, so that
+	// stack samples of running ranks cost no gdb; "eager", at once; ""
+	// for the servers' default.
+	GDB string
 	Log   *log.Logger // complaints about peers (discarded when nil)
 	// Progress, when set, is told how the job comes up.
 	Progress func(Progress)
