@@ -60,14 +60,14 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Debug has the servers trace what they do into the session's log.
 	Debug bool
+	Log   *log.Logger // complaints about peers (discarded when nil)
+	// Progress, when set, is told how the job comes up.
+	Progress func(Progress)
 	// GDB is when a gdb server starts its rank's gdb (the servers'
 	// --gdb): "lazy", at the first command that needs one, so that
 	// stack samples of running ranks cost no gdb; "eager", at once; ""
 	// for the servers' default.
 	GDB string
-	Log   *log.Logger // complaints about peers (discarded when nil)
-	// Progress, when set, is told how the job comes up.
-	Progress func(Progress)
 
 	sessionDir string // made already (for an acquisition)
 }
