@@ -164,7 +164,7 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 	}
 	roots := callTreeNodes(tree.Roots)
 	classes := StackClasses(roots)
-	progress := SampleProgress(tree)
+	progress := SampleProgress(tree, req.Sample.Count)
 	suggestion := Suggestion(classes, c.opts.Starter)
 	if c.opts.JSON {
 		if !answered.Empty() {

@@ -87,21 +87,23 @@ func split(classes []StackClass, ends wire.RankSet, f wire.Frame) []StackClass {
 // Progress is what several samples tell of the ranks: Moved are those
 // whose stacks changed from one sample to the next, Still those that
 // answered and did not. Known is false after a single sample, which
-// cannot tell.
+// cannot tell; Asked is how many samples were asked for (ranks stopped
+// under gdb answer one whatever the count).
 type Progress struct {
-	Moved, Still wire.RankSet
-	Samples      int
-	Known        bool
+	Moved, Still   wire.RankSet
+	Samples, Asked int
+	Known          bool
 }
 
-// SampleProgress is the progress of the ranks of the tree.
-func SampleProgress(t wire.CallTree) Progress {
+// SampleProgress is the progress of the ranks of the tree, asked samples
+// each.
+func SampleProgress(t wire.CallTree, asked int) Progress {
 	var all wire.RankSet
 	for _, r := range t.Roots {
 		all = all.Union(r.Ranks)
 	}
 	moved := t.Moved.Intersect(all)
-	return Progress{Moved: moved, Still: all.Minus(moved), Samples: t.Samples, Known: t.Samples > 1}
+	return Progress{Moved: moved, Still: all.Minus(moved), Samples: t.Samples, Asked: asked, Known: t.Samples > 1}
 }
 
 // Representatives is one rank per class, its lowest: the ranks worth a
@@ -155,6 +157,8 @@ func triageText(classes []StackClass, p Progress, suggestion string) []string {
 		}
 	}
 	switch {
+	case !p.Known && p.Asked > 1:
+		lines = append(lines, "progress: one sample per rank (ranks stopped under gdb answer one), which cannot tell which ranks move")
 	case !p.Known:
 		lines = append(lines, "progress: one sample (--samples 2 or more tells which ranks move)")
 	case p.Moved.Empty():
