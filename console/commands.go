@@ -102,9 +102,9 @@ func init() {
 			help: "show EXPR at every stop of the set's ranks, merged by value (alone: show them all now)", run: runDisplay},
 		{name: "undisplay", usage: "undisplay [N...]", help: "stop showing displays N (none given: all)",
 			run: runUndisplay},
-		{name: "stacks", usage: "stacks [--dot FILE] [--svg FILE]",
-			help: "all call stacks as one tree: where the ranks' paths part (and a Graphviz drawing of it)",
-			run:  runStacks},
+		{name: "stacks", usage: stacksUsage,
+			help: "all call stacks as one tree, the classes of ranks whose stacks agree, which ranks move between samples, and one rank per class to look at",
+			more: stacksHelp, run: runStacks},
 		{name: "frame", aliases: []string{"f"}, usage: "frame [N]", help: "select stack frame N (0 is the innermost); alone, show the selected one",
 			run: runFrame},
 		{name: "depth", usage: "depth", help: "how many frames the stack has",
@@ -169,6 +169,17 @@ const waitHelp = `    SECONDS (default: --timeout) bounds the wait. When it runs
     call there may wait for other ranks (continue them, or halt)".
     ^C stops a wait and leaves the ranks running ("interrupted: [2-3] still
     running"); ^C at the prompt then halts them, as in gdb.`
+
+// stacksHelp is what help stacks adds: sampling, classes, progress.
+const stacksHelp = `    --samples K takes K samples of every rank's stacks, --interval D apart
+    (default 1 sample, 100ms apart); the tree holds every path seen. Ranks whose
+    whole stacks agree form a class; classes print biggest first, those smaller
+    than the mean marked "<- outlier". With 2 or more samples, the ranks whose
+    stacks changed between samples moved; the others may hang. The last line
+    names one rank per class: a rank set for where, or, for a job attached
+    through its starter (sdm stacks --pid), the sdm attach --ranks command that
+    takes gdb to those ranks only. --dot FILE writes the tree in Graphviz's
+    language, --svg FILE draws it (with Graphviz's dot).`
 
 // ErrUsage is wrapped by errors about how a command was typed.
 var ErrUsage = errors.New("usage")

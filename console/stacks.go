@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -83,31 +85,91 @@ func (n *StackNode) sort() {
 	}
 }
 
-func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
-	var dotFile, svgFile string
+// stacksUsage is how stacks is typed.
+const stacksUsage = "stacks [--samples K] [--interval D] [--dot FILE] [--svg FILE]"
+
+// StacksRequest is what stacks asks of the ranks and where it draws the
+// tree.
+type StacksRequest struct {
+	Sample   wire.Sample
+	Dot, SVG string
+}
+
+// ParseStacks reads the arguments of stacks. One sample is the default
+// in a session: its ranks are mostly stopped under gdb, where more
+// samples cannot differ and would only cost the interval.
+func ParseStacks(args string) (StacksRequest, error) {
+	r := StacksRequest{Sample: wire.Sample{Count: 1, Interval: DefaultInterval}}
 	f := strings.Fields(args)
-	for i := 0; i < len(f); i++ {
-		if (f[i] != "--dot" && f[i] != "--svg") || i+1 == len(f) {
-			return usageError("stacks [--dot FILE] [--svg FILE]")
+	for i := 0; i < len(f); i += 2 {
+		if i+1 == len(f) {
+			return r, usageError("%s needs a value: %s", f[i], stacksUsage)
 		}
-		if f[i] == "--dot" {
-			dotFile = f[i+1]
-		} else {
-			svgFile = f[i+1]
+		v := f[i+1]
+		switch f[i] {
+		case "--dot":
+			r.Dot = v
+		case "--svg":
+			r.SVG = v
+		case "--samples":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxSamples {
+				return r, usageError("--samples %s: want a count from 1 to %d", v, MaxSamples)
+			}
+			r.Sample.Count = n
+		case "--interval":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > MaxInterval {
+				return r, usageError("--interval %s: want a duration up to %v, such as 100ms", v, MaxInterval)
+			}
+			r.Sample.Interval = d
+		default:
+			return r, usageError("%s", stacksUsage)
 		}
-		i++
 	}
-	groups, err := c.s.Command(ctx, ranks, wire.OpWhere, nil, c.opts.Timeout)
+	return r, nil
+}
+
+// The bounds of sampling: enough to watch a job for minutes, never so
+// much that a typo holds the ranks' servers for hours.
+const (
+	MaxSamples      = 1000
+	MaxInterval     = time.Minute
+	DefaultInterval = 100 * time.Millisecond
+)
+
+func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	req, err := ParseStacks(args)
 	if err != nil {
 		return err
 	}
-	roots, err := BuildStackTree(groups)
+	// The ranks sample for (Count-1) intervals before they answer.
+	wait := c.opts.Timeout + time.Duration(req.Sample.Count-1)*req.Sample.Interval
+	groups, err := c.s.Command(ctx, ranks, wire.OpSample, wire.MustEncode(req.Sample), wait)
 	if err != nil {
 		return err
 	}
+	var tree wire.CallTree
+	var answered wire.RankSet
+	for _, g := range groups {
+		if g.Status != wire.StatusOK {
+			continue
+		}
+		var t wire.CallTree
+		if err := wire.Decode(g.Body, &t); err != nil {
+			return fmt.Errorf("ranks %v: %w", g.Ranks, err)
+		}
+		tree.Merge(t)
+		answered = answered.Union(g.Ranks)
+	}
+	roots := callTreeNodes(tree.Roots)
+	classes := StackClasses(roots)
+	progress := SampleProgress(tree, req.Sample.Count)
+	suggestion := Suggestion(classes, c.opts.Starter)
 	if c.opts.JSON {
-		for _, r := range roots {
-			c.emit(map[string]any{"ranks": r.Ranks.String(), "count": r.Ranks.Count(), "op": "stacks", "status": "ok", "value": jsonTree(r)})
+		if !answered.Empty() {
+			c.emit(map[string]any{"ranks": answered.String(), "count": answered.Count(), "op": "stacks", "status": "ok",
+				"value": triageJSON(roots, classes, progress, suggestion)})
 		}
 	} else if len(roots) > 0 {
 		var b strings.Builder
@@ -115,20 +177,21 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 			textTree(&b, r, 0)
 		}
 		c.println(strings.TrimSuffix(b.String(), "\n"))
+		c.println(strings.Join(triageText(classes, progress, suggestion), "\n"))
 	}
 	// Ranks that could not give a stack are listed after the tree.
 	for _, g := range groups {
 		if g.Status != wire.StatusOK {
-			c.printReply(wire.OpWhere, "", g)
+			c.printReply(wire.OpSample, "", g)
 		}
 	}
-	if dotFile != "" {
-		if err := os.WriteFile(dotFile, []byte(DOT(roots)), 0o644); err != nil {
+	if req.Dot != "" {
+		if err := os.WriteFile(req.Dot, []byte(DOT(roots)), 0o644); err != nil {
 			return err
 		}
 	}
-	if svgFile != "" {
-		return writeSVG(ctx, svgFile, DOT(roots))
+	if req.SVG != "" {
+		return writeSVG(ctx, req.SVG, DOT(roots))
 	}
 	return nil
 }

@@ -230,7 +230,7 @@ func TestStacksDrawings(t *testing.T) {
 	if strings.Contains(string(pic), `\n`) {
 		t.Errorf("SVG shows a literal \\n:\n%s", pic)
 	}
-	if _, stderr, code := run(t, "", "debug", "-n", "2", "--backend", "sim", "-e", "stacks --dot", "--", "hang"); code == 0 || !strings.Contains(stderr, "stacks [--dot FILE]") {
+	if _, stderr, code := run(t, "", "debug", "-n", "2", "--backend", "sim", "-e", "stacks --dot", "--", "hang"); code == 0 || !strings.Contains(stderr, "--dot needs a value: stacks [--samples K]") {
 		t.Fatalf("stacks --dot without a file: exit %d, %q", code, stderr)
 	}
 }

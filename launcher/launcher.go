@@ -63,6 +63,11 @@ type Options struct {
 	Log   *log.Logger // complaints about peers (discarded when nil)
 	// Progress, when set, is told how the job comes up.
 	Progress func(Progress)
+	// GDB is when a gdb server starts its rank's gdb (the servers'
+	// --gdb): "lazy", at the first command that needs one, so that
+	// stack samples of running ranks cost no gdb; "eager", at once; ""
+	// for the servers' default.
+	GDB string
 
 	sessionDir string // made already (for an acquisition)
 }

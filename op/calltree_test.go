@@ -1,6 +1,7 @@
 package op
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/sdm-hpc/sdm/wire"
@@ -44,5 +45,48 @@ func TestCallTreesMergeIntoOne(t *testing.T) {
 	tree, err := Sample.DecodeAnswer(a[0].Body)
 	if err != nil || len(tree.Roots) != 1 || !tree.Roots[0].Ranks.Equal(want) || len(tree.Roots[0].Children) != 2 {
 		t.Fatalf("tree %+v, %v", tree, err)
+	}
+}
+
+// BenchmarkCallTreesMerge merges the one-rank trees of n ranks in 16
+// classes in one place, as a node of a flat tree would: the cost per rank
+// of the merge, and the bytes of the one tree that goes up. Classes by
+// rank modulo 16 make rank sets of n/16 spans; classes of consecutive
+// ranks, sets of one span, and then the bytes do not grow with n at all.
+func BenchmarkCallTreesMerge(b *testing.B) {
+	for _, c := range []struct {
+		layout string
+		class  func(r, n int) int
+	}{{"strided", func(r, _ int) int { return r % 16 }}, {"blocks", func(r, n int) int { return r * 16 / n }}} {
+		for _, n := range []int{64, 1024} {
+			b.Run(fmt.Sprintf("classes=%s/ranks=%d", c.layout, n), func(b *testing.B) {
+				bodies := make([][]byte, n)
+				for r := range bodies {
+					// As the simulator's "groups 16 8": 8 frames, 16 paths.
+					frames, g := []wire.Frame{}, c.class(r, n)
+					for level := 7; level >= 1; level-- {
+						frames = append(frames, wire.Frame{Func: fmt.Sprintf("work_%d_%d", g, level), File: "groups.c", Line: 100*g + level})
+					}
+					frames = append(frames, wire.Frame{Func: "main", File: "groups.c", Line: 9})
+					var t wire.CallTree
+					t.AddStack(r, frames)
+					t.Samples = 1
+					bodies[r] = wire.MustEncode(t)
+				}
+				bytes := 0
+				for b.Loop() {
+					m := Sample.Merge()
+					for r, body := range bodies {
+						m.Add(wire.Single(r), wire.StatusOK, body)
+					}
+					groups := m.Groups()
+					if len(groups) != 1 {
+						b.Fatalf("%d groups", len(groups))
+					}
+					bytes = len(groups[0].Body)
+				}
+				b.ReportMetric(float64(bytes), "bytes/answer")
+			})
+		}
 	}
 }

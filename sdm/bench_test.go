@@ -53,3 +53,25 @@ func BenchmarkMergeMillion(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSampleInProcess samples the stacks of simulated ranks in 16
+// classes through a whole tree in this process: the time is the tree's
+// merging of call trees on the way up, bytes/answer what reaches the
+// front end, which grows with the rank sets only (the 16 paths stay 16).
+func BenchmarkSampleInProcess(b *testing.B) {
+	for _, n := range []int{64, 1024} {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			tt := startTree(b, n, 0, "groups", "16")
+			body := wire.MustEncode(wire.Sample{Count: 1})
+			bytes := 0
+			for b.Loop() {
+				groups, err := tt.session.Command(context.Background(), wire.All(n), wire.OpSample, body, 30*time.Second)
+				if err != nil || len(groups) != 1 || groups[0].Ranks.Count() != n {
+					b.Fatalf("sample: %s %v", describe(groups), err)
+				}
+				bytes = len(groups[0].Body)
+			}
+			b.ReportMetric(float64(bytes), "bytes/answer")
+		})
+	}
+}

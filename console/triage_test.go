@@ -1,0 +1,206 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// hungJob is the tree of samples of a 9-rank job: ranks 0-5 wait in
+// MPI_Recv, 6 in MPI_Send, 7 computes and moved between samples, and 8
+// could not be sampled.
+func hungJob(samples int) func(context.Context, wire.RankSet, string) ([]wire.Group, error) {
+	mainF := wire.Frame{Func: "main", File: "hang.c", Line: 30}
+	exchange := wire.Frame{Func: "exchange", File: "hang.c", Line: 12}
+	var t wire.CallTree
+	for r := range 6 {
+		t.AddStack(r, []wire.Frame{{Func: "MPI_Recv", From: "libmpi.so.40"}, exchange, mainF})
+	}
+	t.AddStack(6, []wire.Frame{{Func: "MPI_Send", From: "libmpi.so.40"}, exchange, mainF})
+	t.AddStack(7, []wire.Frame{{Func: "compute", File: "hang.c", Line: 9}, mainF})
+	t.Samples = samples
+	if samples > 1 {
+		t.AddStack(7, []wire.Frame{{Func: "compute", File: "hang.c", Line: 10}, mainF})
+		t.Moved = wire.Single(7)
+	}
+	t.Sort()
+	return func(_ context.Context, ranks wire.RankSet, op string) ([]wire.Group, error) {
+		if op != wire.OpSample {
+			return nil, errors.New("stacks sent " + op)
+		}
+		return []wire.Group{
+			{Ranks: wire.Range(0, 7), Status: wire.StatusOK, Body: wire.MustEncode(t)},
+			{Ranks: wire.Single(8), Status: wire.StatusError, Body: []byte("ptrace: Operation not permitted")},
+		}, nil
+	}
+}
+
+// stacks samples through the tree and prints the tree, the classes
+// biggest first with the outliers marked, who moved, and one rank per
+// class as a rank set for the session's commands.
+func TestStacksPrintsClassesAndProgress(t *testing.T) {
+	f := newFakeTree(9, halted)
+	f.answer = hungJob(3)
+	out, err := execLines(t, f, Options{Timeout: 30 * time.Second}, "stacks --samples 3 --interval 50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[0-7] main at hang.c:30 (8 ranks)
+  [0-6] exchange at hang.c:12 (7 ranks)
+    [0-5] MPI_Recv from libmpi.so.40 (6 ranks)
+    [6] MPI_Send from libmpi.so.40 (1 rank)
+  [7] compute at hang.c:9 (1 rank)
+  [7] compute at hang.c:10 (1 rank)
+3 classes, biggest first:
+  [0-5] 6 ranks: MPI_Recv from libmpi.so.40
+  [6] 1 rank: MPI_Send from libmpi.so.40  <- outlier
+  [7] 1 rank: compute at hang.c:9; compute at hang.c:10  <- outlier
+progress over 3 samples: [7] moved; [0-6] did not
+one rank per class: [0,6,7] where
+[8] error: ptrace: Operation not permitted
+`
+	if out != want {
+		t.Fatalf("printed:\n%s\nwant:\n%s", out, want)
+	}
+	sent := f.sent()
+	if len(sent) != 1 || sent[0].op != wire.OpSample {
+		t.Fatalf("sent %+v", sent)
+	}
+	var s wire.Sample
+	if err := wire.Decode(sent[0].body, &s); err != nil || s.Count != 3 || s.Interval != 50*time.Millisecond {
+		t.Fatalf("sample %+v, %v", s, err)
+	}
+	// The ranks take two intervals before they answer: the wait allows them.
+	if sent[0].timeout != 30*time.Second+100*time.Millisecond {
+		t.Fatalf("timeout %v", sent[0].timeout)
+	}
+}
+
+// A session attached to a running job through its starter suggests the
+// sdm attach that takes gdb to one rank per class.
+func TestStacksSuggestsAttachThroughTheStarter(t *testing.T) {
+	f := newFakeTree(9, runningState)
+	f.answer = hungJob(1)
+	out, err := execLines(t, f, Options{Starter: 4242}, "stacks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"progress: one sample (--samples 2 or more tells which ranks move)\n",
+		"one rank per class: sdm attach --pid 4242 --ranks 0,6,7\n",
+		"  [7] 1 rank: compute at hang.c:9  <- outlier\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	var s wire.Sample
+	if err := wire.Decode(f.sent()[0].body, &s); err != nil || s.Count != 1 {
+		t.Fatalf("default sample %+v, %v", s, err)
+	}
+}
+
+// In JSON, stacks answers one group whose value holds the tree, the
+// classes, the progress and the suggestion; the failures stay groups.
+func TestStacksJSON(t *testing.T) {
+	f := newFakeTree(9, halted)
+	f.answer = hungJob(2)
+	out, err := execLines(t, f, Options{JSON: true}, "stacks --samples 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply struct {
+		Groups []struct {
+			Ranks, Op, Status string
+			Value             struct {
+				Roots   []map[string]any `json:"roots"`
+				Classes []struct {
+					Ranks   string           `json:"ranks"`
+					Count   int              `json:"count"`
+					Outlier bool             `json:"outlier"`
+					Ends    []map[string]any `json:"ends"`
+				} `json:"classes"`
+				Samples    int    `json:"samples"`
+				Moved      string `json:"moved"`
+				Still      string `json:"still"`
+				Suggestion string `json:"suggestion"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &reply); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(reply.Groups) != 2 || reply.Groups[0].Op != "stacks" || reply.Groups[0].Ranks != "0-7" || reply.Groups[1].Status != "error" {
+		t.Fatalf("groups: %s", out)
+	}
+	v := reply.Groups[0].Value
+	if len(v.Roots) != 1 || len(v.Classes) != 3 || v.Classes[0].Ranks != "0-5" || v.Classes[0].Outlier ||
+		!v.Classes[2].Outlier || len(v.Classes[2].Ends) != 2 || v.Classes[0].Ends[0]["func"] != "MPI_Recv" {
+		t.Fatalf("value: %s", out)
+	}
+	if v.Samples != 2 || v.Moved != "7" || v.Still != "0-6" || v.Suggestion != "[0,6,7] where" {
+		t.Fatalf("progress: %s", out)
+	}
+}
+
+func TestStacksUsage(t *testing.T) {
+	for _, args := range []string{"--samples 0", "--samples x", "--samples 1001", "--interval soon",
+		"--interval -1s", "--interval 2m", "--dot", "--frames 3"} {
+		f := newFakeTree(2, halted)
+		_, err := execLines(t, f, Options{}, "stacks "+args)
+		if !errors.Is(err, ErrUsage) {
+			t.Errorf("stacks %s: %v", args, err)
+		}
+		if len(f.sent()) != 0 {
+			t.Errorf("stacks %s sent %v", args, f.sent())
+		}
+	}
+}
+
+// 1024 ranks in 16 classes by rank modulo 16: sixteen classes of 64,
+// none an outlier, and one rank per class.
+func TestStackClassesAtScale(t *testing.T) {
+	var tr wire.CallTree
+	mainF := wire.Frame{Func: "main", File: "groups.c", Line: 9}
+	for r := range 1024 {
+		tr.AddStack(r, []wire.Frame{{Func: "work", File: "groups.c", Line: 100 + r%16}, mainF})
+	}
+	classes := StackClasses(callTreeNodes(tr.Roots))
+	if len(classes) != 16 {
+		t.Fatalf("%d classes", len(classes))
+	}
+	for i, c := range classes {
+		if c.Ranks.Count() != 64 || c.Ranks.Min() != i || c.Outlier {
+			t.Fatalf("class %d: %+v", i, c)
+		}
+	}
+	if got := Representatives(classes); !got.Equal(wire.Range(0, 15)) {
+		t.Fatalf("representatives %v", got)
+	}
+}
+
+// A rank with a thread where the others have none is a class of its own,
+// though each of its paths is shared.
+func TestStackClassesSeeEveryThread(t *testing.T) {
+	mainF := wire.Frame{Func: "main", File: "t.c", Line: 5}
+	wait := []wire.Frame{{Func: "wait", File: "t.c", Line: 1}, mainF}
+	progress := []wire.Frame{{Func: "progress", File: "t.c", Line: 2}, {Func: "start_thread", From: "libc.so.6"}}
+	var tr wire.CallTree
+	for r := range 4 {
+		tr.AddStack(r, wait)
+	}
+	tr.AddStack(2, progress)
+	classes := StackClasses(callTreeNodes(tr.Roots))
+	if len(classes) != 2 || !classes[0].Ranks.Equal(wire.Single(0).Union(wire.Single(1)).Union(wire.Single(3))) ||
+		!classes[1].Ranks.Equal(wire.Single(2)) || len(classes[1].Ends) != 2 || !classes[1].Outlier {
+		t.Fatalf("classes %+v", classes)
+	}
+	if StackClasses(nil) != nil || Suggestion(nil, 1) != "" {
+		t.Fatal("no ranks, yet classes or a suggestion")
+	}
+}
