@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +22,45 @@ type ProgramExit struct {
 
 func (e *ProgramExit) Error() string {
 	return fmt.Sprintf("the program's exit status is %d: [%v] %s", e.Code, e.Ranks, e.What)
+}
+
+// ExitStatus is the flag that says what sdm's exit status tells: "sdm"
+// (false: whether every command and answer went well) or "program" (true:
+// Options.ProgramStatus).
+type ExitStatus bool
+
+func (e *ExitStatus) String() string {
+	if *e {
+		return "program"
+	}
+	return "sdm"
+}
+
+// Set implements pflag.Value.
+func (e *ExitStatus) Set(s string) error {
+	switch s {
+	case "sdm", "program":
+		*e = s == "program"
+		return nil
+	}
+	return fmt.Errorf("want sdm or program")
+}
+
+// Type implements pflag.Value.
+func (e *ExitStatus) Type() string { return "string" }
+
+// WorseExit is, of two ends of sessions, the one whose program ended
+// worse (a ProgramExit of the higher code), or nil when neither is a
+// ProgramExit: the status of sdm listen's sessions.
+func WorseExit(a, b error) error {
+	var pa, pb *ProgramExit
+	if !errors.As(b, &pb) {
+		return a
+	}
+	if errors.As(a, &pa) && pa.Code >= pb.Code {
+		return a
+	}
+	return b
 }
 
 // exits are the ends of the ranks' programs as the events told them,

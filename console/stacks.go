@@ -130,6 +130,22 @@ func ParseStacks(args string) (StacksRequest, error) {
 	return r, nil
 }
 
+// Line is the console's stacks command for r, checked as the console
+// checks it.
+func (r StacksRequest) Line() (string, error) {
+	line := fmt.Sprintf("stacks --samples %d --interval %v", r.Sample.Count, r.Sample.Interval)
+	for flag, file := range map[string]string{"--dot": r.Dot, "--svg": r.SVG} {
+		if strings.ContainsAny(file, " \t") {
+			return "", usageError("%s %q: a file name without spaces, please", flag, file)
+		}
+		if file != "" {
+			line += " " + flag + " " + file
+		}
+	}
+	_, err := ParseStacks(strings.TrimPrefix(line, "stacks"))
+	return line, err
+}
+
 // The bounds of sampling: enough to watch a job for minutes, never so
 // much that a typo holds the ranks' servers for hours.
 const (

@@ -513,7 +513,7 @@ func TestAttachCommand(t *testing.T) {
 	if _, stderr, code := run(t, "", "attach"); code != 2 || !strings.Contains(stderr, "--pid PID") {
 		t.Errorf("no pid: exit %d: %s", code, stderr)
 	}
-	if _, stderr, code := run(t, "", "attach", "--pid", pid, "--ranks", "x"); code != 2 || !strings.Contains(stderr, "--ranks x") {
+	if _, stderr, code := run(t, "", "attach", "--pid", pid, "--ranks", "x"); code != 2 || !strings.Contains(stderr, `invalid argument "x" for "--ranks"`) {
 		t.Errorf("bad ranks: exit %d: %s", code, stderr)
 	}
 }

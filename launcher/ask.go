@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/connect"
+	"github.com/sdm-hpc/sdm/internal/exit"
 )
 
 // Ask is the job side of a reverse-connected session (sdm connect): a
@@ -46,6 +47,36 @@ func (a Ask) Run(ctx context.Context) (accepted bool, err error) {
 	stop := context.AfterFunc(ctx, h.Cancel)
 	defer stop()
 	return true, h.Wait()
+}
+
+// Serve is Run for sdm connect, whose ctx ends with a signal
+// (exit.Signalled): it says what the signal did, the request deleted or
+// the job cancelled, as the error of the signal.
+func (a Ask) Serve(ctx context.Context) error {
+	accepted, err := a.Run(ctx)
+	sig, signalled := exit.Signal(ctx)
+	switch {
+	case !signalled:
+		return err
+	case !accepted:
+		a.Log.Printf("%v while waiting: request %s deleted", sig, a.Request.ID)
+		return exit.Killed(sig, nil)
+	}
+	return exit.Killed(sig, fmt.Errorf("%v: job cancelled", sig))
+}
+
+// WaitFromEnv is how long sdm connect waits for a front end by
+// $SDM_CONNECT_TIMEOUT, and whether the variable is set.
+func WaitFromEnv(getenv func(string) string) (time.Duration, bool, error) {
+	env := getenv("SDM_CONNECT_TIMEOUT")
+	if env == "" {
+		return 0, false, nil
+	}
+	d, err := time.ParseDuration(env)
+	if err != nil || d < 0 {
+		return 0, true, fmt.Errorf("SDM_CONNECT_TIMEOUT=%s: want a duration such as 30m", env)
+	}
+	return d, true, nil
 }
 
 // await waits for the answer to an accepted request, and deletes the

@@ -112,6 +112,22 @@ func (f Front) Take(ctx context.Context, l *Listener, r *connect.Request) error 
 	})
 }
 
+// Serve takes the requests that pick accepts into sessions (Take), at
+// most max of them (0: no limit). With the console's ProgramStatus, the
+// session whose program ended worst gives the error.
+func (f Front) Serve(ctx context.Context, l *Listener, max int, pick func(*connect.Request) (bool, error)) error {
+	var program error
+	err := l.Serve(ctx, max, pick, func(ctx context.Context, r *connect.Request) error {
+		err := f.Take(ctx, l, r)
+		program = console.WorseExit(program, err)
+		return err
+	})
+	if program != nil {
+		return program
+	}
+	return err
+}
+
 // Listener is a listener for the session's jobs: their progress on the
 // progress line, their dlopen setting the session's.
 func (f Front) Listener(l Listener) *Listener {

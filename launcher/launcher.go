@@ -197,6 +197,9 @@ func (o Options) defaulted() Options {
 // target, and checks that they can start the job.
 func (o Options) ready(ctx context.Context) (Options, rm.Adapter, target, error) {
 	o = o.defaulted()
+	if o.Size < 1 {
+		return o, nil, target{}, &RefusedError{fmt.Sprintf("-n %d: need at least one rank", o.Size)}
+	}
 	if o.SDM == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -37,7 +37,7 @@ func Pick(name string) (rm.Adapter, string, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return nil, "", fmt.Errorf("--rm %s: no such resource manager (have %s, and auto)", name, strings.Join(names, ", "))
+		return nil, "", &RefusedError{fmt.Sprintf("--rm %s: no such resource manager (have %s, and auto)", name, strings.Join(names, ", "))}
 	}
 	return a, "asked for", nil
 }

@@ -229,6 +229,19 @@ func (s RankSet) String() string {
 // ErrRankSet is wrapped by every rank-set parse error.
 var ErrRankSet = errors.New("bad rank set")
 
+// Set reads the printed form into s: a RankSet is a command-line flag's
+// value (pflag.Value).
+func (s *RankSet) Set(text string) error {
+	set, err := ParseRankSet(text)
+	if err == nil {
+		*s = set
+	}
+	return err
+}
+
+// Type names the flag's value in --help.
+func (s *RankSet) Type() string { return "ranks" }
+
 // ParseRankSet reads the printed form: comma-separated ranks and inclusive
 // ranges ("0-3,7,9-12"). Items may overlap and come in any order; spaces
 // around items are ignored.

@@ -1,45 +1,73 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-func runAttach(args []string) error {
-	fs := pflag.NewFlagSet("sdm attach", pflag.ContinueOnError)
+func runAttach(args []string) error { return acquireRunning("attach", args, nil) }
+
+// runStacks is STAT's triage in one command: acquire a running job as
+// attach does, sample every rank's stacks a few times (whether a rank
+// moves tells a hang from slow progress), print the tree, the classes and
+// the progress, and let the job go on as it was, without a gdb.
+func runStacks(args []string) error {
+	return acquireRunning("stacks", args, &console.StacksRequest{Sample: wire.Sample{Count: 3, Interval: console.DefaultInterval}})
+}
+
+// acquireRunning takes over a running job (attach), or samples it as r
+// asks (stacks).
+func acquireRunning(name string, args []string, r *console.StacksRequest) error {
+	fs := pflag.NewFlagSet("sdm "+name, pflag.ContinueOnError)
 	var m launcher.MPIR
 	fs.IntVar(&m.Pid, "pid", 0, "the process id of the job's starter with MPIR, such as mpirun or srun (--pid 4242)")
 	fs.IntSliceVar(&m.Procs, "pids", nil, "the ranks' processes on this host, in rank order unless their environment tells (--pids 4243,4244)")
 	fs.IntVar(&m.Ancestor, "starter", 0, "a starter without MPIR (MPICH's mpiexec): its descendants on this host with a rank variable are the ranks (--starter 4242)")
-	ranks := fs.String("ranks", "", "attach only these ranks (--ranks 0-3,7); needs a starter with MPIR_partial_attach_ok")
+	fs.Var(&m.Ranks, "ranks", "only these ranks (--ranks 0-3,7); needs a starter with MPIR_partial_attach_ok")
 	fs.BoolVar(&m.Stop, "stop", false, "leave the ranks stopped once attached (default: they go on as they were)")
 	f := addSessionFlags(fs)
-	if help, err := parseFlags(fs, args, helpFile("attach")); help || err != nil {
+	if r != nil {
+		fs.IntVar(&r.Sample.Count, "samples", r.Sample.Count, "samples of every rank's stacks (--samples 10)")
+		fs.DurationVar(&r.Sample.Interval, "interval", r.Sample.Interval, "time between samples (--interval 1s)")
+		fs.StringVar(&r.Dot, "dot", "", "write the tree in Graphviz's language to FILE")
+		fs.StringVar(&r.SVG, "svg", "", "draw the tree into FILE, an SVG picture (needs Graphviz's dot)")
+		for _, hidden := range []string{"eval", "batch", "exit-status", "dlopen-mode", "dlopen-match", "stop"} {
+			fs.MarkHidden(hidden)
+		}
+	}
+	if help, err := parseFlags(fs, args, helpFile(name)); help || err != nil {
 		return err
+	}
+	given := launcher.Given{Pid: fs.Changed("pid"), Procs: fs.Changed("pids"), Ancestor: fs.Changed("starter")}
+	if err := m.CheckRunning(given); err != nil {
+		return exit.Usage(fmt.Errorf("sdm %s: %w", name, err))
+	}
+	if fs.NArg() > 0 {
+		return exit.Usage(fmt.Errorf("sdm %s: unexpected %q (the job runs already; give its starter's --pid)", name, fs.Arg(0)))
+	}
+	f.job.Debugger = "gdb-mi"
+	if r != nil {
+		if fs.Changed("eval") || fs.Changed("batch") {
+			return exit.Usage(errors.New("sdm stacks runs no other commands: for those, sdm attach -e ..."))
+		}
+		line, err := r.Line()
+		if err != nil {
+			return exit.Usage(fmt.Errorf("sdm stacks: %w", err))
+		}
+		f.front.Commands.Exprs, f.job.GDB = []string{line}, "lazy"
 	}
 	front, err := f.ready()
 	if err != nil {
 		return err
 	}
-	given := launcher.Given{Pid: fs.Changed("pid"), Procs: fs.Changed("pids"), Ancestor: fs.Changed("starter")}
-	if err := m.CheckRunning(given); err != nil {
-		return exit.Usage(fmt.Errorf("sdm attach: %w", err))
-	}
-	if fs.NArg() > 0 {
-		return exit.Usage(fmt.Errorf("sdm attach: unexpected %q (the job runs already; give its starter's --pid)", fs.Arg(0)))
-	}
-	if *ranks != "" {
-		if m.Ranks, err = wire.ParseRankSet(*ranks); err != nil {
-			return exit.Usage(fmt.Errorf("--ranks %s: %w", *ranks, err))
-		}
-	}
 	ctx, cancel := endContext(f)
 	defer cancel()
-	f.job.Debugger = "gdb-mi"
 	return outcome(front.Acquire(ctx, f.job, m, nil, false))
 }

@@ -28,11 +28,9 @@ func runConnect(args []string) error {
 	if fs.NArg() == 0 {
 		return exit.Usage(errors.New("sdm connect: no command given (sdm connect [flags] COMMAND [ARGS...])"))
 	}
-	if env := os.Getenv("SDM_CONNECT_TIMEOUT"); env != "" && !fs.Changed("timeout") {
-		d, err := time.ParseDuration(env)
-		if err != nil || d < 0 {
-			return exit.Usage(fmt.Errorf("SDM_CONNECT_TIMEOUT=%s: want a duration such as 30m", env))
-		}
+	if d, set, err := launcher.WaitFromEnv(os.Getenv); err != nil {
+		return exit.Usage(err)
+	} else if set && !fs.Changed("timeout") {
 		*timeout = d
 	}
 	plan, err := connect.PlanFor(fs.Args(), *useMPIR, *size, os.Getenv)
@@ -52,14 +50,5 @@ func runConnect(args []string) error {
 	ctx, stop := exit.Signalled(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	ask := launcher.Ask{Dir: dir, Request: req, Wait: *timeout, ConnectTimeout: *connectTimeout, Log: log.New(os.Stderr, "sdm connect: ", 0)}
-	accepted, err := ask.Run(ctx)
-	sig, signalled := exit.Signal(ctx)
-	switch {
-	case !signalled:
-		return err
-	case !accepted:
-		fmt.Fprintf(os.Stderr, "sdm connect: %v while waiting: request %s deleted\n", sig, req.ID)
-		return exit.Killed(sig, nil)
-	}
-	return exit.Killed(sig, fmt.Errorf("%v: job cancelled", sig))
+	return ask.Serve(ctx)
 }

@@ -50,14 +50,6 @@ func runDebug(args []string) error {
 	if o.Debugger, err = backend.ParseDebugger(*debuggerName); err != nil {
 		return exit.Usage(fmt.Errorf("--debugger %s: want gdb or sim", *debuggerName))
 	}
-	if o.RM != "auto" {
-		if _, _, err := launcher.Pick(o.RM); err != nil {
-			return exit.Usage(err)
-		}
-	}
-	if o.Size < 1 {
-		return exit.Usage(fmt.Errorf("-n %d: need at least one rank", o.Size))
-	}
 	if *starter && !*useMPIR {
 		return exit.Usage(errors.New("--starter goes with --mpir"))
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -64,23 +63,12 @@ func runListen(args []string) error {
 	if ask {
 		pick = l.Asker(os.Stdin, os.Stderr)
 	}
-	var program error // the worst end of a program, with --exit-status program
-	err = l.Serve(ctx, *max, pick, func(ctx context.Context, r *connect.Request) error {
-		err := front.Take(ctx, l, r)
-		var p, worst *console.ProgramExit
-		if errors.As(err, &p) && (program == nil || errors.As(program, &worst) && p.Code > worst.Code) {
-			program = err
-		}
-		return err
-	})
+	err = front.Serve(ctx, l, *max, pick)
 	if sig, ok := exit.Signal(ctx); ok {
 		// A session it cut short said how its job ended.
 		return exit.Killed(sig, fmt.Errorf("%s: stopped listening", exit.Name(sig)))
 	}
-	if program != nil {
-		return outcome(program)
-	}
-	return err
+	return outcome(err)
 }
 
 func runRequests(args []string) error {

@@ -24,7 +24,6 @@ type sessionFlags struct {
 	front                   launcher.Front
 	job                     launcher.Options
 	dlopenMode, dlopenMatch string
-	exitStatus              string
 }
 
 func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
@@ -34,7 +33,7 @@ func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 	fs.StringVar(&f.dlopenMatch, "dlopen-match", "", "the colon-separated list of library names whose loads medium and auto mode report, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
 	fs.StringVar(&cmds.Batch, "batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
 	fs.StringArrayVarP(&cmds.Exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
-	fs.StringVar(&f.exitStatus, "exit-status", "sdm", "what sdm's exit status tells: sdm (whether every command and answer went well), or program (the ranks' worst exit status, 128+N for a rank signal N ended, for CI)")
+	fs.Var((*console.ExitStatus)(&c.ProgramStatus), "exit-status", "what sdm's exit status tells: sdm (whether every command and answer went well), or program (the ranks' worst exit status, 128+N for a rank signal N ended, for CI)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per line: one reply per command, and the events (docs/JSON.md)")
 	fs.IntVar(&o.Fanout, "fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree (--fanout 32 for thousands of ranks)")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "how long a command waits for its ranks (--timeout 2m)")
@@ -54,13 +53,6 @@ func (f *sessionFlags) ready() (launcher.Front, error) {
 	}
 	if f.fs.Changed("dlopen-match") {
 		match = &f.dlopenMatch
-	}
-	switch f.exitStatus {
-	case "sdm":
-	case "program":
-		f.front.Console.ProgramStatus = true
-	default:
-		return launcher.Front{}, exit.Usage(fmt.Errorf("--exit-status %s: want sdm or program", f.exitStatus))
 	}
 	dl, notes, err := dlopen.Resolve(os.LookupEnv, mode, match)
 	if err != nil {
