@@ -100,7 +100,7 @@ func showReason(name string) func(op.Reason) (any, []string) {
 
 func showNone(op.None) (any, []string) { return nil, nil }
 
-func showState(st wire.State) (any, []string) { return state(st), []string{stateText(st)} }
+func showState(st wire.State) (any, []string) { return state(st), stateLines(st) }
 
 func showAttached(a wire.Attached) (any, []string) {
 	obj, text := state(a.State), "attached: "+stateText(a.State)
