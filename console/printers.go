@@ -130,7 +130,7 @@ func showVars(vars []wire.Var) (any, []string) {
 	}
 	lines := make([]string, len(vars))
 	for i, v := range vars {
-		lines[i] = fmt.Sprintf("%s = %s (%s)", v.Name, v.Value, v.Type)
+		lines[i] = v.Name + " = " + v.Value // as gdb's info locals: the type is in the JSON
 	}
 	return vars, lines
 }
