@@ -94,11 +94,13 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 		c.println(strings.TrimSuffix(b.String(), "\n"))
 	}
 	// Ranks that could not give a stack are listed after the tree.
+	groups, gones := c.goneOf(ctx, wire.OpWhere, groups)
 	for _, g := range groups {
 		if g.Status != wire.StatusOK {
 			c.printReply(wire.OpWhere, "", g)
 		}
 	}
+	c.printGone(wire.OpWhere, gones)
 	if dotFile != "" {
 		if err := os.WriteFile(dotFile, []byte(DOT(roots)), 0o644); err != nil {
 			return err
