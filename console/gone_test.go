@@ -40,12 +40,12 @@ func goneTree() *fakeTree {
 // them all, never with gdb's words.
 func TestGoneRanksSayWhatBecameOfThem(t *testing.T) {
 	for line, want := range map[string]string{
-		"where":         "[0-5] pass at ring.c:10\n[6-7] exited with code 0\n",
-		"[5-7] where":   "[5] pass at ring.c:10\n[6-7] exited with code 0\n",
-		"continue":      "[6-7] exited with code 0\n",
-		"[7] continue":  "[7] exited with code 0\n",
-		"[0-5] where":   "[0-5] pass at ring.c:10\n",
-		"globals":       "[0-5] none\n[6-7] error: No registers.\n", // not an op on the process
+		"where":        "[0-5] pass at ring.c:10\n[6-7] exited with code 0\n",
+		"[5-7] where":  "[5] pass at ring.c:10\n[6-7] exited with code 0\n",
+		"continue":     "[6-7] exited with code 0\n",
+		"[7] continue": "[7] exited with code 0\n",
+		"[0-5] where":  "[0-5] pass at ring.c:10\n",
+		"globals":      "[0-5] none\n[6-7] error: No registers.\n", // not an op on the process
 	} {
 		out, err := execLines(t, goneTree(), Options{}, line)
 		if err != nil {
