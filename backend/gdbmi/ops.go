@@ -2,6 +2,7 @@ package gdbmi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -150,7 +151,10 @@ func (b *Backend) Break(ctx context.Context, br wire.Break) (wire.Breakpoint, er
 	if err != nil {
 		return wire.Breakpoint{}, err
 	}
-	bp, err := breakInsert(run, br)
+	b.mu.Lock()
+	loaded := b.loaded
+	b.mu.Unlock()
+	bp, err := breakInsert(run, br, loaded)
 	if err == nil {
 		b.breakpointsChanged(g)
 	}
@@ -575,6 +579,15 @@ func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) 
 			return wire.State{}, fmt.Errorf("%s: %w", prog, err)
 		}
 	}
+	loaded := loadedProgram{name: st.Program, path: prog, dir: st.Dir,
+		symbols: hasSymbols(func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }, prog)}
+	b.mu.Lock()
+	b.loaded = loaded
+	b.mu.Unlock()
+	if !loaded.symbols {
+		b.emit(wire.EventWarning, []byte("no debugging symbols in "+st.Program+
+			": lines, variables and FILE:LINE breakpoints need it built with -g"))
+	}
 	b.setState(wire.State{State: wire.StateNotStarted, Reason: "loaded"})
 	return b.status()
 }
@@ -710,11 +723,14 @@ func (b *Backend) stepFrom(run func(string) (Record, string, error), step string
 	return b.state.Frame
 }
 
-func breakInsert(run func(string) (Record, string, error), br wire.Break) (wire.Breakpoint, error) {
+// breakInsert plants a breakpoint, pending (-f) where gdb knows no such
+// location yet, except on a file that the program p cannot have
+// (sources.go).
+func breakInsert(run func(string) (Record, string, error), br wire.Break, p loadedProgram) (wire.Breakpoint, error) {
 	if strings.TrimSpace(br.Location) == "" {
 		return wire.Breakpoint{}, fmt.Errorf("break: no location")
 	}
-	cmd := "-break-insert -f"
+	cmd := "-break-insert"
 	if br.Temporary {
 		cmd += " -t"
 	}
@@ -728,6 +744,17 @@ func breakInsert(run func(string) (Record, string, error), br wire.Break) (wire.
 		cmd += " -p " + strconv.Itoa(br.Thread)
 	}
 	r, _, err := run(cmd + " " + Quote(br.Location))
+	if err != nil && refused(err) {
+		if m := sourceLine.FindStringSubmatch(br.Location); m != nil {
+			switch {
+			case p.symbols && !errors.Is(err, ErrNoSource):
+				return wire.Breakpoint{}, err // the file is the program's: no such line
+			case !mayLoadLater(run, p, m[1]):
+				return wire.Breakpoint{}, p.noSource(m[1])
+			}
+		}
+		r, _, err = run(cmd + " -f " + Quote(br.Location))
+	}
 	if err != nil {
 		return wire.Breakpoint{}, err
 	}

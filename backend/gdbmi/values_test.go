@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/wire"
@@ -88,5 +89,63 @@ func TestValues(t *testing.T) {
 	r.must(wire.OpFinish, nil, nil)
 	if st := r.event(wire.EventStopped); st.Reason != "function-finished" || st.Frame.Func != "main" || st.Value != "42" {
 		t.Fatalf("finish: %+v", st)
+	}
+}
+
+// A breakpoint on a file the program does not have is an error that says
+// so; one on a file of a library loaded later (its source on disk beside
+// the program's) stays pending and is hit; a line the program's own file
+// does not have is gdb's error.
+func TestBreakOnAFile(t *testing.T) {
+	bin := testenv.Examples(t)
+	r := newRank(t, 0, 1, "")
+	r.start(filepath.Join(bin, "dlopen"))
+	if _, err := r.do(wire.OpBreak, wire.Break{Location: "nosuch.c:27"}); err == nil ||
+		!strings.Contains(err.Error(), "no source file named nosuch.c in ") {
+		t.Fatalf("break nosuch.c:27: %v, want an error", err)
+	}
+	if _, err := r.do(wire.OpBreak, wire.Break{Location: "dlopen.c:100000"}); err == nil ||
+		!strings.Contains(err.Error(), "No line 100000") {
+		t.Fatalf("break dlopen.c:100000: %v, want gdb's error", err)
+	}
+	line := markedLine(t, filepath.Join("..", "..", "examples", "dlopen", "plugin.c"), "return")
+	var bp wire.Breakpoint
+	r.must(wire.OpBreak, wire.Break{Location: "plugin.c:" + strconv.Itoa(line)}, &bp)
+	if !bp.Pending {
+		t.Fatalf("break in the plugin's file before its load: %+v", bp)
+	}
+	r.must(wire.OpRun, nil, nil)
+	if st := r.event(wire.EventStopped); st.Frame.Func != "plugin_function" || st.Frame.Line != line {
+		t.Fatalf("stop in the plugin: %+v", st)
+	}
+	var list []wire.Breakpoint
+	r.must(wire.OpBreakList, nil, &list)
+	if len(list) != 1 {
+		t.Fatalf("breakpoints after an error: %+v", list)
+	}
+}
+
+// A program without debugging symbols is reported as it loads, and a
+// breakpoint on a file of its says why it cannot be; one on a function
+// still works.
+func TestNoDebuggingSymbols(t *testing.T) {
+	bin := testenv.Examples(t)
+	r := newRank(t, 0, 1, "")
+	prog := filepath.Join(bin, "plain-nodebug")
+	r.start(prog)
+	if _, st := r.next(20*time.Second, wire.EventWarning); !strings.Contains(st.Reason, "no debugging symbols in "+prog) {
+		t.Fatalf("warning: %q", st.Reason)
+	}
+	if _, err := r.do(wire.OpBreak, wire.Break{Location: "plain.c:15"}); err == nil || !strings.Contains(err.Error(), "has no debugging symbols (build it with -g)") {
+		t.Fatalf("break plain.c:15: %v", err)
+	}
+	var bp wire.Breakpoint
+	r.must(wire.OpBreak, wire.Break{Location: "compute"}, &bp)
+	if bp.Pending {
+		t.Fatalf("break compute: %+v", bp)
+	}
+	r.must(wire.OpRun, nil, nil)
+	if st := r.event(wire.EventStopped); st.Frame.Func != "compute" {
+		t.Fatalf("stop: %+v", st)
 	}
 }
