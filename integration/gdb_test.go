@@ -259,10 +259,10 @@ func TestRankKilledAtBreakpoint(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1 for the rank that answered with an error: %s", code, stderr)
 	}
-	// The event, two statuses, and continue's answer, which says what
-	// became of the process.
-	if n := strings.Count(out, "[1] killed by SIGKILL\n"); n != 4 {
-		t.Errorf("%d lines say rank 1 was killed (the event, two statuses and continue), want 4:\n%s", n, out)
+	// The event, two statuses, and the answers of continue and kill,
+	// which say what became of the process.
+	if n := strings.Count(out, "[1] killed by SIGKILL\n"); n != 5 {
+		t.Errorf("%d lines say rank 1 was killed (the event, two statuses, continue and kill), want 5:\n%s", n, out)
 	}
 	if strings.Contains(out, "[1] running") {
 		t.Errorf("a dead rank reported running:\n%s", out)
