@@ -1,6 +1,7 @@
 package gdbmi
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -50,7 +51,7 @@ func mayLoadLater(run func(string) (Record, string, error), p loadedProgram, fil
 	if filepath.IsAbs(file) {
 		return exists(file)
 	}
-	dirs := []string{p.dir, filepath.Dir(p.path)}
+	dirs := []string{cmp.Or(p.dir, "."), filepath.Dir(p.path)}
 	if r, _, err := run("-file-list-exec-source-files"); err == nil {
 		for _, f := range r.Results.Get("files").Items() {
 			if full := f.S("fullname"); full != "" {
