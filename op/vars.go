@@ -18,12 +18,22 @@ import (
 // variable already and merges as it is. The zero value is ready to use.
 type Vars struct {
 	groups Identical
+	// places holds where each variable's answer goes among the groups,
+	// by its bytes.
+	places map[string]place
+}
+
+// place is where a variable goes among the groups: by its index in its
+// frame, then its name.
+type place struct {
+	index int
+	name  string
 }
 
 // Add implements Merger.
 func (m *Vars) Add(ranks wire.RankSet, status wire.Status, body []byte) {
 	var list []wire.Var
-	if status != wire.StatusOK || len(body) == 0 || wire.Decode(body, &list) != nil || len(list) == 1 {
+	if status != wire.StatusOK || len(body) == 0 || wire.Decode(body, &list) != nil {
 		m.groups.Add(ranks, status, body)
 		return
 	}
@@ -31,8 +41,18 @@ func (m *Vars) Add(ranks wire.RankSet, status wire.Status, body []byte) {
 		m.groups.Add(ranks, status, noVars)
 		return
 	}
+	if m.places == nil {
+		m.places = make(map[string]place)
+	}
 	for _, v := range list {
-		m.groups.Add(ranks, status, wire.MustEncode([]wire.Var{v}))
+		one := body
+		if len(list) > 1 {
+			one = wire.MustEncode([]wire.Var{v})
+		}
+		if _, ok := m.places[string(one)]; !ok {
+			m.places[string(one)] = place{v.Index, v.Name}
+		}
+		m.groups.Add(ranks, status, one)
 	}
 }
 
@@ -44,24 +64,24 @@ func (m *Vars) Groups() []wire.Group {
 	groups := m.groups.Groups()
 	type keyed struct {
 		group wire.Group
-		place int // the variable's index; after them none, then failures
-		name  string
+		place
 	}
+	// After the variables, ranks without any, then failures.
 	const last = int(^uint(0) >> 1)
 	list := make([]keyed, len(groups))
 	for i, g := range groups {
-		k := keyed{group: g, place: last - 1}
-		var vars []wire.Var
-		switch {
-		case g.Status != wire.StatusOK || wire.Decode(g.Body, &vars) != nil:
-			k.place = last
-		case len(vars) > 0:
-			k.place, k.name = vars[0].Index, vars[0].Name
+		k := keyed{group: g, place: place{index: last}}
+		if g.Status == wire.StatusOK {
+			p, ok := m.places[string(g.Body)]
+			if !ok {
+				p.index = last - 1
+			}
+			k.place = p
 		}
 		list[i] = k
 	}
 	slices.SortStableFunc(list, func(a, b keyed) int {
-		return cmp.Or(cmp.Compare(a.place, b.place), cmp.Compare(a.name, b.name),
+		return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.name, b.name),
 			cmp.Compare(a.group.Ranks.Min(), b.group.Ranks.Min()))
 	})
 	for i := range list {

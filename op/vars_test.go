@@ -77,3 +77,27 @@ func TestVarsMergePerVariable(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkVarsMerge merges the locals of 1024 ranks, ten variables each,
+// two of which differ by rank, at one node.
+func BenchmarkVarsMerge(b *testing.B) {
+	bodies := make([][]byte, 1024)
+	for r := range bodies {
+		vars := make([]wire.Var, 10)
+		for i := range vars {
+			vars[i] = wire.Var{Name: fmt.Sprintf("v%d", i), Type: "int", Value: "100", Index: i}
+		}
+		vars[3].Value, vars[7].Value = fmt.Sprint(r%2), fmt.Sprint(r)
+		bodies[r], _ = op.Locals.Answer(vars)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m := op.NewMerger(wire.OpLocals)
+		for r, body := range bodies {
+			m.Add(wire.Single(r), wire.StatusOK, body)
+		}
+		if len(m.Groups()) != 8+2+1024 {
+			b.Fatal("wrong groups")
+		}
+	}
+}
