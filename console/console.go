@@ -168,6 +168,13 @@ func (c *Console) PrintEvents(ctx context.Context) {
 		if b.full() {
 			c.printFull(&b)
 		}
+		// News that keeps coming (a flood of output) never lets
+		// NextEvent see a sync request: it is looked for here too.
+		if c.syncCtx().Err() != nil {
+			c.drain(&b)
+			c.printEvents(b.take())
+			c.synced()
+		}
 	}
 }
 

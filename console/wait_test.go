@@ -233,3 +233,47 @@ func TestStopsBeforeAndDuringAWaitMerge(t *testing.T) {
 		t.Fatalf("printed %q, want %q", out.String(), want)
 	}
 }
+
+// Sync returns while output keeps coming: a flood never leaves a moment
+// without news, in which the printer would see the request.
+func TestSyncDuringAFlood(t *testing.T) {
+	f := &floodTree{fakeTree: newFakeTree(2, runningState), ended: make(chan struct{}), line: client.Event{Op: wire.EventOutput,
+		Group: wire.Group{Ranks: wire.Single(0), Body: wire.MustEncode(wire.Output{Stream: "tty", Text: strings.Repeat("flood ", 200) + "\n"})}}}
+	out := &buffer{}
+	c := New(f, out, Options{})
+	printing, cancel := context.WithCancel(context.Background())
+	printed := make(chan struct{})
+	go func() {
+		defer close(printed)
+		c.PrintEvents(printing)
+	}()
+	defer func() { close(f.ended); cancel(); <-printed }()
+	c.hold() // as a script does after run: nothing prints on the window
+	ctx, cancelSync := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelSync()
+	c.Sync(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("Sync did not return within 10s while output kept coming")
+	}
+	if !strings.HasPrefix(out.String(), "[0] flood flood") {
+		t.Fatalf("Sync returned before printing what it held: %.100q", out.String())
+	}
+}
+
+// floodTree is a tree whose news never runs out until the test ends: a
+// line of output is always there to take, whatever the context says.
+type floodTree struct {
+	*fakeTree
+	line  client.Event
+	ended chan struct{}
+}
+
+func (f *floodTree) NextEvent(ctx context.Context) (client.Event, error) {
+	select {
+	case <-f.ended:
+		<-ctx.Done()
+		return client.Event{}, ctx.Err()
+	default:
+		return f.line, nil
+	}
+}
