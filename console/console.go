@@ -394,9 +394,9 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 
 // setsGoing are the commands that set ranks going without waiting for
 // them: in a script, the news from the start of one is held until the
-// next command, and through it when it is a wait, so that ranks that stop alike show as
-// one line when the wait returns however far apart in time they stopped,
-// even before the wait began.
+// next command, and through it when it is a wait, so that ranks that
+// stop alike show as one line when the wait returns, however far apart
+// in time they stopped, even before the wait began.
 var setsGoing = map[string]bool{"run": true, "continue": true, "halt": true, "kill": true}
 
 // heldNews is the news a script holds after a command of setsGoing.
