@@ -11,12 +11,14 @@ CFLAGS  ?= -g -O0 -Wall
 # are also built with MPICH's, for mpiexec.
 MPICC   ?= $(shell command -v mpicc.openmpi || echo mpicc)
 MPICC_MPICH ?= $(shell command -v mpicc.mpich || echo mpicc)
+# Open MPI's C++ compiler, for the C++ example.
+MPICXX  ?= $(shell command -v mpicxx.openmpi || echo mpicxx)
 # The MPIR example starter, in one build per presence-only symbol.
 STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-partial $(OUT)/mpir-starter-premain
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -38,6 +40,15 @@ thirdparty:
 $(OUT)/plain: examples/plain/plain.c
 	@mkdir -p $(OUT)
 	$(CC) $(CFLAGS) -o $@ $<
+
+# plain without debugging symbols, as a program built without -g is.
+$(OUT)/plain-nodebug: examples/plain/plain.c
+	@mkdir -p $(OUT)
+	$(CC) $(filter-out -g,$(CFLAGS)) -o $@ $<
+
+$(OUT)/values: examples/values/values.cpp
+	@mkdir -p $(OUT)
+	$(MPICXX) $(CFLAGS) -o $@ $<
 
 $(OUT)/flood: examples/flood/flood.c
 	@mkdir -p $(OUT)
@@ -101,7 +112,7 @@ test: lint
 
 # Figures for docs/PERFORMANCE.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./wire/ ./sdm/
+	$(GO) test -run '^$$' -bench . -benchmem ./wire/ ./sdm/ ./op/
 	$(GO) test -run '^$$' -bench 'BringUp$$' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'BringUpOrder' -benchtime 2x ./integration/
 	$(GO) test -run '^$$' -bench 'Broadcast' -benchtime 200x ./integration/

@@ -40,7 +40,7 @@ func init() {
 			run: counted(wire.OpNext)},
 		{name: "step", aliases: []string{"s"}, usage: "step [N]", help: "run to the next line, into calls (N times)",
 			run: counted(wire.OpStep)},
-		{name: "finish", aliases: []string{"fin"}, usage: "finish", help: "run until the current function returns",
+		{name: "finish", aliases: []string{"fin"}, usage: "finish", help: "run until the current function returns, and show the value it returned",
 			run: func(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
 				if args != "" {
 					return usageError("finish takes no arguments")
@@ -113,9 +113,9 @@ func init() {
 			run: printCmd},
 		{name: "ptype", usage: "ptype EXPR", help: "the type of EXPR",
 			run: exprCmd(wire.OpPtype)},
-		{name: "locals", usage: "locals", help: "the local variables of the selected frame",
+		{name: "locals", usage: "locals", help: "the local variables of the selected frame, merged one variable at a time",
 			run: simple(wire.OpLocals, noArgs)},
-		{name: "args", usage: "args", help: "the arguments of the selected frame",
+		{name: "args", usage: "args", help: "the arguments of the selected frame, merged one variable at a time",
 			run: simple(wire.OpArgs, noArgs)},
 		{name: "globals", usage: "globals", help: "the global variables of the program's own sources",
 			run: simple(wire.OpGlobals, noArgs)},

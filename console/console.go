@@ -181,7 +181,7 @@ func (c *Console) PrintEvents(ctx context.Context) {
 			return
 		}
 		c.announce(ev.Op)
-		if ev.Op == wire.EventConnected {
+		if !c.batched(ev) {
 			continue
 		}
 		if b.empty() {
@@ -190,6 +190,13 @@ func (c *Console) PrintEvents(ctx context.Context) {
 		b.add(ev)
 		if b.full() {
 			c.printFull(&b)
+		}
+		// News that keeps coming (a flood of output) never lets
+		// NextEvent see a sync request: it is looked for here too.
+		if c.syncCtx().Err() != nil {
+			c.drain(&b)
+			c.printEvents(b.take())
+			c.synced()
 		}
 	}
 }
@@ -266,7 +273,7 @@ func (c *Console) drain(b *batch) {
 		if err != nil {
 			return
 		}
-		if ev.Op == wire.EventConnected {
+		if !c.batched(ev) {
 			continue
 		}
 		if ev.Op == wire.EventOutput {
@@ -277,6 +284,15 @@ func (c *Console) drain(b *batch) {
 			c.printFull(b)
 		}
 	}
+}
+
+// batched reports whether ev goes into the batch to print. Connected is
+// news of the tree, never printed. In text, running is never printed
+// (printEvents) either: kept in the batch, it would keep the stops of
+// ranks whose running news came in between from merging with those that
+// stopped before.
+func (c *Console) batched(ev client.Event) bool {
+	return ev.Op != wire.EventConnected && (ev.Op != wire.EventRunning || c.opts.JSON)
 }
 
 // syncCtx returns a context cancelled when someone asks to sync.
@@ -367,14 +383,28 @@ func (c *Console) printEvents(batch []client.Event) {
 func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, complain func(error)) error {
 	lines := newLines(r)
 	failed := false
+	var going heldNews
+	defer going.end(ctx, c)
 	for line := 1; lines.scan(); line++ {
 		var err error
 		c.at = fmt.Sprintf("%s:%d", name, line)
 		if lines.n > MaxLine {
+			going.end(ctx, c)
 			err = tooLong(lines.n)
 			c.end(c.begin(string(lines.text), nil, wire.RankSet{}, ""), err)
 		} else {
-			err = c.Exec(ctx, string(lines.text))
+			text := string(lines.text)
+			name := c.commandName(text)
+			if name != "wait" {
+				going.end(ctx, c)
+			}
+			if setsGoing[name] {
+				going.begin(c)
+			}
+			err = c.Exec(ctx, text)
+			if !setsGoing[name] || err != nil {
+				going.end(ctx, c)
+			}
 		}
 		c.at = ""
 		switch {
@@ -397,6 +427,41 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 		return ErrScriptErrors
 	}
 	return nil
+}
+
+// setsGoing are the commands that set ranks going without waiting for
+// them: in a script, the news from the start of one is held until the
+// next command, and through it when it is a wait, so that ranks that
+// stop alike show as one line when the wait returns, however far apart
+// in time they stopped, even before the wait began.
+var setsGoing = map[string]bool{"run": true, "continue": true, "halt": true, "kill": true}
+
+// heldNews is the news a script holds after a command of setsGoing.
+type heldNews struct{ held bool }
+
+func (h *heldNews) begin(c *Console) {
+	c.hold()
+	h.held = true
+}
+
+// end prints what was held.
+func (h *heldNews) end(ctx context.Context, c *Console) {
+	if !h.held {
+		return
+	}
+	h.held = false
+	c.release()
+	c.Sync(ctx)
+}
+
+// commandName is the name of the command line calls (its entry's, not an
+// alias), or "" for none or a line typed wrong.
+func (c *Console) commandName(line string) string {
+	cmd, _, _, err := c.parse(line)
+	if err != nil || cmd == nil {
+		return ""
+	}
+	return cmd.name
 }
 
 // ErrScriptErrors says that a script ran to its end but some of its
@@ -463,6 +528,7 @@ func (c *Console) prefix(line string) (wire.RankSet, string, error) {
 // sendQuiet runs op on ranks and prints only the answers that failed.
 func (c *Console) sendQuiet(ctx context.Context, ranks wire.RankSet, op string, body []byte) error {
 	groups, err := c.s.Command(ctx, ranks, op, body, c.opts.Timeout)
+	groups, gones := c.goneOf(ctx, op, groups)
 	for _, g := range groups {
 		if g.Status != wire.StatusOK {
 			c.printReply(op, "", g)
@@ -470,6 +536,7 @@ func (c *Console) sendQuiet(ctx context.Context, ranks wire.RankSet, op string, 
 			c.answered(op, g)
 		}
 	}
+	c.printGone(op, gones)
 	return err
 }
 
@@ -485,8 +552,10 @@ func (c *Console) sendLabelled(ctx context.Context, ranks wire.RankSet, op strin
 	if err != nil {
 		return nil, err
 	}
+	groups, gones := c.goneOf(ctx, op, groups)
 	for _, g := range groups {
 		c.printReply(op, label, g)
 	}
+	c.printGone(op, gones)
 	return groups, nil
 }

@@ -97,9 +97,11 @@ func runBacktrace(ctx context.Context, c *Console, ranks wire.RankSet, args stri
 	if err != nil {
 		return err
 	}
+	groups, gones := c.goneOf(ctx, wire.OpBacktrace, groups)
 	for _, g := range mergeTraces(groups) {
 		c.printReply(wire.OpBacktrace, "", g)
 	}
+	c.printGone(wire.OpBacktrace, gones)
 	return nil
 }
 

@@ -256,6 +256,27 @@ func stackText(frames []wire.Frame) string {
 	return strings.Join(parts, " < ")
 }
 
+// stateLines is a state's text, then what the stop tells of values, in
+// gdb's words: a finish's returned value, a watchpoint's old and new
+// values.
+func stateLines(st wire.State) []string {
+	lines := []string{stateText(st)}
+	if st.Value != "" {
+		lines = append(lines, "Value returned is "+st.Value)
+	}
+	if st.Old != "" {
+		lines = append(lines, "Old value = "+st.Old)
+	}
+	if st.New != "" {
+		word := "New value = "
+		if st.Old == "" {
+			word = "Value = "
+		}
+		lines = append(lines, word+st.New)
+	}
+	return lines
+}
+
 func stateText(st wire.State) string {
 	switch st.State {
 	case wire.StateStopped:
@@ -263,6 +284,8 @@ func stateText(st wire.State) string {
 		switch {
 		case st.Signal != "":
 			text += " (" + st.Signal + ")"
+		case st.Breakpoint > 0 && strings.Contains(st.Reason, "watchpoint"):
+			text += fmt.Sprintf(" (watchpoint %d)", st.Breakpoint)
 		case st.Breakpoint > 0:
 			text += fmt.Sprintf(" (breakpoint %d)", st.Breakpoint)
 		case st.Reason != "":
@@ -361,6 +384,15 @@ func state(st wire.State) map[string]any {
 	}
 	if st.State == wire.StateExited {
 		obj["code"] = st.Code
+	}
+	if st.Value != "" {
+		obj["value"] = st.Value
+	}
+	if st.Old != "" {
+		obj["old"] = st.Old
+	}
+	if st.New != "" {
+		obj["new"] = st.New
 	}
 	return obj
 }

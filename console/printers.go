@@ -113,7 +113,7 @@ func showReason(name string) func(op.Reason) (any, []string) {
 
 func showNone(op.None) (any, []string) { return nil, nil }
 
-func showState(st wire.State) (any, []string) { return state(st), []string{stateText(st)} }
+func showState(st wire.State) (any, []string) { return state(st), stateLines(st) }
 
 func showAttached(a wire.Attached) (any, []string) {
 	obj, text := state(a.State), "attached: "+stateText(a.State)
@@ -143,7 +143,7 @@ func showVars(vars []wire.Var) (any, []string) {
 	}
 	lines := make([]string, len(vars))
 	for i, v := range vars {
-		lines[i] = fmt.Sprintf("%s = %s (%s)", v.Name, v.Value, v.Type)
+		lines[i] = v.Name + " = " + v.Value // as gdb's info locals: the type is in the JSON
 	}
 	return vars, lines
 }

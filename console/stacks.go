@@ -196,11 +196,13 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 		c.println(strings.Join(triageText(classes, progress, suggestion), "\n"))
 	}
 	// Ranks that could not give a stack are listed after the tree.
+	groups, gones := c.goneOf(ctx, wire.OpSample, groups)
 	for _, g := range groups {
 		if g.Status != wire.StatusOK {
 			c.printReply(wire.OpSample, "", g)
 		}
 	}
+	c.printGone(wire.OpSample, gones)
 	if req.Dot != "" {
 		if err := os.WriteFile(req.Dot, []byte(DOT(roots)), 0o644); err != nil {
 			return err

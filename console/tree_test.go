@@ -58,7 +58,14 @@ func (f *fakeTree) Size() int { return len(f.states) }
 
 func (f *fakeTree) Done() <-chan struct{} { return f.done }
 
+// NextEvent gives the news it holds before it looks at ctx, as a
+// client.Session does.
 func (f *fakeTree) NextEvent(ctx context.Context) (client.Event, error) {
+	select {
+	case ev := <-f.events:
+		return ev, nil
+	default:
+	}
 	select {
 	case ev := <-f.events:
 		return ev, nil

@@ -67,9 +67,16 @@ one rank per class: [0,6,7] where
 	if out != want {
 		t.Fatalf("printed:\n%s\nwant:\n%s", out, want)
 	}
+	// The rank that failed is asked its status (to tell a gone process),
+	// and nothing else is sent.
 	sent := f.sent()
-	if len(sent) != 1 || sent[0].op != wire.OpSample {
+	if len(sent) == 0 || sent[0].op != wire.OpSample {
 		t.Fatalf("sent %+v", sent)
+	}
+	for _, s := range sent[1:] {
+		if s.op != wire.OpStatus || !s.ranks.Equal(wire.Single(8)) {
+			t.Fatalf("sent %+v", sent)
+		}
 	}
 	var s wire.Sample
 	if err := wire.Decode(sent[0].body, &s); err != nil || s.Count != 3 || s.Interval != 50*time.Millisecond {

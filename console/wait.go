@@ -177,6 +177,7 @@ func (c *Console) sendAndWait(ctx context.Context, ranks wire.RankSet, op string
 	if err != nil {
 		return err
 	}
+	groups, gones := c.goneOf(ctx, op, groups)
 	var started wire.RankSet
 	for _, g := range groups {
 		if g.Status == wire.StatusOK {
@@ -186,6 +187,7 @@ func (c *Console) sendAndWait(ctx context.Context, ranks wire.RankSet, op string
 			c.printReply(op, "", g)
 		}
 	}
+	c.printGone(op, gones)
 	if started.Empty() {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -185,5 +186,93 @@ func TestInterruptHaltsTheFocusSet(t *testing.T) {
 	}
 	if out.String() != want {
 		t.Fatalf("^C with nothing running printed %q", strings.TrimPrefix(out.String(), want))
+	}
+}
+
+// Ranks that stop alike show as one line when the wait returns, however
+// their stops, their output and the news that they ran interleave, and even when some
+// stopped before the wait began: a script holds the news of a continue
+// through the wait after it.
+func TestStopsBeforeAndDuringAWaitMerge(t *testing.T) {
+	f := newFakeTree(4, atBreakpoint)
+	running := func(ranks wire.RankSet) {
+		f.events <- client.Event{Op: wire.EventRunning, Group: wire.Group{Ranks: ranks}}
+	}
+	f.answer = func(_ context.Context, ranks wire.RankSet, op string) ([]wire.Group, error) {
+		if op == wire.OpCont {
+			f.mu.Lock()
+			for r := range f.states {
+				f.states[r] = runningState
+			}
+			f.mu.Unlock()
+			// Rank 0 runs and stops before the others' news that they
+			// run has come, and rank 1's output overtakes that news
+			// (output has a stream of its own).
+			running(wire.Single(0))
+			f.set(wire.Single(0), atBreakpoint, wire.EventStopped)
+			f.events <- client.Event{Op: wire.EventOutput, Group: wire.Group{Ranks: wire.Single(1),
+				Body: wire.MustEncode(wire.Output{Stream: "tty", Text: "hello\n"})}}
+			running(wire.Range(1, 3))
+			f.set(wire.Single(1), atBreakpoint, wire.EventStopped)
+			return []wire.Group{{Ranks: ranks, Body: wire.MustEncode(runningState)}}, nil
+		}
+		groups := f.stateGroups(ranks)
+		if f.running(ranks).Equal(wire.Range(2, 3)) {
+			f.set(wire.Range(2, 3), atBreakpoint, wire.EventStopped) // during the wait
+		}
+		return groups, nil
+	}
+	// A window far shorter than a command: news that is not held prints
+	// on its own.
+	c, out := fakeConsole(t, f, Options{Window: time.Microsecond})
+	if err := c.RunScript(context.Background(), strings.NewReader("continue\nwait\n"), "script", func(err error) { t.Error(err) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[1] hello\n[0-3] stopped in pass at ring.c:10 (breakpoint 1)\n"; out.String() != want {
+		t.Fatalf("printed %q, want %q", out.String(), want)
+	}
+}
+
+// Sync returns while output keeps coming: a flood never leaves a moment
+// without news, in which the printer would see the request.
+func TestSyncDuringAFlood(t *testing.T) {
+	f := &floodTree{fakeTree: newFakeTree(2, runningState), ended: make(chan struct{}), line: client.Event{Op: wire.EventOutput,
+		Group: wire.Group{Ranks: wire.Single(0), Body: wire.MustEncode(wire.Output{Stream: "tty", Text: strings.Repeat("flood ", 200) + "\n"})}}}
+	out := &buffer{}
+	c := New(f, out, Options{})
+	printing, cancel := context.WithCancel(context.Background())
+	printed := make(chan struct{})
+	go func() {
+		defer close(printed)
+		c.PrintEvents(printing)
+	}()
+	defer func() { close(f.ended); cancel(); <-printed }()
+	c.hold() // as a script does after run: nothing prints on the window
+	ctx, cancelSync := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelSync()
+	c.Sync(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("Sync did not return within 10s while output kept coming")
+	}
+	if !strings.HasPrefix(out.String(), "[0] flood flood") {
+		t.Fatalf("Sync returned before printing what it held: %.100q", out.String())
+	}
+}
+
+// floodTree is a tree whose news never runs out until the test ends: a
+// line of output is always there to take, whatever the context says.
+type floodTree struct {
+	*fakeTree
+	line  client.Event
+	ended chan struct{}
+}
+
+func (f *floodTree) NextEvent(ctx context.Context) (client.Event, error) {
+	select {
+	case <-f.ended:
+		<-ctx.Done()
+		return client.Event{}, ctx.Err()
+	default:
+		return f.line, nil
 	}
 }

@@ -4,7 +4,8 @@ import "github.com/sdm-hpc/sdm/wire"
 
 // The ops, by the names package wire gives them (wire/ops.go says what
 // each does). Answers of different ranks merge when their bytes are
-// equal, so the answer types hold only what people compare.
+// equal, so the answer types hold only what people compare; lists of
+// variables merge one variable at a time (Vars).
 var (
 	Start    = Def[wire.Start, wire.State]{Name: wire.OpStart}
 	Status   = Def[None, wire.State]{Name: wire.OpStatus}
@@ -31,9 +32,9 @@ var (
 	Where   = Def[None, wire.Stack]{Name: wire.OpWhere}
 	Frame   = Def[wire.Count, wire.Frame]{Name: wire.OpFrame}
 	Depth   = Def[None, wire.Count]{Name: wire.OpDepth}
-	Locals  = Def[None, []wire.Var]{Name: wire.OpLocals}
-	Args    = Def[None, []wire.Var]{Name: wire.OpArgs}
-	Globals = Def[None, []wire.Var]{Name: wire.OpGlobals}
+	Locals  = Def[None, []wire.Var]{Name: wire.OpLocals, Merge: varsMerger}
+	Args    = Def[None, []wire.Var]{Name: wire.OpArgs, Merge: varsMerger}
+	Globals = Def[None, []wire.Var]{Name: wire.OpGlobals, Merge: varsMerger}
 	Print   = Def[wire.Expr, wire.Text]{Name: wire.OpPrint}
 	Ptype   = Def[wire.Expr, wire.Text]{Name: wire.OpPtype}
 	Threads = Def[None, []wire.Thread]{Name: wire.OpThreads}
@@ -59,6 +60,9 @@ var (
 
 	Quit = Def[None, None]{Name: wire.OpQuit, Tree: true}
 )
+
+// varsMerger merges lists of variables one variable at a time (Vars).
+func varsMerger() Merger { return &Vars{} }
 
 // Table lists every op.
 var Table = []Spec{

@@ -171,6 +171,13 @@ type State struct {
 	Signal     string // the signal received, or the one that ended the process
 	Breakpoint int    // the breakpoint hit
 	Code       int    // exit code
+	// Value is what the function a finish left returned, as gdb prints it
+	// (a reference as the value it refers to); none for a void function.
+	Value string `msgpack:",omitempty"`
+	// Old and New are the watched expression's values around the write
+	// that stopped a watchpoint (a read watchpoint has New only).
+	Old string `msgpack:",omitempty"`
+	New string `msgpack:",omitempty"`
 }
 
 // ReasonLoad is the Reason of a rank held at a library load until the
@@ -243,11 +250,15 @@ type Breakpoint struct {
 	Original string `json:"original"`
 }
 
-// Var is a variable and its value.
+// Var is a variable and its value: an aggregate's whole value, a
+// reference's the value it refers to.
 type Var struct {
 	Name  string `json:"name"`
 	Type  string `json:"type"`
 	Value string `json:"value"`
+	// Index is the variable's place in its frame's list, in gdb's order,
+	// which keeps that order when ranks' variables merge one by one.
+	Index int `json:"index"`
 }
 
 // Thread is one thread of a rank's process. The system's thread id is left

@@ -37,7 +37,9 @@ type Backend struct {
 	settling sync.Mutex
 
 	inferior
-	gdb *GDB
+	// loaded is the program start loaded (sources.go).
+	loaded loadedProgram
+	gdb    *GDB
 	// watched is closed once the watcher of gdb has reported its end.
 	watched <-chan struct{}
 	term    *terminal

@@ -104,7 +104,7 @@ func (r *rank) next(d time.Duration, ops ...string) (string, wire.State) {
 				continue
 			}
 			var st wire.State
-			if ev.Op == wire.EventError {
+			if ev.Op == wire.EventError || ev.Op == wire.EventWarning {
 				st.Reason = string(ev.Body)
 			} else if len(ev.Body) > 0 {
 				wire.Decode(ev.Body, &st)

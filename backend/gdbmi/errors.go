@@ -15,6 +15,10 @@ var (
 	// ErrRunning: the command needs a stopped thread and the selected one
 	// runs (the user's own continue came first, say).
 	ErrRunning = errors.New("the thread is running")
+	// ErrNoSource: a location names a source file that gdb knows in none
+	// of the symbols it has read. (A program without any says "No symbol
+	// table is loaded", ErrNoSymbol.)
+	ErrNoSource = errors.New("no such source file")
 )
 
 // refusals maps what gdb's messages say to the sentinels above.
@@ -22,6 +26,7 @@ var refusals = []struct {
 	text string
 	err  error
 }{
+	{"No source file named", ErrNoSource},
 	{"No symbol", ErrNoSymbol},
 	{"running", ErrRunning},
 }

@@ -15,9 +15,11 @@ func TestRefusal(t *testing.T) {
 		{"Cannot execute this command while the selected thread is running.", ErrRunning},
 		{"Selected thread is running.", ErrRunning},
 		{"The program is not being run.", nil},
+		{"No source file named nosuch.c.", ErrNoSource},
+		{`No symbol table is loaded.  Use the "file" command.`, ErrNoSymbol},
 	} {
 		err := fmt.Errorf("rank 3: %w", newRefusal(c.msg))
-		for _, s := range []error{ErrNoSymbol, ErrRunning} {
+		for _, s := range []error{ErrNoSymbol, ErrRunning, ErrNoSource} {
 			if got := errors.Is(err, s); got != (s == c.want) {
 				t.Errorf("%q: errors.Is(%v) = %v", c.msg, s, got)
 			}

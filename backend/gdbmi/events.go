@@ -111,6 +111,7 @@ func (b *Backend) stopped(g *GDB, res Value) {
 	if st.Reason == "" {
 		st.Reason = "stopped"
 	}
+	changed(&st, res)
 	b.mu.Lock()
 	unread := b.unread
 	b.mu.Unlock()
@@ -177,4 +178,23 @@ func frame(v Value) wire.Frame {
 		f.Func = "??"
 	}
 	return f
+}
+
+// changed adds what a stop tells of values: the value a finish returned,
+// a watchpoint's number and the watched expression's old and new values.
+func changed(st *wire.State, res Value) {
+	if res.Has("return-value") {
+		st.Value = dereferenced(res.S("return-value"))
+	}
+	for _, key := range []string{"wpt", "hw-rwpt", "hw-awpt"} {
+		if res.Has(key) {
+			st.Breakpoint = res.Get(key).Int("number")
+		}
+	}
+	if v := res.Get("value"); v.Kind == Tuple {
+		st.Old, st.New = v.S("old"), v.S("new")
+		if st.New == "" {
+			st.New = v.S("value")
+		}
+	}
 }

@@ -51,9 +51,9 @@ func globals(run func(string) (Record, string, error), pid int) ([]wire.Var, err
 			if r, _, err := run("-data-evaluate-expression " + Quote(sym.S("name"))); err != nil {
 				value = "<" + err.Error() + ">"
 			} else {
-				value = r.Results.S("value")
+				value = referred(run, sym.S("name"), r.Results.S("value"))
 			}
-			out = append(out, wire.Var{Name: sym.S("name"), Type: sym.S("type"), Value: value})
+			out = append(out, wire.Var{Name: sym.S("name"), Type: sym.S("type"), Value: value, Index: len(out)})
 		}
 	}
 	return out, nil

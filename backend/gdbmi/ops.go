@@ -2,6 +2,7 @@ package gdbmi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -150,7 +151,10 @@ func (b *Backend) Break(ctx context.Context, br wire.Break) (wire.Breakpoint, er
 	if err != nil {
 		return wire.Breakpoint{}, err
 	}
-	bp, err := breakInsert(run, br)
+	b.mu.Lock()
+	loaded := b.loaded
+	b.mu.Unlock()
+	bp, err := breakInsert(run, br, loaded)
 	if err == nil {
 		b.breakpointsChanged(g)
 	}
@@ -320,24 +324,42 @@ func (b *Backend) Depth(ctx context.Context) (wire.Count, error) {
 
 // Locals implements backend.Ops.
 func (b *Backend) Locals(ctx context.Context) ([]wire.Var, error) {
-	r, err := b.run1(ctx, wire.OpLocals, "-stack-list-locals --simple-values")
+	_, run, err := b.session(ctx, wire.OpLocals)
 	if err != nil {
 		return nil, err
 	}
-	return vars(r.Results.Get("locals")), nil
+	return listVars(run, "-stack-list-locals %s", func(r Record) Value { return r.Results.Get("locals") })
+}
+
+// listVars lists a frame's variables with cmd, given gdb's option for what
+// it shows of them: with their types (--simple-values, which leaves out
+// aggregates' values), then with all their values (--all-values, which
+// leaves out the types), the two lists in the same order.
+func listVars(run func(string) (Record, string, error), cmd string, list func(Record) Value) ([]wire.Var, error) {
+	typed, _, err := run(fmt.Sprintf(cmd, "--simple-values"))
+	if err != nil {
+		return nil, err
+	}
+	valued, _, err := run(fmt.Sprintf(cmd, "--all-values"))
+	if err != nil {
+		return nil, err
+	}
+	return vars(list(typed), list(valued)), nil
 }
 
 // Args implements backend.Ops.
 func (b *Backend) Args(ctx context.Context) ([]wire.Var, error) {
-	r, err := b.run1(ctx, wire.OpArgs, "-stack-list-arguments --simple-values 0 0")
+	_, run, err := b.session(ctx, wire.OpArgs)
 	if err != nil {
 		return nil, err
 	}
-	frames := r.Results.Get("stack-args").Items()
-	if len(frames) == 0 {
-		return []wire.Var{}, nil
-	}
-	return vars(frames[0].Get("args")), nil
+	return listVars(run, "-stack-list-arguments %s 0 0", func(r Record) Value {
+		frames := r.Results.Get("stack-args").Items()
+		if len(frames) == 0 {
+			return Value{}
+		}
+		return frames[0].Get("args")
+	})
 }
 
 // Globals implements backend.Ops.
@@ -354,11 +376,15 @@ func (b *Backend) Globals(ctx context.Context) ([]wire.Var, error) {
 
 // Print implements backend.Ops.
 func (b *Backend) Print(ctx context.Context, e wire.Expr) (wire.Text, error) {
-	r, err := b.run1(ctx, wire.OpPrint, "-data-evaluate-expression "+Quote(e.Expr))
+	_, run, err := b.session(ctx, wire.OpPrint)
 	if err != nil {
 		return wire.Text{}, err
 	}
-	return wire.Text{Text: r.Results.S("value")}, nil
+	r, _, err := run("-data-evaluate-expression " + Quote(e.Expr))
+	if err != nil {
+		return wire.Text{}, err
+	}
+	return wire.Text{Text: referred(run, e.Expr, r.Results.S("value"))}, nil
 }
 
 // Ptype implements backend.Ops.
@@ -561,6 +587,15 @@ func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) 
 			return wire.State{}, fmt.Errorf("%s: %w", prog, err)
 		}
 	}
+	loaded := loadedProgram{name: st.Program, path: prog, dir: st.Dir,
+		symbols: hasSymbols(func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }, prog)}
+	b.mu.Lock()
+	b.loaded = loaded
+	b.mu.Unlock()
+	if !loaded.symbols {
+		b.emit(wire.EventWarning, []byte("no debugging symbols in "+st.Program+
+			": lines, variables and FILE:LINE breakpoints need it built with -g"))
+	}
 	b.setState(wire.State{State: wire.StateNotStarted, Reason: "loaded"})
 	return b.status()
 }
@@ -696,11 +731,14 @@ func (b *Backend) stepFrom(run func(string) (Record, string, error), step string
 	return b.state.Frame
 }
 
-func breakInsert(run func(string) (Record, string, error), br wire.Break) (wire.Breakpoint, error) {
+// breakInsert plants a breakpoint, pending (-f) where gdb knows no such
+// location yet, except on a file that the program p cannot have
+// (sources.go).
+func breakInsert(run func(string) (Record, string, error), br wire.Break, p loadedProgram) (wire.Breakpoint, error) {
 	if strings.TrimSpace(br.Location) == "" {
 		return wire.Breakpoint{}, fmt.Errorf("break: no location")
 	}
-	cmd := "-break-insert -f"
+	cmd := "-break-insert"
 	if br.Temporary {
 		cmd += " -t"
 	}
@@ -714,6 +752,17 @@ func breakInsert(run func(string) (Record, string, error), br wire.Break) (wire.
 		cmd += " -p " + strconv.Itoa(br.Thread)
 	}
 	r, _, err := run(cmd + " " + Quote(br.Location))
+	if err != nil && refused(err) {
+		if m := sourceLine.FindStringSubmatch(br.Location); m != nil {
+			switch {
+			case p.symbols && !errors.Is(err, ErrNoSource):
+				return wire.Breakpoint{}, err // the file is the program's: no such line
+			case !mayLoadLater(run, p, m[1]):
+				return wire.Breakpoint{}, p.noSource(m[1])
+			}
+		}
+		r, _, err = run(cmd + " -f " + Quote(br.Location))
+	}
 	if err != nil {
 		return wire.Breakpoint{}, err
 	}
@@ -784,14 +833,18 @@ func breakpoint(v Value) wire.Breakpoint {
 	return bp
 }
 
-func vars(list Value) []wire.Var {
+// vars converts a list of variables with their types and the same list
+// with their values (an aggregate's whole value, bounded by gdb's print
+// elements).
+func vars(typed, valued Value) []wire.Var {
 	out := []wire.Var{}
-	for _, v := range list.Items() {
+	values := valued.Items()
+	for i, v := range typed.Items() {
 		value := v.S("value")
-		if !v.Has("value") {
-			value = "{...}" // an aggregate: print it by name to see it
+		if i < len(values) && values[i].S("name") == v.S("name") {
+			value = values[i].S("value")
 		}
-		out = append(out, wire.Var{Name: v.S("name"), Type: v.S("type"), Value: value})
+		out = append(out, wire.Var{Name: v.S("name"), Type: v.S("type"), Value: dereferenced(value), Index: i})
 	}
 	return out
 }

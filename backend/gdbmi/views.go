@@ -62,7 +62,7 @@ func (b *Backend) Backtrace(ctx context.Context, bt wire.Backtrace) (wire.Trace,
 	}
 	for i, v := range r.Results.Get("stack-args").Items() {
 		if i < len(tr.Levels) {
-			tr.Levels[i].Args = vars(v.Get("args"))
+			tr.Levels[i].Args = vars(v.Get("args"), v.Get("args"))
 		}
 	}
 	if bt.Full {
@@ -87,7 +87,7 @@ func (b *Backend) frameLocals(run func(string) (Record, string, error), levels [
 		if err != nil {
 			return err
 		}
-		levels[i].Locals = vars(r.Results.Get("locals"))
+		levels[i].Locals = vars(r.Results.Get("locals"), r.Results.Get("locals"))
 	}
 	_, _, err = run("-stack-select-frame " + strconv.Itoa(selected))
 	return err
@@ -123,16 +123,16 @@ func (b *Backend) Up(ctx context.Context, n wire.Count) (wire.Level, error) {
 		return wire.Level{}, err
 	}
 	v := r.Results.Get("frame")
-	return wire.Level{Level: v.Int("level"), Frame: frame(v), Source: sourceLine(out.Text)}, nil
+	return wire.Level{Level: v.Int("level"), Frame: frame(v), Source: sourceText(out.Text)}, nil
 }
 
 // numberedLine is a line of source as the CLI prints it: its number, a
 // tab, its text.
 var numberedLine = regexp.MustCompile(`^\d+\t(.*)$`)
 
-// sourceLine picks the text of the source line out of what the CLI's
+// sourceText picks the text of the source line out of what the CLI's
 // frame commands print after the frame.
-func sourceLine(out string) string {
+func sourceText(out string) string {
 	for _, line := range strings.Split(out, "\n") {
 		if m := numberedLine.FindStringSubmatch(line); m != nil {
 			return m[1]
