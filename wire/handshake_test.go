@@ -95,13 +95,15 @@ func TestHandshakeBindsTheLink(t *testing.T) {
 }
 
 // rawPeer talks to a responder by hand and returns what the responder said
-// and its verdict.
+// and its verdict. The responder's deadline is what a peer that never
+// confirms costs the test, and long enough for a loaded machine's
+// scheduling of a synchronous pipe's writes.
 func rawPeer(t *testing.T, send func(c net.Conn)) (received []byte, verdict error) {
 	t.Helper()
 	a, b := net.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Handshake(a, testKey(t, 1), FromChild(0, 4), 300*time.Millisecond)
+		_, err := Handshake(a, testKey(t, 1), FromChild(0, 4), 2*time.Second)
 		done <- err
 		a.Close()
 	}()
