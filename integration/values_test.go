@@ -68,7 +68,7 @@ func TestCxxValues(t *testing.T) {
 	set := lineOf(t, "values/values.cpp", "the locals are set here")
 	out, stderr, code := run(t, "", "debug", "-n", "4", "--timeout", "90s", "--launcher-arg=--oversubscribe",
 		"-e", "break values.cpp:"+strconv.Itoa(set), "-e", "run", "-e", "wait",
-		"-e", "print domain.cycle()", "-e", "print origin", "-e", "print cells", "-e", "locals", "-e", "args",
+		"-e", "print domain.cycle()", "-e", "print origin", "-e", "print cells", "-e", "locals", "-e", "args", "-e", "bt full",
 		"-e", "watch steps", "-e", "continue", "-e", "wait", "-e", "finish",
 		"-e", "delete 1 2", "-e", "continue", "-e", "wait", "-e", "where", "-e", "[3] locals",
 		"--", filepath.Join(bin, "values"))
@@ -95,6 +95,9 @@ func TestCxxValues(t *testing.T) {
 		`\n\[0-1\] stopped in advance at \S+ \(watchpoint 2\)\n      Old value = 0\n      New value = 4\n`,
 		`\n\[2-3\] stopped in advance at \S+ \(watchpoint 2\)\n      Old value = 0\n      New value = 5\n`,
 		`\n\[0-3\] stopped in main at examples/values/values\.cpp:\d+ \(function-finished\)\n      Value returned is 42\n`,
+		// bt full: the arguments and each frame's locals, aggregates whole.
+		`\n\[0-3\] #0  advance \(domain=\{m_cycle = 20\}, origin=\{x = 1, y = 2\.5\}, rank=<4 values>, size=4\) at \S+\n {14}n = 100\n`,
+		`\n {14}corners = \{0, 1, 2, 3\}\n`,
 		// where and [3] locals after the exit: what became of the ranks.
 		`\n\[0-3\] exited with code 0\n\[0-3\] exited with code 0\n\[3\] exited with code 0\n`,
 	} {

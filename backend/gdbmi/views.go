@@ -83,7 +83,7 @@ func (b *Backend) frameLocals(run func(string) (Record, string, error), levels [
 		if _, _, err := run("-stack-select-frame " + strconv.Itoa(levels[i].Level)); err != nil {
 			return err
 		}
-		r, _, err := run("-stack-list-locals --simple-values")
+		r, _, err := run("-stack-list-locals --all-values")
 		if err != nil {
 			return err
 		}
