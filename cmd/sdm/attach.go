@@ -18,6 +18,7 @@ func runAttach(args []string) error {
 	fs.IntVar(&m.Ancestor, "starter", 0, "a starter without MPIR (MPICH's mpiexec): its descendants on this host with a rank variable are the ranks (--starter 4242)")
 	ranks := fs.String("ranks", "", "attach only these ranks (--ranks 0-3,7); needs a starter with MPIR_partial_attach_ok")
 	fs.BoolVar(&m.Stop, "stop", false, "leave the ranks stopped once attached (default: they go on as they were)")
+	gdbStart := addGDBFlag(fs)
 	f := addSessionFlags(fs)
 	if help, err := parseFlags(fs, args, helpFile("attach")); help || err != nil {
 		return err
@@ -41,5 +42,8 @@ func runAttach(args []string) error {
 	ctx, cancel := endContext(f)
 	defer cancel()
 	f.job.Debugger = "gdb-mi"
+	if err := parseGDBFlag(&f.job, *gdbStart); err != nil {
+		return err
+	}
 	return outcome(front.Acquire(ctx, f.job, m, nil, false))
 }

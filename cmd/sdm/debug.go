@@ -31,6 +31,7 @@ func runDebug(args []string) error {
 	fs.StringArrayVar(&o.LauncherArgs, "launcher-arg", nil, "an argument for the launcher, before the program; repeatable (--launcher-arg=--oversubscribe)")
 	fs.IntVarP(&o.Size, "np", "n", 1, "number of ranks (-n 8)")
 	debuggerName := fs.String("debugger", "gdb", "the debugger beside every rank: gdb, or sim, simulated stacks with no program (--debugger sim -- groups 3); --backend is its former name, still accepted")
+	gdbStart := addGDBFlag(fs)
 	fs.SetNormalizeFunc(formerNames)
 	useMPIR := fs.Bool("mpir", false, "start the program itself with the launcher (no sdm around each rank) and acquire its ranks through MPIR (--mpir --rm openmpi)")
 	starter := fs.Bool("starter", false, "with --mpir: the command after -- is the starter's whole command line (-- mpirun -np 8 ./ring)")
@@ -49,6 +50,9 @@ func runDebug(args []string) error {
 	}
 	if o.Debugger, err = backend.ParseDebugger(*debuggerName); err != nil {
 		return exit.Usage(fmt.Errorf("--debugger %s: want gdb or sim", *debuggerName))
+	}
+	if err := parseGDBFlag(o, *gdbStart); err != nil {
+		return err
 	}
 	if o.RM != "auto" {
 		if _, _, err := launcher.Pick(o.RM); err != nil {

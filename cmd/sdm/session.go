@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/internal/exit"
@@ -42,6 +43,22 @@ func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 	fs.BoolVar(&o.Debug, "debug", false, "servers trace what they do into the session's log")
 	fs.StringVar(&o.SSH, "ssh", "ssh", "the ssh command, with options, for other hosts (--ssh 'ssh -p 2222 -i ~/.ssh/cluster')")
 	return f
+}
+
+// addGDBFlag adds --gdb, when the ranks' gdbs start, to a command that
+// starts servers; lazy unless asked.
+func addGDBFlag(fs *pflag.FlagSet) *string {
+	return fs.String("gdb", string(backend.Lazy), "when each rank's gdb starts: lazy (at the first command that needs one, such as break or print; stacks, where, status, halt, continue and kill sample and signal the running ranks without gdb) or eager (every rank's gdb from the start)")
+}
+
+// parseGDBFlag reads --gdb into the job's options.
+func parseGDBFlag(o *launcher.Options, value string) error {
+	start, err := backend.ParseGDBStart(value)
+	if err != nil {
+		return exit.Usage(err)
+	}
+	o.GDB = start
+	return nil
 }
 
 // ready is the front end the flags describe, with the dlopen setting
