@@ -88,13 +88,16 @@ func (n native) Run(ctx context.Context) (wire.State, error) {
 }
 
 // Status implements backend.Ops: the state as the backend left it, or
-// stopped when /proc says a signal stopped the process meanwhile.
+// stopped when /proc says a signal from outside (not a halt) stopped the
+// process meanwhile.
 func (n native) Status(context.Context) (wire.State, error) {
 	b := n.b
 	b.mu.Lock()
 	st, p := b.state, b.proc
+	// A halt's stop is told by its event, which status must not overtake.
+	halting := p != nil && p.held
 	b.mu.Unlock()
-	if p != nil && st.State == wire.StateRunning && stoppedBySignal(p.pid) {
+	if p != nil && !halting && st.State == wire.StateRunning && stoppedBySignal(p.pid) {
 		return wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGSTOP"}, nil
 	}
 	return st, nil
