@@ -32,7 +32,7 @@ type process struct {
 	// killed marks the end a kill asked for, which kill tells (guarded
 	// by the backend's mu).
 	killed bool
-	fd   *os.File  // the pidfd, in the runtime's poller: Close ends the watch
+	fd     *os.File // the pidfd, in the runtime's poller: Close ends the watch
 	// ended is closed once the end is known and told.
 	ended chan struct{}
 }
