@@ -3,13 +3,16 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/wire"
@@ -171,4 +174,30 @@ func TestLazySignals(t *testing.T) {
 	if got := gdbsOf(t, s.Dir); got != 0 {
 		t.Fatalf("%d gdbs, want none", got)
 	}
+}
+
+// sdm attach to a running Open MPI job samples its running ranks
+// without gdb (the default --gdb lazy): stacks needs no halt, and the
+// ranks run on through it and after the detach.
+func TestAttachLazyOpenMPIRunning(t *testing.T) {
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	const n = 4
+	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
+	p.lines(t, n, "rank ")
+	out, stderr, code := run(t, "", "attach", "--starter", strconv.Itoa(pid), "-e", "stacks", "-e", "status", "-e", "detach")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{"[0-3] attached: running", "[3] compute at ", "hang.c:12 (1 rank)", "[0-3] running", "[0-3] detached"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	for _, rank := range rankPids(t, pid, n) {
+		if f := program.StatFields(fmt.Sprintf("/proc/%d/stat", rank)); len(f) == 0 || f[0] == "T" || f[0] == "t" || f[0] == "Z" {
+			t.Errorf("rank process %d after the detach: state %v, want running", rank, f)
+		}
+	}
+	free(t, append([]int{pid}, rankPids(t, pid, n)...)...)
 }
