@@ -93,7 +93,7 @@ func TestAttachMPICHStarter(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	const n = 4
 	pid, ranks := mpichHang(t, n)
-	out, stderr, code := run(t, "", "attach", "--starter", strconv.Itoa(pid), "-e", "halt", "-e", "wait", "-e", "stacks", "-e", "detach")
+	out, stderr, code := run(t, "", "attach", "--gdb", "eager", "--starter", strconv.Itoa(pid), "-e", "halt", "-e", "wait", "-e", "stacks", "-e", "detach")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
@@ -105,7 +105,7 @@ func TestAttachMPICHStarter(t *testing.T) {
 
 	// The ranks given by pid, in any order: each one's PMI_RANK tells.
 	reversed := []int{ranks[3], ranks[2], ranks[1], ranks[0]}
-	out, stderr, code = run(t, "", "attach", "--pids", joinPids(reversed...), "-e", "halt", "-e", "wait", "-e", "stacks", "-e", "detach")
+	out, stderr, code = run(t, "", "attach", "--gdb", "eager", "--pids", joinPids(reversed...), "-e", "halt", "-e", "wait", "-e", "stacks", "-e", "detach")
 	if code != 0 || !strings.Contains(stderr, "sdm: acquired 4 ranks from /proc: processes given, PMI_RANK\n") {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
@@ -113,7 +113,7 @@ func TestAttachMPICHStarter(t *testing.T) {
 	free(t, ranks...)
 
 	// Two of the four: the others are left alone, and sdm says so.
-	out, stderr, code = run(t, "", "attach", "--pids", joinPids(ranks[1], ranks[3]), "-e", "halt", "-e", "wait", "-e", "where")
+	out, stderr, code = run(t, "", "attach", "--gdb", "eager", "--pids", joinPids(ranks[1], ranks[3]), "-e", "halt", "-e", "wait", "-e", "where")
 	if code != 0 || !strings.Contains(stderr, "2 ranks from /proc: processes given, PMI_RANK; ranks 0,2 of 4 not found on this host: left alone") ||
 		!strings.Contains(out, "[3] #0  compute () at examples/hang/hang.c:12") || !strings.Contains(out, "[1,3] attached: running") {
 		t.Errorf("exit %d\n%s%s", code, out, stderr)
@@ -129,7 +129,7 @@ func TestAttachOpenMPIStarter(t *testing.T) {
 	const n = 4
 	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
 	p.lines(t, n, "rank ")
-	out, stderr, code := run(t, "", "attach", "--starter", strconv.Itoa(pid), "-e", "halt", "-e", "wait", "-e", "stacks", "-e", "detach")
+	out, stderr, code := run(t, "", "attach", "--gdb", "eager", "--starter", strconv.Itoa(pid), "-e", "halt", "-e", "wait", "-e", "stacks", "-e", "detach")
 	if code != 0 || !strings.Contains(stderr, fmt.Sprintf("processes under pid %d (%s), OMPI_COMM_WORLD_RANK\n", pid, filepath.Base(mpirun))) {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
@@ -144,7 +144,7 @@ func TestAttachPidsInOrder(t *testing.T) {
 	plain, plainPid := detached(t, nil, filepath.Join(bin, "plain"), "60")
 	plain.lines(t, 1, "hello from rank 0")
 	_, sleepPid := detached(t, nil, "sleep", "60")
-	out, stderr, code := run(t, "", "attach", "--pids", joinPids(sleepPid, plainPid), "-e", "halt", "-e", "wait", "-e", "where")
+	out, stderr, code := run(t, "", "attach", "--gdb", "eager", "--pids", joinPids(sleepPid, plainPid), "-e", "halt", "-e", "wait", "-e", "where")
 	if code != 0 || !strings.Contains(stderr, "sdm: acquired 2 ranks from /proc: processes given, no rank variables: ranks in the order given\n") {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}

@@ -34,6 +34,7 @@ type Options struct {
 	Size     int              // number of ranks
 	Fanout   int              // tree shape (routing.Tree)
 	Debugger backend.Debugger // the servers' debugger
+	GDB      backend.GDBStart // when their gdb starts ("": the servers' default, eager)
 	SDM      string           // the sdm executable for the servers (default: this one)
 	// Program is the program to debug, checked before anything is
 	// submitted; Dir is where a relative Program is found.
@@ -63,11 +64,6 @@ type Options struct {
 	Log   *log.Logger // complaints about peers (discarded when nil)
 	// Progress, when set, is told how the job comes up.
 	Progress func(Progress)
-	// GDB is when a gdb server starts its rank's gdb (the servers'
-	// --gdb): "lazy", at the first command that needs one, so that
-	// stack samples of running ranks cost no gdb; "eager", at once; ""
-	// for the servers' default.
-	GDB string
 
 	sessionDir string // made already (for an acquisition)
 }
@@ -263,6 +259,9 @@ func (s *Session) sessionPort(ctx context.Context, o Options, link wire.LinkConf
 // directory, files the one where the job runs.
 func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clientAddr string) rm.Spec {
 	serverArgs := []string{"--debugger=" + string(o.Debugger)}
+	if o.GDB != "" && o.Debugger == backend.GDB {
+		serverArgs = append(serverArgs, "--gdb="+string(o.GDB))
+	}
 	if o.Debug {
 		serverArgs = append(serverArgs, "--debug")
 	}

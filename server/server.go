@@ -23,6 +23,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/backend/lazy"
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/internal/handover"
@@ -30,6 +31,7 @@ import (
 	"github.com/sdm-hpc/sdm/rm/routes"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/stackwalk"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -44,6 +46,7 @@ type Config struct {
 	Debug        int    // > 0: trace links and the node to standard error
 	Debugger     string // gdb-mi or sim
 	DebuggerPath string // the debugger's executable ("": from $PATH)
+	GDB          string // with gdb-mi: when gdb starts, eager or lazy (backend.GDBStart)
 	RoutesFrom   string // file, publish, slurm or pe (routing.Source)
 	PortBase     int    // with slurm or pe: the port of each node's first server
 	// The master's link to the front end: Proxy stdio, or tcp: dial
@@ -136,6 +139,18 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		return sdm.ServerOptions{}, exit.Usage(err)
 	}
 	newBackend := backends[debugger]
+	if debugger == backend.GDB {
+		start, err := backend.ParseGDBStart(c.GDB)
+		if err != nil {
+			return sdm.ServerOptions{}, exit.Usage(err)
+		}
+		if start == backend.Lazy {
+			// One sampler per server: its module cache serves every
+			// process the server samples.
+			sampler := stackwalk.NewSampler()
+			newBackend = func(c backend.Config) (backend.Backend, error) { return lazy.New(c, sampler), nil }
+		}
+	}
 	source, err := routing.ParseSource(c.RoutesFrom)
 	if err != nil {
 		return sdm.ServerOptions{}, exit.Usage(err)

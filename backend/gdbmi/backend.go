@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/fifo"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -42,8 +43,8 @@ type Backend struct {
 	gdb    *GDB
 	// watched is closed once the watcher of gdb has reported its end.
 	watched <-chan struct{}
-	term    *terminal
-	out     *output
+	term    *program.Terminal
+	out     *program.Output
 	closed  bool
 }
 
@@ -99,7 +100,7 @@ func (b *Backend) Close() error {
 	g, term, out, kill := b.gdb, b.term, b.out, b.attached && b.killOnClose
 	b.mu.Unlock()
 	b.unwatch()
-	out.stop()
+	out.Stop()
 	if g != nil && kill {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		g.Run(ctx, "-interpreter-exec console kill")
@@ -142,6 +143,17 @@ func (b *Backend) work() {
 			j.done(j.call(j.ctx, b))
 		}
 	}
+}
+
+// Send implements program.Sink: the program's output goes up as any
+// event does.
+func (b *Backend) Send(ev backend.Event) bool { return b.send(ev) }
+
+// PID implements program.Sink.
+func (b *Backend) PID() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pid
 }
 
 // emit sends an event up unless the backend is closing, or attaching.

@@ -127,7 +127,7 @@ func (b *Backend) stopped(g *GDB, res Value) {
 	b.mu.Lock()
 	b.announcing++
 	b.mu.Unlock()
-	b.out.drain()
+	b.out.Drain()
 	b.emit(wire.EventStopped, wire.MustEncode(st))
 	b.mu.Lock()
 	b.state, b.held = st, false
@@ -159,7 +159,7 @@ func (b *Backend) exited(st wire.State) {
 	b.exiting = true
 	b.announcing++
 	b.mu.Unlock()
-	b.out.drain()
+	b.out.Drain()
 	b.emit(wire.EventExited, wire.MustEncode(st))
 	b.mu.Lock()
 	b.state, b.pid, b.held, b.exiting, b.gone = st, 0, false, false, true

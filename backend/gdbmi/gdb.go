@@ -301,3 +301,17 @@ func lastLine(s string) string {
 	}
 	return s
 }
+
+// control runs fn on f's descriptor without taking it out of the runtime's
+// poller, which os.File.Fd would do (it makes the descriptor blocking).
+func control(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}

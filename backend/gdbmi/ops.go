@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -544,7 +542,7 @@ func (b *Backend) debugger() (*GDB, error) {
 // start (re)starts gdb if needed and loads the program with its arguments,
 // directory and environment, on its own terminal. It does not run it.
 func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) {
-	prog, err := program(st.Program, st.Dir)
+	prog, err := program.Find(st.Program, st.Dir)
 	if err != nil {
 		return wire.State{}, err
 	}
@@ -555,7 +553,7 @@ func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) 
 		}
 	}
 	b.mu.Lock()
-	tty := b.term.name
+	tty := b.term.Name()
 	b.mu.Unlock()
 	// The CLI's set environment keeps a value exactly; -gdb-set would
 	// split it at spaces.
@@ -636,13 +634,13 @@ func (b *Backend) launch() (*GDB, error) {
 		return nil, ErrClosed
 	}
 	if b.term == nil {
-		term, err := openTerminal()
+		term, err := program.OpenTerminal()
 		if err != nil {
 			g.Kill()
 			return nil, err
 		}
 		b.term = term
-		b.out = newOutput(b, term)
+		b.out = program.NewOutput(term, b, &b.wg)
 	}
 	watched := make(chan struct{})
 	b.gdb, b.watched = g, watched
@@ -653,32 +651,6 @@ func (b *Backend) launch() (*GDB, error) {
 		b.watch(g, watched)
 	}()
 	return g, nil
-}
-
-// program finds the executable the way a shell would: a name with a slash
-// is a path (relative to dir), a bare name is looked up in $PATH.
-func program(name, dir string) (string, error) {
-	if name == "" {
-		return "", fmt.Errorf("no program given")
-	}
-	path := name
-	if !strings.Contains(name, "/") {
-		found, err := exec.LookPath(name)
-		if err != nil {
-			return "", fmt.Errorf("program %s: not found in $PATH", name)
-		}
-		path = found
-	} else if !filepath.IsAbs(name) && dir != "" {
-		path = filepath.Join(dir, name)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("program %s: %w", name, err)
-	}
-	if info.IsDir() || info.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("program %s: not an executable file", path)
-	}
-	return path, nil
 }
 
 // resume runs a command that sets the program going (letGo); the stop

@@ -1,7 +1,6 @@
 package gdbmi
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -237,7 +237,7 @@ const killWait = 2 * time.Second
 func dying(pid int) bool {
 	// flags is field 9.
 	const pfExiting = 0x4
-	if fields := statFields("/proc/" + strconv.Itoa(pid) + "/stat"); len(fields) > 6 {
+	if fields := program.StatFields("/proc/" + strconv.Itoa(pid) + "/stat"); len(fields) > 6 {
 		if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfExiting != 0 {
 			return true
 		}
@@ -282,7 +282,7 @@ func ended(fd int) bool {
 // so a pid reaped and used again meanwhile is never read as ours.
 func endOf(fd, pid int) (wire.State, bool) {
 	// exit_code is field 52, the state field 3.
-	fields := statFields("/proc/" + strconv.Itoa(pid) + "/stat")
+	fields := program.StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
 	if unix.PidfdSendSignal(fd, 0, nil, 0) != nil || len(fields) < 50 || (fields[0] != "Z" && fields[0] != "X") {
 		return wire.State{}, false
 	}
@@ -311,21 +311,4 @@ func (b *Backend) deathError() error {
 		return nil
 	}
 	return fmt.Errorf("rank %d's process (pid %d) was killed by %s", b.cfg.Rank, b.lastPid, b.state.Signal)
-}
-
-// statFields reads a stat file of /proc (a process's or a thread's) and
-// returns its fields after the command name, which, in parentheses, may
-// hold anything: they are counted after its last closing one. The first
-// is the state (field 3), the 50th exit_code (field 52). None when it
-// cannot be read.
-func statFields(path string) []string {
-	stat, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(stat[i+1:]))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/launcher"
@@ -33,12 +34,14 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 	fs.Var(&m.Ranks, "ranks", "only these ranks (--ranks 0-3,7); needs a starter with MPIR_partial_attach_ok")
 	fs.BoolVar(&m.Stop, "stop", false, "leave the ranks stopped once attached (default: they go on as they were)")
 	f := addSessionFlags(fs)
+	f.job.GDB = backend.Lazy
+	fs.Var(&f.job.GDB, "gdb", gdbUsage)
 	if r != nil {
 		fs.IntVar(&r.Sample.Count, "samples", r.Sample.Count, "samples of every rank's stacks (--samples 10)")
 		fs.DurationVar(&r.Sample.Interval, "interval", r.Sample.Interval, "time between samples (--interval 1s)")
 		fs.StringVar(&r.Dot, "dot", "", "write the tree in Graphviz's language to FILE")
 		fs.StringVar(&r.SVG, "svg", "", "draw the tree into FILE, an SVG picture (needs Graphviz's dot)")
-		for _, hidden := range []string{"eval", "batch", "exit-status", "dlopen-mode", "dlopen-match", "stop"} {
+		for _, hidden := range []string{"eval", "batch", "exit-status", "dlopen-mode", "dlopen-match", "stop", "gdb"} {
 			fs.MarkHidden(hidden)
 		}
 	}
@@ -61,7 +64,7 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 		if err != nil {
 			return exit.Usage(fmt.Errorf("sdm stacks: %w", err))
 		}
-		f.front.Commands.Exprs, f.job.GDB = []string{line}, "lazy"
+		f.front.Commands.Exprs, f.job.GDB = []string{line}, backend.Lazy
 	}
 	front, err := f.ready()
 	if err != nil {

@@ -12,15 +12,6 @@ import (
 	"github.com/sdm-hpc/sdm/launcher"
 )
 
-// formerNames maps flags renamed since to their names now, so that
-// scripts written for the old name go on working.
-func formerNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	if name == "backend" {
-		return "debugger"
-	}
-	return pflag.NormalizedName(name)
-}
-
 func runDebug(args []string) error {
 	fs := pflag.NewFlagSet("sdm debug", pflag.ContinueOnError)
 	f := addSessionFlags(fs)
@@ -31,7 +22,10 @@ func runDebug(args []string) error {
 	fs.StringArrayVar(&o.LauncherArgs, "launcher-arg", nil, "an argument for the launcher, before the program; repeatable (--launcher-arg=--oversubscribe)")
 	fs.IntVarP(&o.Size, "np", "n", 1, "number of ranks (-n 8)")
 	debuggerName := fs.String("debugger", "gdb", "the debugger beside every rank: gdb, or sim, simulated stacks with no program (--debugger sim -- groups 3); --backend is its former name, still accepted")
-	fs.SetNormalizeFunc(formerNames)
+	o.GDB = backend.Lazy
+	fs.Var(&o.GDB, "gdb", gdbUsage)
+	fs.StringVar(debuggerName, "backend", "gdb", "--debugger's former name, for the scripts that use it")
+	fs.MarkHidden("backend")
 	useMPIR := fs.Bool("mpir", false, "start the program itself with the launcher (no sdm around each rank) and acquire its ranks through MPIR (--mpir --rm openmpi)")
 	starter := fs.Bool("starter", false, "with --mpir: the command after -- is the starter's whole command line (-- mpirun -np 8 ./ring)")
 	fs.StringVar(&o.Target, "target", "", "run the launcher and the master on this [user@]host, over ssh (--target me@login1); paths are then paths there")

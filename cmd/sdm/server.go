@@ -16,6 +16,7 @@ import (
 func serverFlags(fs *pflag.FlagSet) *server.Config {
 	c := &server.Config{}
 	fs.StringVar(&c.Debugger, "debugger", "gdb-mi", "debugger backend: gdb-mi or sim (simulated program, for tests and scale runs)")
+	fs.StringVar(&c.GDB, "gdb", "eager", "with gdb-mi: when each rank's gdb starts: eager (with the program or the attach) or lazy (at the first command that needs one; stacks, status, halt, continue and kill need none)")
 	fs.StringVar(&c.DebuggerPath, "debugger_path", "", "path of the debugger executable (default: found in $PATH)")
 	fs.StringVar(&c.Proxy, "proxy", "tcp", "master's link to the front end: tcp, or stdio (standard input and output)")
 	fs.StringVar(&c.Host, "host", "", "master: the front end's host, which the master dials; without it the master listens on --listen and --port")

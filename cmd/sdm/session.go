@@ -43,6 +43,9 @@ func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 	return f
 }
 
+// gdbUsage is --gdb's, of the commands that start rank servers of gdb.
+const gdbUsage = "when each rank's gdb starts: lazy (at the first command that needs one, such as break or print; stacks, where, status, halt, continue and kill sample and signal the running ranks without gdb) or eager (every rank's gdb from the start)"
+
 // ready is the front end the flags describe, with the dlopen setting
 // from the flags and the environment; it says what in that setting will
 // have no effect. A bad value is a usage error.
@@ -61,12 +64,11 @@ func (f *sessionFlags) ready() (launcher.Front, error) {
 	for _, n := range notes {
 		fmt.Fprintln(os.Stderr, "sdm:", n)
 	}
-	logger := log.New(os.Stderr, "sdm: ", 0)
+	f.job.Log = log.New(os.Stderr, "sdm: ", 0)
 	fr := f.front
-	fr.Out, fr.Errors, fr.Terminal, fr.Log, fr.Dlopen, fr.Ended = os.Stdout, os.Stderr, console.IsTerminal(os.Stderr), logger, dl, exit.EndedBy
+	fr.Out, fr.Errors, fr.Terminal, fr.Log, fr.Dlopen, fr.Ended = os.Stdout, os.Stderr, console.IsTerminal(os.Stderr), f.job.Log, dl, exit.EndedBy
 	fr.Console.Color = !fr.Console.JSON && console.IsTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
 	fr.Commands.In, fr.Commands.Errors = os.Stdin, os.Stderr
-	f.job.Log = logger
 	return fr, nil
 }
 

@@ -1,4 +1,4 @@
-package gdbmi
+package program
 
 import (
 	"os"
@@ -13,10 +13,16 @@ import (
 
 // newTestOutput is an output pump without a terminal: the test feeds it
 // what a read would get, and reads what it sends up from events.
-func newTestOutput() (*output, chan backend.Event) {
+func newTestOutput() (*Output, chan backend.Event) {
 	events := make(chan backend.Event, 64)
-	return &output{b: &Backend{events: events}, freed: make(chan struct{}, 1), done: make(chan struct{})}, events
+	return &Output{sink: testSink(events), freed: make(chan struct{}, 1), done: make(chan struct{})}, events
 }
+
+// testSink sends every event to its channel; it has no program.
+type testSink chan backend.Event
+
+func (s testSink) Send(ev backend.Event) bool { s <- ev; return true }
+func (s testSink) PID() int                   { return 0 }
 
 func text(t *testing.T, ev backend.Event) string {
 	t.Helper()
@@ -107,7 +113,7 @@ func TestOutputCredit(t *testing.T) {
 	o.add([]byte(strings.Repeat("z", outputCredit-1) + "\n"))
 	<-events
 	go func() { got <- o.credit() }()
-	o.stop()
+	o.Stop()
 	select {
 	case ok := <-got:
 		if ok {

@@ -1,4 +1,4 @@
-package gdbmi
+package program
 
 import (
 	"fmt"
@@ -8,18 +8,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// terminal is a pseudo-terminal for the debugged program, so that its
-// output never mixes with gdb's MI stream on gdb's standard output.
-type terminal struct {
+// Terminal is a pseudo-terminal for the debugged program, so that its
+// output never mixes with a debugger's own output, and the program sees a
+// terminal as it would when run by hand.
+type Terminal struct {
 	master *os.File // we read the program's output here
 	// slave stays open on our side: without it, reading the master fails
 	// with EIO whenever no program holds the terminal (before run, after
-	// exit), and a reader would spin.
+	// exit), and a reader would spin. A program started here gets it as
+	// its standard input and outputs.
 	slave *os.File
-	name  string // /dev/pts/N, handed to gdb
+	name  string
 }
 
-func openTerminal() (*terminal, error) {
+// Name is the terminal's device, /dev/pts/N, for a debugger to hand to
+// the program it starts.
+func (t *Terminal) Name() string { return t.name }
+
+// Slave is the program's side of the terminal, for a program started
+// without a debugger.
+func (t *Terminal) Slave() *os.File { return t.slave }
+
+// OpenTerminal opens a new pseudo-terminal that passes the program's
+// output through as written (no \n to \r\n) and echoes nothing.
+func OpenTerminal() (*Terminal, error) {
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open a terminal for the program: %w", err)
@@ -48,7 +60,7 @@ func openTerminal() (*terminal, error) {
 		tio.Lflag &^= unix.ECHO
 		unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, tio)
 	}
-	return &terminal{master: master, slave: slave, name: name}, nil
+	return &Terminal{master: master, slave: slave, name: name}, nil
 }
 
 // control runs fn on f's descriptor without taking it out of the runtime's
@@ -65,7 +77,8 @@ func control(f *os.File, fn func(fd int) error) error {
 	return ferr
 }
 
-func (t *terminal) Close() error {
+// Close closes both sides; the pump of its output then ends.
+func (t *Terminal) Close() error {
 	t.slave.Close()
 	return t.master.Close()
 }

@@ -1,4 +1,4 @@
-package gdbmi
+package program
 
 import (
 	"bytes"
@@ -14,16 +14,25 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// output turns what the program writes to its terminal into output events,
+// Sink is where an Output sends the program's output, and what it asks
+// about the program: Send passes an event up and says whether it went
+// (false while the backend closes or must stay quiet), PID is the
+// program's process id (0 without one).
+type Sink interface {
+	Send(ev backend.Event) bool
+	PID() int
+}
+
+// Output turns what the program writes to its terminal into output events,
 // a line at a time. A line without an end yet is sent when the terminal
 // has been quiet for partialWait, when it reaches maxLine (in pieces of
 // maxLine), or at once when the program stops. At most outputCredit bytes
 // of output are in flight (sent up, not yet passed on by the node); beyond
 // that the pump stops reading the terminal, the terminal's buffer fills,
 // and the program blocks in its writes.
-type output struct {
-	b    *Backend
-	term *terminal
+type Output struct {
+	sink Sink
+	term *Terminal
 	// reading is held from a read of the terminal until what it got has
 	// gone to add.
 	reading sync.Mutex
@@ -58,19 +67,21 @@ const (
 	outputCredit = 256 << 10
 )
 
-func newOutput(b *Backend, term *terminal) *output {
-	o := &output{b: b, term: term, freed: make(chan struct{}, 1), done: make(chan struct{})}
-	b.wg.Add(1)
+// NewOutput starts the pump of term's output to sink; wg counts it until
+// it ends (Stop, and the terminal's Close).
+func NewOutput(term *Terminal, sink Sink, wg *sync.WaitGroup) *Output {
+	o := &Output{sink: sink, term: term, freed: make(chan struct{}, 1), done: make(chan struct{})}
+	wg.Add(1)
 	go func() {
-		defer b.wg.Done()
+		defer wg.Done()
 		o.pump()
 	}()
 	return o
 }
 
-// stop ends a pump that waits for credit; one that reads ends with the
-// terminal.
-func (o *output) stop() {
+// Stop ends a pump that waits for credit; one that reads ends with the
+// terminal. A nil Output does nothing.
+func (o *Output) Stop() {
 	if o != nil {
 		o.stopOnce.Do(func() { close(o.done) })
 	}
@@ -79,7 +90,7 @@ func (o *output) stop() {
 // pump reads the program's output. Each read, and the handling of what
 // it got, happen under o.reading, so that a drain never runs between a
 // read and the sending of what it got.
-func (o *output) pump() {
+func (o *Output) pump() {
 	rc, err := o.term.master.SyscallConn()
 	if err != nil {
 		return
@@ -117,7 +128,7 @@ func (o *output) pump() {
 // credit waits until the output in flight is below outputCredit, and says
 // false when the backend closed meanwhile. While it waits the terminal
 // is full rather than quiet, so a line without an end waits too.
-func (o *output) credit() bool {
+func (o *Output) credit() bool {
 	for o.inflight.Load() >= outputCredit {
 		o.mu.Lock()
 		o.held = true
@@ -138,7 +149,7 @@ func (o *output) credit() bool {
 	return true
 }
 
-func (o *output) add(data []byte) {
+func (o *Output) add(data []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.last = time.Now()
@@ -164,7 +175,7 @@ func (o *output) add(data []byte) {
 }
 
 // arm starts the quiet-spell timer for a line without an end. o.mu is held.
-func (o *output) arm() {
+func (o *Output) arm() {
 	if len(o.partial) > 0 && o.timer == nil {
 		o.timer = time.AfterFunc(partialWait, o.quiet)
 	}
@@ -174,7 +185,7 @@ func (o *output) arm() {
 // partialWait since it last gave something, after taking in what is on
 // its way through the terminal; a terminal that is merely unread (the
 // pump waits for credit) is not quiet.
-func (o *output) quiet() {
+func (o *Output) quiet() {
 	o.mu.Lock()
 	held := o.held
 	o.mu.Unlock()
@@ -201,7 +212,7 @@ func (o *output) quiet() {
 
 // busy says whether the terminal's quiet may be only apparent: output
 // waits unread in it, or a thread of the program is runnable.
-func (o *output) busy() bool {
+func (o *Output) busy() bool {
 	if o.term != nil {
 		var unread int
 		control(o.term.master, func(fd int) (err error) {
@@ -212,9 +223,7 @@ func (o *output) busy() bool {
 			return true
 		}
 	}
-	o.b.mu.Lock()
-	pid := o.b.pid
-	o.b.mu.Unlock()
+	pid := o.sink.PID()
 	return pid > 0 && runnable(pid)
 }
 
@@ -226,7 +235,7 @@ func runnable(pid int) bool {
 		return false
 	}
 	for _, t := range tasks {
-		if fields := statFields(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name())); len(fields) > 0 && fields[0] == "R" {
+		if fields := StatFields(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name())); len(fields) > 0 && fields[0] == "R" {
 			return true
 		}
 	}
@@ -234,7 +243,7 @@ func runnable(pid int) bool {
 }
 
 // flush sends the line without an end at once.
-func (o *output) flush() {
+func (o *Output) flush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.timer != nil {
@@ -250,17 +259,17 @@ func (o *output) flush() {
 // send emits one piece of output. o.mu is held, which keeps pieces in
 // order. The credit it takes comes back when the node has passed it on,
 // or at once when it was not sent.
-func (o *output) send(text []byte) {
+func (o *Output) send(text []byte) {
 	n := int64(len(text))
 	o.inflight.Add(n)
 	ev := backend.Event{Op: wire.EventOutput, Body: wire.MustEncode(wire.Output{Stream: "tty", Text: string(text)}),
 		Sent: func() { o.release(n) }}
-	if !o.b.send(ev) {
+	if !o.sink.Send(ev) {
 		o.release(n)
 	}
 }
 
-func (o *output) release(n int64) {
+func (o *Output) release(n int64) {
 	o.inflight.Add(-n)
 	select {
 	case o.freed <- struct{}{}:
@@ -268,12 +277,12 @@ func (o *output) release(n int64) {
 	}
 }
 
-// drain takes in and sends what the program wrote before it stopped or
+// Drain takes in and sends what the program wrote before it stopped or
 // ended, so that its output comes before the news of the stop. It takes
 // no credit: what a stopped program left in its terminal is bounded by
 // the terminal's buffer, and the stop must not wait for the tree to take
 // it.
-func (o *output) drain() {
+func (o *Output) Drain() {
 	if o == nil {
 		return
 	}
@@ -286,7 +295,7 @@ func (o *output) drain() {
 // where TIOCINQ would count them (a busy node's kernel pushes them
 // through later): a read of the master pushes them through first, so
 // pull reads until the terminal says there is nothing more.
-func (o *output) pull() {
+func (o *Output) pull() {
 	if o.term == nil {
 		return
 	}

@@ -1,0 +1,234 @@
+// Package lazy is the backend of a rank that starts its gdb only when a
+// command needs one. Until then it runs the program itself (on a
+// terminal of its own, package program), or takes over a process of a
+// running job by its pid, and answers from the outside: where and sample
+// take native stack snapshots (package stackwalk) of the running or
+// stopped process, which keeps running or stays stopped; status reads
+// /proc; halt and continue send SIGSTOP and SIGCONT; kill sends SIGKILL.
+//
+// The first other command (break, print, step, …) hands the rank to a
+// gdbmi.Backend: a program loaded and not running is loaded into gdb, so
+// that breakpoints set before run work as they always did; a process
+// that runs or is stopped is attached to, stopped, and, once the command
+// has run, let go on if it was running. From then on gdb answers
+// everything, as with an eager server; the program's output keeps coming
+// through the terminal it was started on.
+package lazy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/backend/program"
+	"github.com/sdm-hpc/sdm/internal/fifo"
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/stackwalk"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Backend is one rank's lazy debugger. mu guards the fields below it.
+// Commands run one at a time on the worker, in the order they came, as
+// they would in gdb; status and halt run at once on the caller's
+// goroutine.
+type Backend struct {
+	cfg     backend.Config
+	sampler *stackwalk.Sampler
+	gdb     *gdbmi.Backend // started (its gdb) at the hand-over only
+	events  chan backend.Event
+	queue   *fifo.Queue[job]
+	wg      sync.WaitGroup
+	// sampling is held by a sample: two at once would both seize the
+	// process, and one would be refused.
+	sampling sync.Mutex
+
+	mu      sync.Mutex
+	handed  bool        // gdb answers every command from now on
+	loaded  *wire.Start // the program start loaded, not yet given to gdb
+	proc    *process    // the rank's process while it is not gdb's
+	state   wire.State
+	term    *program.Terminal
+	out     *program.Output
+	closed  bool
+	stopped chan struct{} // closed by Close, for the waits of the helpers
+}
+
+// ErrClosed answers commands that arrive after Close.
+var ErrClosed = errors.New("debugger closed")
+
+// New returns the lazy backend of rank cfg.Rank; sampler is the server's,
+// whose module cache serves every sample it takes.
+func New(cfg backend.Config, sampler *stackwalk.Sampler) *Backend {
+	b := &Backend{
+		cfg:     cfg,
+		sampler: sampler,
+		gdb:     gdbmi.New(cfg),
+		events:  make(chan backend.Event, 256),
+		queue:   fifo.New[job](),
+		state:   wire.State{State: wire.StateNotStarted},
+		stopped: make(chan struct{}),
+	}
+	b.wg.Add(2)
+	go func() {
+		defer b.wg.Done()
+		for ev := range b.gdb.Events() {
+			b.events <- ev
+		}
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.work()
+	}()
+	return b
+}
+
+// job is a command waiting for the worker.
+type job struct {
+	ctx  context.Context
+	op   string
+	body []byte
+	call backend.Call
+	done func([]byte, error)
+}
+
+// Events implements backend.Backend.
+func (b *Backend) Events() <-chan backend.Event { return b.events }
+
+// Do implements backend.Backend.
+func (b *Backend) Do(ctx context.Context, op string, body []byte, done func([]byte, error)) {
+	call, err := backend.Decode(op, body)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	b.mu.Lock()
+	handed := b.handed
+	b.mu.Unlock()
+	switch {
+	case (op == wire.OpStatus || op == wire.OpHalt) && handed:
+		b.gdb.Do(ctx, op, body, done)
+	case op == wire.OpStatus || op == wire.OpHalt:
+		done(call(ctx, b.native()))
+	case !b.queue.Push(job{ctx: ctx, op: op, body: body, call: call, done: done}):
+		done(nil, ErrClosed)
+	}
+}
+
+func (b *Backend) work() {
+	for {
+		j, err := b.queue.Pop(context.Background())
+		if err != nil {
+			return // closed
+		}
+		if err := j.ctx.Err(); err != nil {
+			j.done(nil, err)
+			continue
+		}
+		b.mu.Lock()
+		handed := b.handed
+		b.mu.Unlock()
+		switch {
+		case handed:
+			b.gdb.Do(j.ctx, j.op, j.body, j.done)
+		case !needsGDB(j):
+			j.done(j.call(j.ctx, b.native()))
+		default:
+			b.handOver(j)
+		}
+	}
+}
+
+// needsGDB says whether j is a command only gdb answers: one not in
+// withoutGDB, or a backtrace with the frames' locals.
+func needsGDB(j job) bool {
+	if j.op == wire.OpBacktrace {
+		bt, err := op.Backtrace.DecodeBody(j.body)
+		return err != nil || bt.Full
+	}
+	return !withoutGDB[j.op]
+}
+
+// withoutGDB are the ops answered without gdb until the hand-over. dlopen
+// is gdbmi's, which keeps the setting without a gdb.
+var withoutGDB = map[string]bool{
+	wire.OpStart: true, wire.OpRun: true, wire.OpCont: true, wire.OpKill: true,
+	wire.OpAttach: true, wire.OpDetach: true, wire.OpWhere: true, wire.OpSample: true,
+	wire.OpDlopen: true,
+}
+
+// Close ends the rank's process where the session owns it (one it
+// started, or one attached to be killed with the session) and lets any
+// other go on, ends gdb if it was started, and stops the backend; Events
+// is closed once everything has stopped.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.stopped)
+	p, handed, out, term := b.proc, b.handed, b.out, b.term
+	b.mu.Unlock()
+	for _, j := range b.queue.Abandon() {
+		j.done(nil, ErrClosed)
+	}
+	if p != nil && !handed {
+		b.mu.Lock()
+		held := p.held
+		b.mu.Unlock()
+		p.release(held)
+	}
+	b.gdb.Close()
+	out.Stop()
+	if term != nil {
+		term.Close()
+	}
+	if p != nil {
+		p.unwatch()
+	}
+	b.wg.Wait()
+	close(b.events)
+	return nil
+}
+
+// Send implements program.Sink: the program's output goes up as any
+// event does, unless the backend is closing.
+func (b *Backend) Send(ev backend.Event) bool {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if !closed {
+		b.events <- ev
+	}
+	return !closed
+}
+
+// PID implements program.Sink.
+func (b *Backend) PID() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.proc == nil {
+		return 0
+	}
+	return b.proc.pid
+}
+
+// emit sends news of the process up, then makes st the state, so that
+// an answer saying st comes after the news.
+func (b *Backend) emit(op string, st wire.State) {
+	b.Send(backend.Event{Op: op, Body: wire.MustEncode(st)})
+	b.mu.Lock()
+	b.state = st
+	b.mu.Unlock()
+}
+
+// rankErr names the rank in an error a user reads among many ranks'.
+func (b *Backend) rankErr(format string, a ...any) error {
+	return fmt.Errorf("rank %d: %s", b.cfg.Rank, fmt.Sprintf(format, a...))
+}
+
+var _ backend.Backend = (*Backend)(nil)

@@ -1,0 +1,178 @@
+package lazy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/stackwalk"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+func newBackend(t *testing.T) *Backend {
+	t.Helper()
+	b := New(backend.Config{Rank: 0, Size: 1}, stackwalk.NewSampler())
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// do runs op on b and decodes its answer into A.
+func do[B, A any](t *testing.T, b *Backend, o op.Def[B, A], body B) (A, error) {
+	t.Helper()
+	var a A
+	enc := o.Body(body)
+	got := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.Do(ctx, o.Name, enc, func(answer []byte, err error) {
+		if err == nil {
+			a, err = o.DecodeAnswer(answer)
+		}
+		got <- err
+	})
+	select {
+	case err := <-got:
+		return a, err
+	case <-ctx.Done():
+		t.Fatalf("%s: no answer within 30 s", o.Name)
+	}
+	return a, nil
+}
+
+// event waits for the next event named name, skipping output.
+func event(t *testing.T, b *Backend, name string) wire.State {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-b.Events():
+			if ev.Sent != nil {
+				ev.Sent()
+			}
+			if ev.Op != name {
+				continue
+			}
+			var st wire.State
+			if err := wire.Decode(ev.Body, &st); err != nil {
+				t.Fatal(err)
+			}
+			return st
+		case <-deadline:
+			t.Fatalf("no %s event within 30 s", name)
+		}
+	}
+}
+
+// A program run without gdb is sampled running, halted with SIGSTOP,
+// sampled stopped, continued and killed; no gdb starts on the way.
+func TestRunSampleHaltKill(t *testing.T) {
+	bin := testenv.Examples(t)
+	b := newBackend(t)
+	if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"60"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := do(t, b, op.Run, op.None{}); err != nil || st.State != wire.StateRunning {
+		t.Fatalf("run: %+v %v", st, err)
+	}
+	tree, err := do(t, b, op.Sample, wire.Sample{Count: 3, Interval: 20 * time.Millisecond})
+	if err != nil || tree.Samples != 3 || len(tree.Roots) == 0 || tree.Roots[0].Frame.Func != "main" {
+		t.Fatalf("sample: %+v %v", tree, err)
+	}
+	if _, err := do(t, b, op.Halt, op.None{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := event(t, b, wire.EventStopped); st.Signal != "SIGSTOP" || st.Frame.Func == "" {
+		t.Fatalf("stop: %+v", st)
+	}
+	st, err := do(t, b, op.Where, op.None{})
+	if err != nil || len(st.Frames) < 2 || st.Frames[len(st.Frames)-1].Func != "main" {
+		t.Fatalf("where on the stopped process: %+v %v", st, err)
+	}
+	if s, err := do(t, b, op.Continue, op.None{}); err != nil || s.State != wire.StateRunning {
+		t.Fatalf("continue: %+v %v", s, err)
+	}
+	if s, err := do(t, b, op.Kill, op.None{}); err != nil || s.Reason != "killed" {
+		t.Fatalf("kill: %+v %v", s, err)
+	}
+	if _, err := do(t, b, op.Where, op.None{}); err == nil || !strings.Contains(err.Error(), "not being run") {
+		t.Fatalf("where after kill: %v", err)
+	}
+	b.mu.Lock()
+	handed := b.handed
+	b.mu.Unlock()
+	if handed {
+		t.Fatal("gdb was started")
+	}
+}
+
+// A process that is gone, and one that never was, are clear errors
+// naming the rank and the process.
+func TestAttachGone(t *testing.T) {
+	b := newBackend(t)
+	cmd := testenv.Command(t, "true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := do(t, b, op.Attach, wire.Attach{Pids: []int{cmd.Process.Pid}})
+	if err == nil || !strings.Contains(err.Error(), "rank 0") || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("attach to an exited process: %v", err)
+	}
+	if _, err := do(t, b, op.Attach, wire.Attach{Pids: []int{}}); err == nil || !strings.Contains(err.Error(), "none for rank 0") {
+		t.Fatalf("attach without a pid for the rank: %v", err)
+	}
+}
+
+// A process of a running job is taken by pid, sampled while it runs,
+// and let go on by detach; it never stops.
+func TestAttachSampleDetach(t *testing.T) {
+	bin := testenv.Examples(t)
+	cmd := testenv.Command(t, filepath.Join(bin, "plain"), "60")
+	cmd.Env = append(os.Environ(), "SDM_RANK=0", "SDM_SIZE=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t)
+	at, err := do(t, b, op.Attach, wire.Attach{Pids: []int{cmd.Process.Pid}})
+	if err != nil || at.State.State != wire.StateRunning {
+		t.Fatalf("attach: %+v %v", at, err)
+	}
+	st, err := do(t, b, op.Where, op.None{})
+	if err != nil || len(st.Frames) == 0 {
+		t.Fatalf("where: %+v %v", st, err)
+	}
+	if s, err := do(t, b, op.Detach, op.None{}); err != nil || s.State != wire.StateDetached {
+		t.Fatalf("detach: %+v %v", s, err)
+	}
+	if stoppedBySignal(cmd.Process.Pid) {
+		t.Fatal("the process is stopped after the detach")
+	}
+}
+
+// A break before run needs gdb then: the program is loaded into it, and
+// run under it stops at the breakpoint.
+func TestBreakBeforeRun(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	b := newBackend(t)
+	if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(bin, "plain")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do(t, b, op.Break, wire.Break{Location: "compute"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do(t, b, op.Run, op.None{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := event(t, b, wire.EventStopped); st.Breakpoint != 1 || st.Frame.Func != "compute" {
+		t.Fatalf("stop: %+v, want breakpoint 1 in compute", st)
+	}
+	if st, err := do(t, b, op.Where, op.None{}); err != nil || st.Frames[0].Func != "compute" {
+		t.Fatalf("where under gdb: %+v %v", st, err)
+	}
+}

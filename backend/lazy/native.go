@@ -1,0 +1,308 @@
+package lazy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/program"
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// native answers the ops a rank needs no gdb for (withoutGDB, status and
+// halt), before the hand-over; the others never reach it.
+type native struct {
+	backend.Unsupported
+	b *Backend
+}
+
+func (b *Backend) native() native {
+	return native{Unsupported: backend.Unsupported{Backend: "lazy, before gdb"}, b: b}
+}
+
+var _ backend.Ops = native{}
+
+// Start implements backend.Ops: the program is found and kept, for run
+// or for gdb.
+func (n native) Start(_ context.Context, st wire.Start) (wire.State, error) {
+	b := n.b
+	if _, err := program.Find(st.Program, st.Dir); err != nil {
+		return wire.State{}, err
+	}
+	for _, kv := range st.Env {
+		if !containsEq(kv) {
+			return wire.State{}, fmt.Errorf("environment entry %q is not NAME=VALUE", kv)
+		}
+	}
+	st.Args, st.Env = append([]string(nil), st.Args...), append([]string(nil), st.Env...)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.loaded = &st
+	if b.proc == nil {
+		b.state = wire.State{State: wire.StateNotStarted, Reason: "loaded"}
+	}
+	return b.state, nil
+}
+
+func containsEq(kv string) bool {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return true
+		}
+	}
+	return false
+}
+
+// Run implements backend.Ops: a process of the loaded program starts on
+// the rank's terminal; one still there from before is killed first, as
+// gdb's run does.
+func (n native) Run(ctx context.Context) (wire.State, error) {
+	b := n.b
+	b.mu.Lock()
+	loaded, p := b.loaded, b.proc
+	b.mu.Unlock()
+	if p != nil && p.cmd == nil {
+		return n.Continue(ctx) // a process of a running job: run it on
+	}
+	if loaded == nil {
+		return wire.State{}, errors.New("no program loaded (start one first)")
+	}
+	if p != nil {
+		if _, err := n.Kill(ctx); err != nil {
+			return wire.State{}, err
+		}
+	}
+	p, err := b.startProcess(*loaded)
+	if err != nil {
+		return wire.State{}, err
+	}
+	st := wire.State{State: wire.StateRunning}
+	b.mu.Lock()
+	b.state = st
+	b.mu.Unlock()
+	return st, nil
+}
+
+// Status implements backend.Ops: the state as the backend left it, or
+// stopped when /proc says a signal from outside (not a halt) stopped the
+// process meanwhile.
+func (n native) Status(context.Context) (wire.State, error) {
+	b := n.b
+	b.mu.Lock()
+	st, p := b.state, b.proc
+	// A halt's stop is told by its event, which status must not overtake.
+	halting := p != nil && p.held
+	b.mu.Unlock()
+	if p != nil && !halting && st.State == wire.StateRunning && stoppedBySignal(p.pid) {
+		return wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGSTOP"}, nil
+	}
+	return st, nil
+}
+
+// Halt implements backend.Ops: SIGSTOP stops every thread of the
+// process, which then stays stopped without a debugger; the stop arrives
+// as an event, with the main thread's innermost frame, once the process
+// has stopped.
+func (n native) Halt(ctx context.Context) (wire.State, error) {
+	b := n.b
+	b.mu.Lock()
+	st, p := b.state, b.proc
+	if p == nil || st.State != wire.StateRunning {
+		b.mu.Unlock()
+		return st, nil
+	}
+	p.held = true
+	b.mu.Unlock()
+	if err := p.signal(unix.SIGSTOP); err != nil {
+		return wire.State{}, b.rankErr("%v", err)
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.announceStop(context.WithoutCancel(ctx), p)
+	}()
+	return st, nil
+}
+
+// announceStop tells of the stop of p that a SIGSTOP makes, once it has
+// happened.
+func (b *Backend) announceStop(ctx context.Context, p *process) {
+	if err := b.waitStopped(ctx, p); err != nil {
+		if !errors.Is(err, ErrClosed) {
+			b.Send(backend.Event{Op: wire.EventWarning, Body: wire.MustEncode(b.rankErr("halt: %v", err).Error())})
+		}
+		return
+	}
+	st := wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGSTOP"}
+	if stack, err := b.where(ctx, p); err == nil && len(stack.Frames) > 0 {
+		st.Frame = stack.Frames[0]
+	}
+	b.mu.Lock()
+	still := b.proc == p && !b.handed && !b.closed
+	out := b.out
+	b.mu.Unlock()
+	if still {
+		out.Drain()
+		b.emit(wire.EventStopped, st)
+	}
+}
+
+// Continue implements backend.Ops: SIGCONT lets a stopped process go on.
+func (n native) Continue(context.Context) (wire.State, error) {
+	b := n.b
+	b.mu.Lock()
+	st, p := b.state, b.proc
+	b.mu.Unlock()
+	if p == nil {
+		return wire.State{}, errors.New("the program is not being run")
+	}
+	if st.State == wire.StateRunning && !stoppedBySignal(p.pid) {
+		return wire.State{}, errors.New("the process is running already")
+	}
+	if err := p.signal(unix.SIGCONT); err != nil {
+		return wire.State{}, b.rankErr("%v", err)
+	}
+	st = wire.State{State: wire.StateRunning}
+	b.mu.Lock()
+	p.held = false
+	b.state = st
+	b.mu.Unlock()
+	return st, nil
+}
+
+// Kill implements backend.Ops: SIGKILL ends the process, whose end is
+// this command's news.
+func (n native) Kill(ctx context.Context) (wire.State, error) {
+	b := n.b
+	b.mu.Lock()
+	p := b.proc
+	b.mu.Unlock()
+	if p == nil {
+		return wire.State{}, errors.New("the program is not being run")
+	}
+	b.mu.Lock()
+	p.killed = true
+	b.mu.Unlock()
+	if err := p.signal(unix.SIGKILL); err != nil {
+		return wire.State{}, b.rankErr("%v", err)
+	}
+	select {
+	case <-p.ended:
+	case <-ctx.Done():
+		return wire.State{}, b.rankErr("process %d: waiting for its end after SIGKILL: %v", p.pid, ctx.Err())
+	case <-b.stopped:
+		return wire.State{}, ErrClosed
+	}
+	st := wire.State{State: wire.StateExited, Reason: "killed"}
+	b.emit(wire.EventExited, st)
+	return st, nil
+}
+
+// Attach implements backend.Ops: the rank's process of a running job
+// becomes the rank's, without gdb, stopped (SIGSTOP) when asked. A job
+// the session launched (Kill) or acquired before main is handed to gdb at
+// once: its ranks may wait at MPIR_debug_gate, which gdb opens, and only
+// gdb can run them to main.
+func (n native) Attach(ctx context.Context, a wire.Attach) (wire.Attached, error) {
+	b := n.b
+	rank := b.cfg.Rank
+	if rank >= len(a.Pids) {
+		return wire.Attached{}, fmt.Errorf("the job's table has %d processes, none for rank %d", len(a.Pids), rank)
+	}
+	pid := a.Pids[rank]
+	if pid <= 0 {
+		st := wire.State{State: wire.StateNone}
+		b.mu.Lock()
+		b.state = st
+		b.mu.Unlock()
+		return wire.Attached{State: st}, nil
+	}
+	b.mu.Lock()
+	busy := b.proc != nil
+	b.mu.Unlock()
+	if busy {
+		return wire.Attached{}, errors.New("this rank debugs a process already")
+	}
+	if a.PreMain || a.Kill {
+		return b.attachByGDB(ctx, a)
+	}
+	p, err := b.watch(pid, nil, a.Kill)
+	if err != nil {
+		return wire.Attached{}, err
+	}
+	st := wire.State{State: wire.StateRunning}
+	if a.Stop || stoppedBySignal(pid) {
+		if !stoppedBySignal(pid) {
+			b.mu.Lock()
+			p.held = true
+			b.mu.Unlock()
+			if err := p.signal(unix.SIGSTOP); err != nil {
+				return wire.Attached{}, b.rankErr("%v", err)
+			}
+			if err := b.waitStopped(ctx, p); err != nil {
+				return wire.Attached{}, b.rankErr("%v", err)
+			}
+		}
+		st = wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGSTOP"}
+		if stack, err := b.where(ctx, p); err == nil && len(stack.Frames) > 0 {
+			st.Frame = stack.Frames[0]
+		}
+	}
+	b.mu.Lock()
+	b.state = st
+	b.mu.Unlock()
+	return wire.Attached{State: st}, nil
+}
+
+// attachByGDB hands the rank to gdb with the attach itself.
+func (b *Backend) attachByGDB(ctx context.Context, a wire.Attach) (wire.Attached, error) {
+	b.mu.Lock()
+	b.handed = true
+	b.mu.Unlock()
+	answer, err := b.viaGDB(ctx, op.Attach.Name, wire.MustEncode(a))
+	if err != nil {
+		return wire.Attached{}, err
+	}
+	var at wire.Attached
+	return at, wire.Decode(answer, &at)
+}
+
+// Detach implements backend.Ops: a process of a running job goes on
+// without the session (a halt is undone).
+func (n native) Detach(context.Context) (wire.State, error) {
+	b := n.b
+	b.mu.Lock()
+	p := b.proc
+	b.mu.Unlock()
+	if p == nil || p.cmd != nil {
+		return wire.State{}, errors.New("detach: no process attached (kill or quit end a program the debugger started)")
+	}
+	b.mu.Lock()
+	held := p.held
+	b.proc = nil
+	b.mu.Unlock()
+	if held {
+		p.signal(unix.SIGCONT)
+	}
+	p.unwatch()
+	st := wire.State{State: wire.StateDetached}
+	b.mu.Lock()
+	b.state = st
+	b.mu.Unlock()
+	return st, nil
+}
+
+// Dlopen implements backend.Ops: the setting is gdbmi's, which keeps it
+// without a gdb until one starts.
+func (n native) Dlopen(ctx context.Context, d wire.Dlopen) (wire.Dlopen, error) {
+	answer, err := n.b.viaGDB(ctx, op.Dlopen.Name, wire.MustEncode(d))
+	if err != nil {
+		return wire.Dlopen{}, err
+	}
+	var got wire.Dlopen
+	return got, wire.Decode(answer, &got)
+}

@@ -1,0 +1,213 @@
+package lazy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/sdm-hpc/sdm/stackwalk"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Where implements backend.Ops: the main thread's stack, sampled; the
+// process keeps running, or stays stopped.
+func (n native) Where(ctx context.Context) (wire.Stack, error) {
+	p, err := n.b.process()
+	if err != nil {
+		return wire.Stack{}, err
+	}
+	return n.b.where(ctx, p)
+}
+
+// Backtrace implements backend.Ops for a backtrace without locals (one
+// with them goes to gdb): the sampled main thread's frames, without the
+// arguments, which only gdb reads.
+func (n native) Backtrace(ctx context.Context, bt wire.Backtrace) (wire.Trace, error) {
+	st, err := n.Where(ctx)
+	if err != nil {
+		return wire.Trace{}, err
+	}
+	var tr wire.Trace
+	for i, f := range st.Frames {
+		tr.Levels = append(tr.Levels, wire.Level{Level: i, Frame: f})
+	}
+	switch {
+	case bt.Limit > 0 && len(tr.Levels) > bt.Limit:
+		tr.Levels, tr.More = tr.Levels[:bt.Limit], true
+	case bt.Limit < 0 && len(tr.Levels) > -bt.Limit:
+		tr.Levels = tr.Levels[len(tr.Levels)+bt.Limit:]
+	}
+	return tr, nil
+}
+
+// where samples p's main thread (whose thread id is the process id).
+func (b *Backend) where(ctx context.Context, p *process) (wire.Stack, error) {
+	snap, err := b.sample(ctx, p)
+	if err != nil {
+		return wire.Stack{}, err
+	}
+	for _, t := range snap.Threads {
+		if t.TID == p.pid {
+			return wire.Stack{Frames: frames(t.Frames)}, nil
+		}
+	}
+	return wire.Stack{}, b.rankErr("process %d: its main thread has exited", p.pid)
+}
+
+// Sample implements backend.Ops: s.Count samples of every thread,
+// s.Interval apart; the rank moved when its stacks differ from one
+// sample to the next.
+func (n native) Sample(ctx context.Context, s wire.Sample) (wire.CallTree, error) {
+	b := n.b
+	p, err := b.process()
+	if err != nil {
+		return wire.CallTree{}, err
+	}
+	count := max(s.Count, 1)
+	var tree wire.CallTree
+	var last [][]wire.Frame
+	for i := range count {
+		if i > 0 {
+			if err := b.pause(ctx, s.Interval); err != nil {
+				return wire.CallTree{}, err
+			}
+		}
+		snap, err := b.sample(ctx, p)
+		if err != nil {
+			return wire.CallTree{}, err
+		}
+		var stacks [][]wire.Frame
+		for _, t := range snap.Threads {
+			f := frames(t.Frames)
+			tree.AddStack(b.cfg.Rank, f)
+			stacks = append(stacks, f)
+		}
+		if i > 0 && !slices.EqualFunc(last, stacks, slices.Equal) {
+			tree.Moved = wire.Single(b.cfg.Rank)
+		}
+		last = stacks
+		tree.Samples = i + 1
+	}
+	tree.Sort()
+	return tree, nil
+}
+
+// pause waits d between two samples.
+func (b *Backend) pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.stopped:
+		return ErrClosed
+	}
+}
+
+// process is the rank's process, or why there is none.
+func (b *Backend) process() (*process, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.proc == nil {
+		if b.state.State == wire.StateExited {
+			return nil, errors.New("the program is not being run (it has exited)")
+		}
+		return nil, errors.New("the program is not being run")
+	}
+	return b.proc, nil
+}
+
+// sample takes one snapshot of p; the sampler's errors already name the
+// process and say why.
+func (b *Backend) sample(ctx context.Context, p *process) (stackwalk.Snapshot, error) {
+	b.sampling.Lock()
+	defer b.sampling.Unlock()
+	snap, err := b.sampler.Sample(ctx, p.pid)
+	if err != nil {
+		return snap, b.rankErr("stack sample: %v", err)
+	}
+	return snap, nil
+}
+
+// frames converts a sampled stack to the wire's frames, cut after main
+// as gdb cuts a backtrace (the C library's start-up code is the same in
+// every rank), so that sampled stacks merge with gdb's.
+func frames(fs []stackwalk.Frame) []wire.Frame {
+	out := make([]wire.Frame, 0, len(fs))
+	for _, f := range fs {
+		w := wire.Frame{Func: f.Function, File: f.File, Line: f.Line}
+		if w.Func == "" {
+			w.Func = "??"
+		}
+		if w.File == "" && f.Module != "" {
+			w.From = filepath.Base(f.Module)
+		}
+		out = append(out, w)
+		if f.Function == "main" && !f.Inlined {
+			break
+		}
+	}
+	return out
+}
+
+// viaGDB runs an op on gdbmi's backend and waits for its answer.
+func (b *Backend) viaGDB(ctx context.Context, op string, body []byte) ([]byte, error) {
+	type result struct {
+		answer []byte
+		err    error
+	}
+	got := make(chan result, 1)
+	b.gdb.Do(ctx, op, body, func(answer []byte, err error) { got <- result{answer, err} })
+	select {
+	case r := <-got:
+		return r.answer, r.err
+	case <-b.stopped:
+		return nil, ErrClosed
+	}
+}
+
+// handOver gives the rank to gdb for j, the first command that needs it:
+// a loaded program is loaded into gdb; a process is attached to, stopped
+// for j, and let go on after it when it ran before (unless j resumes or
+// ends it itself).
+func (b *Backend) handOver(j job) {
+	b.mu.Lock()
+	p, loaded, st := b.proc, b.loaded, b.state
+	b.mu.Unlock()
+	var err error
+	switch {
+	case p != nil:
+		pids := make([]int, b.cfg.Rank+1)
+		pids[b.cfg.Rank] = p.pid
+		_, err = b.viaGDB(j.ctx, wire.OpAttach, wire.MustEncode(wire.Attach{Pids: pids, Stop: true, Kill: p.kill}))
+	case loaded != nil:
+		_, err = b.viaGDB(j.ctx, wire.OpStart, wire.MustEncode(*loaded))
+	}
+	if err != nil {
+		j.done(nil, fmt.Errorf("start gdb for %s: %w", j.op, err))
+		return
+	}
+	b.mu.Lock()
+	b.handed = true
+	b.mu.Unlock()
+	if p == nil || st.State != wire.StateRunning || resumes[j.op] {
+		b.gdb.Do(j.ctx, j.op, j.body, j.done)
+		return
+	}
+	answer, err := b.viaGDB(j.ctx, j.op, j.body)
+	if _, cerr := b.viaGDB(context.WithoutCancel(j.ctx), wire.OpCont, nil); cerr != nil && err == nil {
+		err = fmt.Errorf("%s done, but the process did not go on: %w", j.op, cerr)
+	}
+	j.done(answer, err)
+}
+
+// resumes are the ops that set the process going, or end it, themselves.
+var resumes = map[string]bool{
+	wire.OpCont: true, wire.OpStep: true, wire.OpNext: true, wire.OpFinish: true,
+	wire.OpKill: true, wire.OpDetach: true, wire.OpRun: true,
+}

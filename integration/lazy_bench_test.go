@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/console"
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// BenchmarkStacksRunning64 is the merged stacks tree of 64 running ranks
+// on the local launcher, at the front end, for two programs: hang (each
+// rank a one-rank MPI job of its own that computes for ever: 64 processes
+// that want the CPU) and plain 600 (64 ranks that wait, in usleep). Lazy
+// servers
+// sample the running ranks (after a first stacks, of halted ranks, that
+// read the modules);
+// eager ones need what a user of gdb does: halt, wait for every stop,
+// where, continue.
+func BenchmarkStacksRunning64(b *testing.B) {
+	testenv.RequireTool(b, "gdb")
+	bin := testenv.Examples(b)
+	const n = 64
+	all := wire.All(n)
+	programs := []struct {
+		name  string
+		args  []string
+		ready string // what each rank writes once it is where it stays
+	}{{"hang", nil, "computing"}, {"plain", []string{"600"}, "hello"}}
+	for _, prog := range programs {
+		for _, start := range []backend.GDBStart{backend.Lazy, backend.Eager} {
+			b.Run(prog.name+"/"+string(start), func(b *testing.B) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: start, SDM: sdmBin, ConnectTimeout: 2 * time.Minute})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.End(30 * time.Second)
+				body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, prog.name), Args: prog.args})
+				for _, c := range []struct {
+					op   string
+					body []byte
+				}{{wire.OpStart, body}, {wire.OpRun, nil}} {
+					if g, err := s.Command(ctx, all, c.op, c.body, 2*time.Minute); err != nil || !okRanks(g).Equal(all) {
+						b.Fatalf("%s: %s %v", c.op, describe(g), err)
+					}
+				}
+				stacks := func(warm bool) {
+					if start == backend.Eager || warm {
+						haltAll(ctx, b, s, all)
+					}
+					groups, err := s.Command(ctx, all, wire.OpWhere, nil, 3*time.Minute)
+					if err != nil || !okRanks(groups).Equal(all) {
+						b.Fatalf("where: %s %v", describe(groups), err)
+					}
+					if _, err := console.BuildStackTree(groups); err != nil {
+						b.Fatal(err)
+					}
+					if start == backend.Eager || warm {
+						if g, err := s.Command(ctx, all, wire.OpCont, nil, time.Minute); err != nil || !okRanks(g).Equal(all) {
+							b.Fatalf("continue: %s %v", describe(g), err)
+						}
+					}
+				}
+				wrote(ctx, b, s, all, prog.ready)
+				// The servers read the modules (gdb its symbols) once, while
+				// the ranks, stopped, leave them the CPUs.
+				stacks(true)
+				for b.Loop() {
+					stacks(false)
+				}
+				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms-stacks")
+			})
+		}
+	}
+}
+
+// haltAll halts the ranks and waits for every one's stop.
+func haltAll(ctx context.Context, b *testing.B, s *launcher.Session, ranks wire.RankSet) {
+	if _, err := s.Command(ctx, ranks, wire.OpHalt, nil, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	var stopped wire.RankSet
+	for !stopped.Equal(ranks) {
+		ev, err := s.NextEvent(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ev.Op == wire.EventStopped {
+			stopped = stopped.Union(ev.Group.Ranks)
+		}
+	}
+}
+
+// wrote waits until every rank has written what, which the program
+// writes once it is where it stays.
+func wrote(ctx context.Context, b *testing.B, s *launcher.Session, ranks wire.RankSet, what string) {
+	var said wire.RankSet
+	for !said.Equal(ranks) {
+		ev, err := s.NextEvent(ctx)
+		if err != nil {
+			b.Fatalf("waiting for the ranks to write %q (%s did): %v", what, said, err)
+		}
+		var o wire.Output
+		if ev.Op == wire.EventOutput && wire.Decode(ev.Group.Body, &o) == nil && strings.Contains(o.Text, what) {
+			said = said.Union(ev.Group.Ranks)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/program"
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// gdbsOf counts the gdb processes of the session in dir: every process
+// of a session carries it in its environment.
+func gdbsOf(t testing.TB, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := []byte(launcher.SessionEnv + "=" + dir + "\x00")
+	n := 0
+	for _, e := range entries {
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "gdb" {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(env, mark) {
+			n++
+		}
+	}
+	return n
+}
+
+// decoded are the bodies of the groups that answered well.
+func decoded[T any](t *testing.T, groups []wire.Group) []T {
+	t.Helper()
+	var out []T
+	for _, g := range groups {
+		if g.Status != wire.StatusOK {
+			continue
+		}
+		var v T
+		if err := wire.Decode(g.Body, &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// lazyPlain launches n lazy rank servers on the local launcher and runs
+// examples/plain in each (it sleeps secs seconds before it ends).
+func lazyPlain(ctx context.Context, t *testing.T, n int, secs string) *launcher.Session {
+	t.Helper()
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: backend.GDB, GDB: backend.Lazy, SDM: sdmBin, ConnectTimeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.End(30 * time.Second) })
+	all := wire.All(n)
+	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{secs}})
+	if g := command(t, s.Command, all, wire.OpStart, body); !okRanks(g).Equal(all) {
+		t.Fatalf("start: %s", describe(g))
+	}
+	if g := command(t, s.Command, all, wire.OpRun, nil); !okRanks(g).Equal(all) {
+		t.Fatalf("run: %s", describe(g))
+	}
+	return s
+}
+
+// 256 ranks started and sampled without a single gdb; a break on some
+// ranks starts one gdb for each of them, which attaches to the running
+// process, plants the breakpoint and lets it go on.
+func TestLazyStacksStartNoGDB(t *testing.T) {
+	const n = 256
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := lazyPlain(ctx, t, n, "60")
+	all := wire.All(n)
+	// The first sample of each server reads the program's modules (the C
+	// library's debug file the longest): 256 servers do so on a node's few
+	// cores at once.
+	g, err := s.Command(ctx, all, wire.OpWhere, nil, 3*time.Minute)
+	if err != nil || !okRanks(g).Equal(all) {
+		t.Fatalf("where on running ranks: %s %v", describe(g), err)
+	}
+	for _, st := range decoded[wire.Stack](t, g) {
+		if len(st.Frames) == 0 || st.Frames[len(st.Frames)-1].Func != "main" {
+			t.Fatalf("where on a running rank: %+v, want a stack down to main", st)
+		}
+	}
+	tree := command(t, s.Command, all, wire.OpSample, wire.MustEncode(wire.Sample{Count: 2, Interval: 10 * time.Millisecond}))
+	if !okRanks(tree).Equal(all) {
+		t.Fatalf("sample: %s", describe(tree))
+	}
+	if got := gdbsOf(t, s.Dir); got != 0 {
+		t.Fatalf("%d gdbs after run and stacks, want none", got)
+	}
+	some := wire.Range(0, 3)
+	if g := command(t, s.Command, some, wire.OpBreak, wire.MustEncode(wire.Break{Location: "rest"})); !okRanks(g).Equal(some) {
+		t.Fatalf("break: %s", describe(g))
+	}
+	if got := gdbsOf(t, s.Dir); got != some.Count() {
+		t.Fatalf("%d gdbs after a break on %s, want %d", got, some, some.Count())
+	}
+	// The ranks under gdb run on; the others still answer without one.
+	for _, st := range decoded[wire.State](t, command(t, s.Command, some, wire.OpStatus, nil)) {
+		if st.State != wire.StateRunning {
+			t.Fatalf("status of a rank given to gdb: %+v, want running", st)
+		}
+	}
+	rest := wire.Range(4, n-1)
+	if g := command(t, s.Command, rest, wire.OpWhere, nil); !okRanks(g).Equal(rest) {
+		t.Fatalf("where on the ranks without gdb: %s", describe(g))
+	}
+}
+
+// halt, status, continue and kill without gdb: a halted rank is stopped
+// by SIGSTOP where a sample finds it, and stays so until continue.
+func TestLazySignals(t *testing.T) {
+	const n = 2
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := lazyPlain(ctx, t, n, "60")
+	all := wire.All(n)
+	command(t, s.Command, all, wire.OpHalt, nil)
+	var stopped wire.RankSet
+	for !stopped.Equal(all) {
+		ev, err := s.NextEvent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Op == wire.EventStopped {
+			var st wire.State
+			if err := wire.Decode(ev.Group.Body, &st); err != nil || st.Signal != "SIGSTOP" || st.Frame.Func == "" {
+				t.Fatalf("stop event %+v (%v), want a SIGSTOP with the frame", st, err)
+			}
+			stopped = stopped.Union(ev.Group.Ranks)
+		}
+	}
+	for _, st := range decoded[wire.State](t, command(t, s.Command, all, wire.OpStatus, nil)) {
+		if st.State != wire.StateStopped || st.Signal != "SIGSTOP" {
+			t.Fatalf("status after halt: %+v, want stopped by SIGSTOP", st)
+		}
+	}
+	if g := command(t, s.Command, all, wire.OpCont, nil); !okRanks(g).Equal(all) {
+		t.Fatalf("continue: %s", describe(g))
+	}
+	for _, st := range decoded[wire.State](t, command(t, s.Command, all, wire.OpStatus, nil)) {
+		if st.State != wire.StateRunning {
+			t.Fatalf("status after continue: %+v, want running", st)
+		}
+	}
+	for _, st := range decoded[wire.State](t, command(t, s.Command, all, wire.OpKill, nil)) {
+		if st.State != wire.StateExited || st.Reason != "killed" {
+			t.Fatalf("kill: %+v", st)
+		}
+	}
+	if g := command(t, s.Command, all, wire.OpWhere, nil); okRanks(g).Count() != 0 || !strings.Contains(describe(g), "not being run") {
+		t.Fatalf("where after kill: %s", describe(g))
+	}
+	if got := gdbsOf(t, s.Dir); got != 0 {
+		t.Fatalf("%d gdbs, want none", got)
+	}
+}
+
+// sdm attach to a running Open MPI job samples its running ranks
+// without gdb (the default --gdb lazy): stacks needs no halt, and the
+// ranks run on through it and after the detach.
+func TestAttachLazyOpenMPIRunning(t *testing.T) {
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	const n = 4
+	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
+	p.lines(t, n, "rank ")
+	out, stderr, code := run(t, "", "attach", "--starter", strconv.Itoa(pid), "-e", "stacks", "-e", "status", "-e", "detach")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{"[0-3] attached: running", "[3] compute at ", "hang.c:12 (1 rank)", "[0-3] running", "[0-3] detached"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	for _, rank := range rankPids(t, pid, n) {
+		if f := program.StatFields(fmt.Sprintf("/proc/%d/stat", rank)); len(f) == 0 || f[0] == "T" || f[0] == "t" || f[0] == "Z" {
+			t.Errorf("rank process %d after the detach: state %v, want running", rank, f)
+		}
+	}
+	free(t, append([]int{pid}, rankPids(t, pid, n)...)...)
+}
