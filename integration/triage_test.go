@@ -2,6 +2,8 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -80,7 +82,7 @@ func TestStacksUnderGDBSuggestAttach(t *testing.T) {
 	job, starter := detached(t, nil, filepath.Join(bin, "mpir-starter-partial"), "-n", "4", "--hang")
 	job.lines(t, 1, "started 4 ranks")
 	pid := strconv.Itoa(starter)
-	out, stderr, code := run(t, "", "attach", "--pid", pid, "--stop", "-e", "stacks --samples 2 --interval 10ms")
+	out, stderr, code := run(t, "", "attach", "--gdb", "eager", "--pid", pid, "--stop", "-e", "stacks --samples 2 --interval 10ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
@@ -116,4 +118,32 @@ func TestStacksCommandRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, %q", c.args, code, stderr)
 		}
 	}
+}
+
+// sdm stacks on a running Open MPI job: the tree, the classes and the
+// suggestion come from samples, without gdb, and the ranks run on,
+// untraced, once it ends.
+func TestStacksCommandOnOpenMPI(t *testing.T) {
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	const n = 4
+	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
+	p.lines(t, n, "rank ")
+	out, stderr, code := run(t, "", "stacks", "--pid", strconv.Itoa(pid), "--samples", "2", "--interval", "20ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{"[0-2] PMPI_Recv from libmpi.so", "[3] compute at ", "2 classes, biggest first:\n",
+		"progress over 2 samples", "one rank per class: sdm attach --pid " + strconv.Itoa(pid) + " --ranks 0,3\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	for _, rank := range rankPids(t, pid, n) {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", rank))
+		if err != nil || !strings.Contains(string(status), "\nTracerPid:\t0\n") || strings.Contains(string(status), "\nState:\tT") {
+			t.Errorf("rank process %d after sdm stacks: %v\n%s", rank, err, status)
+		}
+	}
+	free(t, append([]int{pid}, rankPids(t, pid, n)...)...)
 }
