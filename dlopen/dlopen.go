@@ -101,6 +101,13 @@ func (s Setting) Stops(pending bool) bool {
 // is needed for that, since nothing but the breakpoint uses the load.
 func (s Setting) ReadsAtLoad(pending bool) bool { return s.Mode == Auto && pending }
 
+// ReportsLoads says whether the setting reports library loads to the
+// front end (slow, medium, or auto with a list), which only a debugger
+// watching the process sees.
+func (s Setting) ReportsLoads() bool {
+	return s.Mode == Slow || s.Mode == Medium || s.Mode == Auto && !s.Match.Empty()
+}
+
 // WatchesPending says whether what a load does depends on the pending
 // breakpoints (auto mode), which the rank must then keep track of.
 func (s Setting) WatchesPending() bool { return s.Mode == Auto }

@@ -220,3 +220,23 @@ func TestCUDA(t *testing.T) {
 		t.Error("the runtime library is not the driver")
 	}
 }
+
+// Loads are reported, and need a debugger that sees them, in slow and
+// medium mode and in auto mode with a list; not in fast or plain auto.
+func TestReportsLoads(t *testing.T) {
+	match, err := ParseMatch("libcuda.so*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		s    Setting
+		want bool
+	}{
+		{Setting{Mode: Slow}, true}, {Setting{Mode: Medium}, true}, {Setting{Mode: Auto, Match: match}, true},
+		{Setting{Mode: Auto}, false}, {Setting{Mode: Fast}, false},
+	} {
+		if c.s.ReportsLoads() != c.want {
+			t.Errorf("%v reports loads: %v, want %v", c.s, !c.want, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/connect"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/dlopen"
@@ -35,6 +36,7 @@ func (f Front) narrator(starter bool) *Narrator {
 // Debug starts the job o describes, loads program in every rank, and runs
 // the session's commands. A launch that ctx cut short ends as Ended says.
 func (f Front) Debug(ctx context.Context, o Options, program []string) error {
+	o = f.withGDB(o)
 	progress := f.narrator(false)
 	o.Progress = progress.Step
 	s, err := Launch(ctx, o)
@@ -63,6 +65,7 @@ func (f Front) Debug(ctx context.Context, o Options, program []string) error {
 // dlopen setting applies to the loads after. out, when set, is the output
 // of a starter that Acquire starts, which sayStarter names.
 func (f Front) Acquire(ctx context.Context, o Options, m MPIR, out *StarterOutput, sayStarter bool) error {
+	o = f.withGDB(o)
 	progress := f.narrator(sayStarter)
 	o.Progress = progress.Step
 	s, acquired, err := Acquire(ctx, o, m)
@@ -84,6 +87,19 @@ func (f Front) Acquire(ctx context.Context, o Options, m MPIR, out *StarterOutpu
 		con.PrintAnswers(wire.OpAttach, acquired.Answers)
 		return f.setDlopen(ctx, s)
 	})
+}
+
+// withGDB has every rank's gdb start at once when the session's dlopen
+// setting reports library loads, which only gdb sees; a lazy server would
+// run the program past them unseen.
+func (f Front) withGDB(o Options) Options {
+	if o.GDB == backend.Lazy && o.Debugger == backend.GDB && f.Dlopen.ReportsLoads() {
+		o.GDB = backend.Eager
+		if f.Log != nil {
+			f.Log.Printf("--dlopen-mode %s reports library loads, which gdb sees: every rank's gdb starts at once (--gdb eager)", f.Dlopen)
+		}
+	}
+	return o
 }
 
 // Take accepts r and runs the session's commands on its job, and on the

@@ -291,14 +291,17 @@ func (u *unit) line(pc uint64) (string, int) {
 	return "", 0
 }
 
-// path is a line table file's name, made absolute with the compilation
-// directory when it is relative to it.
+// path is a line table file's name as gdb names it: relative to the
+// compilation directory when the file is under it (examples/hang/hang.c,
+// as the compiler was given it), else as the table has it.
 func (u *unit) path(f *dwarf.LineFile) string {
 	if f == nil {
 		return ""
 	}
-	if u.dir != "" && f.Name != "" && !filepath.IsAbs(f.Name) && !strings.HasPrefix(f.Name, "..") {
-		return filepath.Join(u.dir, f.Name)
+	if u.dir != "" && filepath.IsAbs(f.Name) {
+		if rel, ok := strings.CutPrefix(f.Name, u.dir+"/"); ok {
+			return rel
+		}
 	}
 	return f.Name
 }

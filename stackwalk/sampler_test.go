@@ -2,7 +2,6 @@ package stackwalk
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,8 +26,8 @@ func TestAgreesWithEuStackC(t *testing.T) {
 			for _, f := range main.Frames {
 				if f.Function == "leaf" {
 					leafs++
-					if !filepath.IsAbs(f.File) || !strings.HasSuffix(f.File, "testdata/threads.c") || f.Line == 0 {
-						t.Errorf("leaf at %s:%d, want threads.c", f.File, f.Line)
+					if f.File != "testdata/threads.c" || f.Line == 0 {
+						t.Errorf("leaf at %s:%d, want testdata/threads.c, as compiled", f.File, f.Line)
 					}
 				}
 			}
