@@ -173,17 +173,8 @@ func (b *Backend) send(ev backend.Event) bool {
 func (b *Backend) status() (wire.State, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	deadline := time.After(announceWait)
-	for b.announcing > 0 {
-		changed := b.changed
-		b.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline:
-			b.mu.Lock()
-			return wire.State{}, fmt.Errorf("rank %d: news of the process was not sent within %v", b.cfg.Rank, announceWait)
-		}
-		b.mu.Lock()
+	if err := b.announced(); err != nil {
+		return wire.State{}, err
 	}
 	if b.gdb != nil {
 		select {
@@ -193,6 +184,24 @@ func (b *Backend) status() (wire.State, error) {
 		}
 	}
 	return b.state, nil
+}
+
+// announced waits, with b.mu held, until the stops and ends sent as
+// events have their states set.
+func (b *Backend) announced() error {
+	deadline := time.After(announceWait)
+	for b.announcing > 0 {
+		changed := b.changed
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			b.mu.Lock()
+			return fmt.Errorf("rank %d: news of the process was not sent within %v", b.cfg.Rank, announceWait)
+		}
+		b.mu.Lock()
+	}
+	return nil
 }
 
 // announceWait bounds status's wait for news on its way up: a node that

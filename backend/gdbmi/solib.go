@@ -337,6 +337,12 @@ func (b *Backend) plant(g *GDB) (wire.State, error) {
 // that a status asked right after the answer does not see the old stop.
 func (b *Backend) letGo(start func() error, running wire.State) error {
 	b.mu.Lock()
+	// A stop announced before is not news after the start: its state
+	// is set first.
+	if err := b.announced(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
 	reported, held := b.reported, b.held
 	b.held = false
 	b.mu.Unlock()
