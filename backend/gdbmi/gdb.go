@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/fifo"
 )
 
@@ -102,7 +103,7 @@ func (g *GDB) Ended() bool {
 		return false
 	}
 	var gone bool
-	if control(g.pidfd, func(fd int) error {
+	if program.Control(g.pidfd, func(fd int) error {
 		gone = ended(fd)
 		return nil
 	}) != nil {
@@ -300,18 +301,4 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
-}
-
-// control runs fn on f's descriptor without taking it out of the runtime's
-// poller, which os.File.Fd would do (it makes the descriptor blocking).
-func control(f *os.File, fn func(fd int) error) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
 }

@@ -215,7 +215,7 @@ func (o *Output) quiet() {
 func (o *Output) busy() bool {
 	if o.term != nil {
 		var unread int
-		control(o.term.master, func(fd int) (err error) {
+		Control(o.term.master, func(fd int) (err error) {
 			unread, err = unix.IoctlGetInt(fd, unix.TIOCINQ)
 			return err
 		})
@@ -304,7 +304,7 @@ func (o *Output) pull() {
 	buf := make([]byte, 32<<10)
 	for {
 		var n int
-		control(o.term.master, func(fd int) (err error) {
+		Control(o.term.master, func(fd int) (err error) {
 			n, err = unix.Read(fd, buf)
 			return err
 		})

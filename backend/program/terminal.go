@@ -37,7 +37,7 @@ func OpenTerminal() (*Terminal, error) {
 		return nil, fmt.Errorf("open a terminal for the program: %w", err)
 	}
 	var n int
-	err = control(master, func(fd int) error {
+	err = Control(master, func(fd int) error {
 		if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
 			return fmt.Errorf("unlock terminal: %w", err)
 		}
@@ -63,9 +63,9 @@ func OpenTerminal() (*Terminal, error) {
 	return &Terminal{master: master, slave: slave, name: name}, nil
 }
 
-// control runs fn on f's descriptor without taking it out of the runtime's
+// Control runs fn on f's descriptor without taking it out of the runtime's
 // poller, which os.File.Fd would do (it makes the descriptor blocking).
-func control(f *os.File, fn func(fd int) error) error {
+func Control(f *os.File, fn func(fd int) error) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
