@@ -126,6 +126,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Dlopen$$' -benchtime 1x -timeout 60m ./integration/
 	$(GO) test -run '^$$' -bench 'DlopenMPI' -benchtime 5x -timeout 60m ./integration/
 	$(GO) test -run '^$$' -bench 'Flood' -benchtime 1x ./integration/
+	$(GO) test -run '^$$' -bench 'StacksPid' -benchtime 3x ./integration/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
 # 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run

@@ -36,7 +36,7 @@ func mpichHang(t *testing.T, n int) (int, []int) {
 // rankPids returns the n rank processes under a starter, in rank order:
 // for Hydra the children of its proxy, for mpirun its own children, each
 // numbered by the rank variable its launcher gave it.
-func rankPids(t *testing.T, starter, n int) []int {
+func rankPids(t testing.TB, starter, n int) []int {
 	t.Helper()
 	ranks := make([]int, n)
 	found := 0

@@ -93,7 +93,7 @@ func detached(t testing.TB, env []string, argv ...string) (*proc, int) {
 }
 
 // free fails unless each process runs, neither stopped nor traced.
-func free(t *testing.T, pids ...int) {
+func free(t testing.TB, pids ...int) {
 	t.Helper()
 	for _, pid := range pids {
 		if syscall.Kill(pid, 0) != nil {
