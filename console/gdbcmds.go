@@ -214,13 +214,20 @@ func moveFrame(sign int) runFunc {
 	}
 }
 
-// runFrame is frame [N]: without N the selected frame, as up 0 shows it.
+// runFrame is frame [N]: frame N selected, then shown as up 0 shows the
+// selected one, as gdb's frame does (and list then lists around it).
 func runFrame(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
-	if args == "" {
-		_, err := c.send(ctx, ranks, wire.OpUp, op.Up.Body(wire.Count{}))
-		return err
+	if args != "" {
+		n, err := strconv.Atoi(args)
+		if err != nil || n < 0 {
+			return usageError("frame level %q: want a frame number, 0 the innermost", args)
+		}
+		if err := c.sendQuiet(ctx, ranks, wire.OpFrame, op.Frame.Body(wire.Count{N: n})); err != nil {
+			return err
+		}
 	}
-	return numberCmd(wire.OpFrame, "frame level")(ctx, c, ranks, args)
+	_, err := c.send(ctx, ranks, wire.OpUp, op.Up.Body(wire.Count{}))
+	return err
 }
 
 // runDelete is delete [N...]: with no numbers every breakpoint, after a

@@ -162,6 +162,16 @@ func TestUpDownFrame(t *testing.T) {
 	if _, err := execLines(t, f, Options{}, "up x"); err == nil {
 		t.Error("up x: no usage error")
 	}
+	// frame N selects frame N, then shows it as frame alone does.
+	f.calls = nil
+	out, err = execLines(t, f, Options{}, "frame 1")
+	if sent := f.sent(); err != nil || len(sent) != 2 || sent[0].op != wire.OpFrame || sent[1].op != wire.OpUp ||
+		!strings.HasPrefix(out, "[0-1] #1  main at plain.c:42\n") {
+		t.Errorf("frame 1: sent %v, printed %q, %v", sent, out, err)
+	}
+	if _, err := execLines(t, f, Options{}, "frame -1"); err == nil {
+		t.Error("frame -1: no usage error")
+	}
 }
 
 // delete alone deletes all: at the terminal after yes, never after no,

@@ -359,7 +359,7 @@ quit
 		"[0] #0  compute (rank=0, size=2) at examples/plain/plain.c:15\n    #1  main (argc=1, argv=0x",
 		") at examples/plain/plain.c:42\n",
 		"[0-1] 2 frames\n",
-		"[1] main at examples/plain/plain.c:40\n",
+		"[1] #1  main at examples/plain/plain.c:40\n    40\t        result = special(rank);\n", // frame 1
 		"[1] rank = 1\n",
 		"[0-1] type = int\n",
 		"[0] rank = 0\n[1] rank = 1\n[0] size = 2\n",

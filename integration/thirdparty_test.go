@@ -158,7 +158,7 @@ var thirdPartySessions = []debugSession{{
 		`^stopped in P?MPI_Waitall from \S+ \(breakpoint 1\)$`: "0-3",
 		`^main at isendirecv\.c:39 \(4 ranks\)$`:               "0-3",
 		`^  \[0-3\] P?MPI_Waitall from \S+ \(4 ranks\)$`:       "",
-		`^main at isendirecv\.c:39$`:                           "0-3",
+		`^#1  main at isendirecv\.c:39$`:                       "0-3",
 		`^nproc = 4$`:                                          "0-3",
 		`^elems = 20$`:                                         "0-3",
 		`^stopped in main at isendirecv\.c:41 `:                "0-3",
