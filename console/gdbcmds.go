@@ -220,7 +220,7 @@ func runFrame(ctx context.Context, c *Console, ranks wire.RankSet, args string) 
 	if args != "" {
 		n, err := strconv.Atoi(args)
 		if err != nil || n < 0 {
-			return usageError("frame level %q: want a frame number, 0 the innermost", args)
+			return usageError("frame needs a frame level (a number, 0 the innermost), not %q", args)
 		}
 		if err := c.sendQuiet(ctx, ranks, wire.OpFrame, op.Frame.Body(wire.Count{N: n})); err != nil {
 			return err

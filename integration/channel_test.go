@@ -73,7 +73,11 @@ func (r *relay) pass(src, dst net.Conn, dir int) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if dir == 1 && r.flip.CompareAndSwap(true, false) {
-				buf[n/2] ^= 0x20
+				// The last byte read ends a record (its tag) far more
+				// often than the middle, which may be the next record's
+				// length: a changed length leaves the reader waiting for
+				// bytes that never come, until the link is closed.
+				buf[n-1] ^= 0x20
 				close(r.flipped)
 			}
 			r.mu.Lock()
