@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Frame is one frame of a thread's stack.
@@ -115,6 +117,10 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 			}
 		}()
 		begin := time.Now()
+		// A process stopped by a signal (job control) stays stopped: a
+		// detach that races with its group-stop can let it run, and it is
+		// then stopped again.
+		jobStopped := strings.HasPrefix(statusField(pid, "State"), "T")
 		threads, stuckNow, err := stopThreads(ctx, pid)
 		if err != nil {
 			stuck, stopErr = stuckNow, err
@@ -133,6 +139,9 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 			stacks = append(stacks, walked{th.tid, fr})
 		}
 		stuck = !detachAll(threads)
+		if jobStopped && !strings.HasPrefix(statusField(pid, "State"), "T") {
+			unix.Kill(pid, unix.SIGSTOP)
+		}
 		snap.Stopped = time.Since(begin)
 	}()
 	<-done
