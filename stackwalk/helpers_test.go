@@ -32,9 +32,8 @@ func build(t testing.TB, compiler, src string, flags ...string) string {
 
 // started is a test program running in the background.
 type started struct {
-	cmd   *exec.Cmd
-	out   *bufio.Reader
-	lines chan string
+	cmd *exec.Cmd
+	out *bufio.Reader
 }
 
 // startProgram runs a program and waits until it prints a line starting

@@ -76,8 +76,7 @@ func (n native) Run(ctx context.Context) (wire.State, error) {
 			return wire.State{}, err
 		}
 	}
-	p, err := b.startProcess(*loaded)
-	if err != nil {
+	if _, err := b.startProcess(*loaded); err != nil {
 		return wire.State{}, err
 	}
 	st := wire.State{State: wire.StateRunning}
