@@ -24,7 +24,7 @@ type StackNode struct {
 // BuildStackTree merges the stacks of the groups (answers to where) into
 // one tree per outermost frame, children ordered by their lowest rank.
 func BuildStackTree(groups []wire.Group) ([]*StackNode, error) {
-	root := &StackNode{}
+	var t wire.CallTree
 	for _, g := range groups {
 		if g.Status != wire.StatusOK {
 			continue
@@ -33,14 +33,9 @@ func BuildStackTree(groups []wire.Group) ([]*StackNode, error) {
 		if err := wire.Decode(g.Body, &st); err != nil {
 			return nil, fmt.Errorf("ranks %v: %w", g.Ranks, err)
 		}
-		node := root
-		for i := len(st.Frames) - 1; i >= 0; i-- {
-			node = node.child(st.Frames[i])
-			node.Ranks = node.Ranks.Union(g.Ranks)
-		}
+		t.AddStackOf(g.Ranks, st.Frames)
 	}
-	root.sort()
-	return root.Children, nil
+	return callTreeNodes(t.Roots), nil
 }
 
 // callTreeNodes is a tree of samples, as the tree merged it, in the
@@ -65,17 +60,6 @@ func showCallTree(t wire.CallTree) (any, []string) {
 	}
 	return map[string]any{"roots": trees, "moved": t.Moved.String(), "samples": t.Samples},
 		strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-}
-
-func (n *StackNode) child(f wire.Frame) *StackNode {
-	for _, c := range n.Children {
-		if c.Frame == f {
-			return c
-		}
-	}
-	c := &StackNode{Frame: f}
-	n.Children = append(n.Children, c)
-	return c
 }
 
 func (n *StackNode) sort() {

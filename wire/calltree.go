@@ -40,8 +40,12 @@ type CallNode struct {
 }
 
 // AddStack adds one sampled stack of rank, innermost frame first.
-func (t *CallTree) AddStack(rank int, frames []Frame) {
-	nodes, r := &t.Roots, Single(rank)
+func (t *CallTree) AddStack(rank int, frames []Frame) { t.AddStackOf(Single(rank), frames) }
+
+// AddStackOf adds a stack that every rank of r has, innermost frame
+// first.
+func (t *CallTree) AddStackOf(r RankSet, frames []Frame) {
+	nodes := &t.Roots
 	for i := len(frames) - 1; i >= 0; i-- {
 		n := child(nodes, frames[i])
 		n.Ranks = n.Ranks.Union(r)
