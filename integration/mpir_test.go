@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -103,6 +104,24 @@ func free(t testing.TB, pids ...int) {
 			t.Errorf("pid %d: stopped %v, traced by %d", pid, stopped, tracer)
 		}
 	}
+}
+
+// rankServers lists the rank servers this process started (not the
+// master), and counts the gdbs they run.
+func rankServers() (servers []int, gdbs int) {
+	for _, kid := range children(os.Getpid()) {
+		argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", kid))
+		if !bytes.Contains(argv, []byte("\x00--server=")) {
+			continue
+		}
+		servers = append(servers, kid)
+		for _, g := range children(kid) {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", g)); string(comm) == "gdb\n" {
+				gdbs++
+			}
+		}
+	}
+	return servers, gdbs
 }
 
 // children lists the processes whose parent is pid.
@@ -208,15 +227,20 @@ func debugHang(t *testing.T, s *job, n int, recv string) {
 }
 
 // attachHung starts argv, a starter of n ranks of examples/hang, waits
-// until every rank runs, attaches to the starter by pid, finds the stuck
-// rank apart, detaches, and checks that the starter and every rank run on,
+// until every rank runs, attaches to the starter by pid (with one server
+// for this host's ranks, or perRank, one per rank), finds the stuck rank
+// apart, detaches, and checks that the starter and every rank run on,
 // neither stopped nor traced.
-func attachHung(t *testing.T, n int, env []string, argv ...string) {
+func attachHung(t *testing.T, n int, perRank bool, env []string, argv ...string) {
 	t.Helper()
 	p, pid := detached(t, env, argv...)
 	p.lines(t, n, "rank ")
-	s, acq := acquire(t, mpirOptions(), launcher.MPIR{Pid: pid})
+	s, acq := acquire(t, mpirOptions(), launcher.MPIR{Pid: pid, ServerPerRank: perRank})
 	attached(t, acq, wire.All(n), wire.StateRunning)
+	servers, gdbs := rankServers()
+	if want := map[bool]int{true: n, false: 1}[perRank]; len(servers) != want || gdbs != n {
+		t.Fatalf("%d rank servers with %d gdbs below them for %d ranks on one host; want %d servers", len(servers), gdbs, n, want)
+	}
 	// Open MPI's MPI_Recv is an alias of PMPI_Recv, the name gdb shows.
 	debugHang(t, s, n, "PMPI_Recv")
 	if err := s.end(); err != nil {
@@ -252,9 +276,11 @@ func TestMPIROpenMPI(t *testing.T) {
 		noStrays(t, dir)
 	})
 
-	t.Run("attach", func(t *testing.T) {
-		attachHung(t, n, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
-	})
+	for _, perRank := range []bool{false, true} {
+		t.Run(map[bool]string{false: "attach", true: "attach, a server per rank"}[perRank], func(t *testing.T) {
+			attachHung(t, n, perRank, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
+		})
+	}
 }
 
 // SLURM's srun holds its tasks stopped before main while it waits in
@@ -292,7 +318,7 @@ func TestMPIRSlurm(t *testing.T) {
 		// running (hang never ends): the job is cancelled by name.
 		name := fmt.Sprintf("sdm-test-hang-%d", os.Getpid())
 		t.Cleanup(func() { testenv.Command(t, "scancel", "--name", name).Run() })
-		attachHung(t, n, nil, "srun", "-n", strconv.Itoa(n), "--mpi=pmix", "--job-name", name, filepath.Join(bin, "hang"))
+		attachHung(t, n, false, nil, "srun", "-n", strconv.Itoa(n), "--mpi=pmix", "--job-name", name, filepath.Join(bin, "hang"))
 	})
 }
 

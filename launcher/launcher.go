@@ -36,6 +36,9 @@ type Options struct {
 	Debugger backend.Debugger // the servers' debugger
 	GDB      backend.GDBStart // when their gdb starts ("": the servers' default, eager)
 	SDM      string           // the sdm executable for the servers (default: this one)
+	// Layout, when set, is the ranks of each server (one server per
+	// host, for a job acquired through MPIR); nil is a server per rank.
+	Layout wire.Layout
 	// Program is the program to debug, checked before anything is
 	// submitted; Dir is where a relative Program is found.
 	Program, Dir string
@@ -266,12 +269,15 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 		serverArgs = append(serverArgs, "--debug")
 	}
 	spec := rm.Spec{
-		Size: o.Size, Fanout: o.Fanout, SDM: o.SDM, Dir: files, KeyFile: keyFile,
+		Size: o.Size, Fanout: o.Fanout, SDM: o.SDM, Dir: files, KeyFile: keyFile, Layout: o.Layout,
 		Client: clientAddr, ServerArgs: serverArgs,
 		Launcher: o.Launcher, LauncherArgs: o.LauncherArgs, Log: filepath.Join(dir, "servers.log"),
 		// Every process of the session, down to gdb and the program,
 		// carries the session in its environment: that finds strays.
 		Env: []string{SessionEnv + "=" + dir},
+	}
+	if o.Layout != nil {
+		spec.Size = len(o.Layout)
 	}
 	if t.remote() {
 		spec.Remote = t.command
@@ -381,12 +387,10 @@ func accept(ctx context.Context, ln *client.Listener, size int, masterStarted <-
 // startMaster runs the master where the job runs (this machine, or the
 // target), pointed at the session port.
 func startMaster(spec rm.Spec) (rm.Job, error) {
-	host, port, err := net.SplitHostPort(spec.Client)
+	argv, err := spec.MasterCommand()
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{spec.SDM, "--master", "--host=" + host, "--port=" + port,
-		"--routing_file=" + spec.RoutingFile(), "--key-file=" + spec.KeyFile, "--fanout=" + strconv.Itoa(spec.Fanout)}
 	return spec.Start(argv)
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,9 @@ type MPIR struct {
 	// Ranks are the ranks to attach (all when empty); fewer than all
 	// needs a starter with MPIR_partial_attach_ok.
 	Ranks wire.RankSet
+	// ServerPerRank starts a server beside every rank instead of one per
+	// host serving all of the host's ranks.
+	ServerPerRank bool
 	// Stop leaves the ranks stopped after attaching to a running job. A
 	// launched job always waits for the user's first command.
 	Stop bool
@@ -204,24 +208,17 @@ func (a *acquisition) servers(ctx context.Context, progress func(Progress)) (Opt
 	}
 	a.result.Ranks = ranks
 	pids := make([]int, n)
-	hosts := make([]string, n)
-	remote := false
-	here := map[string]bool{}
 	ranks.Each(func(r int) bool {
 		pids[r] = tab.Procs[r].Pid
-		h := tab.Procs[r].Host
-		if _, known := here[h]; !known {
-			here[h] = isLocal(h)
-		}
-		if !here[h] {
-			hosts[r] = h
-			remote = true
-		}
 		return true
 	})
 	o := a.o
 	o.Size, o.Program, o.Adapter = n, "", local.Adapter{}
-	if remote {
+	hosts, serverHosts, layout := a.placement()
+	if !a.m.ServerPerRank {
+		o.Layout, hosts = layout, serverHosts
+	}
+	if slices.ContainsFunc(hosts, func(h string) bool { return h != "" }) {
 		o.Adapter = ssh.Adapter{Hosts: hosts, SSH: strings.Fields(o.SSH)}
 	}
 	o.ConnectTimeout = time.Until(deadline(ctx))
@@ -231,6 +228,36 @@ func (a *acquisition) servers(ctx context.Context, progress func(Progress)) (Opt
 		}
 	}
 	return o, pids, nil
+}
+
+// placement says where the servers run: each rank's host ("" for this
+// one), and with a server per host, each server's host and its ranks
+// (hosts in the order of their first rank).
+func (a *acquisition) placement() (rankHosts, serverHosts []string, layout wire.Layout) {
+	procs := a.result.Table.Procs
+	rankHosts = make([]string, len(procs))
+	server := map[string]int{}
+	var sets []wire.Builder
+	for r, p := range procs {
+		i, known := server[p.Host]
+		if !known {
+			i = len(sets)
+			server[p.Host] = i
+			sets = append(sets, wire.Builder{})
+			h := p.Host
+			if isLocal(h) {
+				h = ""
+			}
+			serverHosts = append(serverHosts, h)
+		}
+		rankHosts[r] = serverHosts[i]
+		sets[i].Add(r)
+	}
+	layout = make(wire.Layout, len(sets))
+	for i := range sets {
+		layout[i] = sets[i].Set()
+	}
+	return rankHosts, serverHosts, layout
 }
 
 // starter launches the starter, or reads the running one's table, or

@@ -21,6 +21,8 @@ type Options struct {
 	// --generate_routes). Servers are then started with --server=ID.
 	Generate []string
 	Fanout   int
+	// Layout says which ranks each server serves (nil: server i, rank i).
+	Layout wire.Layout
 	// Client is the front end's session address (--host/--port). When
 	// empty the master listens on ListenHost:ListenPort (--listen/--port)
 	// and the front end dials in; ListenHost "" is the loopback, so that
@@ -62,7 +64,7 @@ func (o Options) run(ctx context.Context) error {
 		return err
 	}
 	node, err := sdm.New(sdm.Config{
-		Index: table.Size(), Tree: routing.Tree{Size: table.Size(), Fanout: o.Fanout},
+		Index: table.Size(), Tree: routing.Tree{Size: table.Size(), Fanout: o.Fanout}, Layout: o.Layout,
 		Listener: ln, DialUp: dial, AcceptsFrontEnd: o.Client == "" && o.Stdio == nil,
 		ConnectTimeout: o.Timeout, Link: o.Link, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})

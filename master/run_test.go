@@ -64,7 +64,7 @@ func servers(t *testing.T, n int) string {
 			dial = sdm.DialTCP(entries[p].Addr())
 		}
 		node, err := sdm.New(sdm.Config{Index: id, Tree: shape, Listener: listeners[id], DialUp: dial,
-			Link: wire.LinkConfig{Key: key}, ConnectTimeout: deadline, Backend: sim.New(backend.Config{Rank: id, Size: n})})
+			Link: wire.LinkConfig{Key: key}, ConnectTimeout: deadline, Backends: map[int]backend.Backend{id: sim.New(backend.Config{Rank: id, Size: n})}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,17 +11,20 @@
 package rm
 
 import (
+	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // Spec describes the debug servers to start for a job.
 type Spec struct {
-	Size       int      // number of ranks
+	Size       int      // number of servers: ranks, without a Layout
 	Fanout     int      // tree shape (routing.Tree)
 	SDM        string   // the sdm executable
 	ServerArgs []string // extra flags for every server, such as --debugger=gdb-mi
@@ -29,6 +32,9 @@ type Spec struct {
 	Dir        string   // the session directory (0700): routing file, logs
 	KeyFile    string   // the session key (0600), passed as --key-file
 	Client     string   // the front end's session address, host:port
+	// Layout, when set, is the ranks of each server, which the master and
+	// every server are given (--layout); nil is one rank per server.
+	Layout wire.Layout
 	// Launcher, when set, replaces the adapter's launcher program (a path
 	// to mpirun, say); LauncherArgs go to it before the server command.
 	Launcher     string
@@ -64,7 +70,25 @@ func (s Spec) ServerCommand(routesFrom routing.Source) []string {
 	if s.PortBase > 0 {
 		argv = append(argv, "--port_base="+strconv.Itoa(s.PortBase))
 	}
+	if s.Layout != nil {
+		argv = append(argv, "--layout="+s.Layout.String())
+	}
 	return append(argv, s.ServerArgs...)
+}
+
+// MasterCommand is the master's command line, for a master that dials the
+// front end at s.Client.
+func (s Spec) MasterCommand() ([]string, error) {
+	host, port, err := net.SplitHostPort(s.Client)
+	if err != nil {
+		return nil, fmt.Errorf("session address %q: %w", s.Client, err)
+	}
+	argv := []string{s.SDM, "--master", "--host=" + host, "--port=" + port, "--routing_file=" + s.RoutingFile(),
+		"--key-file=" + s.KeyFile, "--fanout=" + strconv.Itoa(s.Fanout)}
+	if s.Layout != nil {
+		argv = append(argv, "--layout="+s.Layout.String())
+	}
+	return argv, nil
 }
 
 // Program returns s.Launcher when set (as given), else the first of names

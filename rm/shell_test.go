@@ -15,16 +15,3 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
-
-func TestFormatRanks(t *testing.T) {
-	for want, in := range map[string][]int{
-		"":          nil,
-		"3":         {3},
-		"0-3,7":     {0, 1, 2, 3, 7},
-		"1,3,5-6,9": {1, 3, 5, 6, 9},
-	} {
-		if got := FormatRanks(in); got != want {
-			t.Errorf("FormatRanks(%v) = %q, want %q", in, got, want)
-		}
-	}
-}

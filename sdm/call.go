@@ -17,7 +17,7 @@ type call struct {
 	id      uint64
 	op      string
 	merger  op.Merger            // the op's own: the node knows nothing else of the op
-	waiting map[int]wire.RankSet // source (child index, or selfSource) → ranks it answers for
+	waiting map[int]wire.RankSet // source (child index, or rankSource) → ranks it answers for
 	timer   *time.Timer
 	cancel  func() // stops the backend's work on the call once it is settled
 	// flushBy bounds how long a quit waits for the output queued before
@@ -25,8 +25,9 @@ type call struct {
 	flushBy time.Time
 }
 
-// selfSource is the key of this node's own backend in call.waiting.
-const selfSource = -1
+// rankSource is the key in call.waiting of the backend of this node's
+// own rank r; a child's key is its index, never negative.
+func rankSource(r int) int { return -1 - r }
 
 // answer records source's reply groups.
 func (c *call) answer(source int, groups []wire.Group) {
@@ -65,7 +66,7 @@ func (c *call) fail(source int, status wire.Status, reason string) {
 func (c *call) expire() {
 	for source, want := range c.waiting {
 		reason := "debugger busy or hung"
-		if source != selfSource {
+		if source >= 0 {
 			reason = notResponding(source)
 		}
 		c.merger.Add(want, wire.StatusTimeout, []byte(reason))

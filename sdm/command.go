@@ -38,12 +38,13 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 		n.quitting = true
 	}
 	if outside := m.Ranks.Minus(n.reach); !outside.Empty() {
-		cl.merger.Add(outside, wire.StatusNoRank, fmt.Appendf(nil, "no such rank: the job has ranks 0-%d", n.cfg.Tree.Size-1))
+		cl.merger.Add(outside, wire.StatusNoRank, fmt.Appendf(nil, "no such rank: the job has ranks 0-%d", n.size-1))
 	}
-	own := m.Ranks.Intersects(n.self)
-	if own {
-		cl.waiting[selfSource] = n.self
-	}
+	own := m.Ranks.Intersect(n.self)
+	own.Each(func(r int) bool {
+		cl.waiting[rankSource(r)] = wire.Single(r)
+		return true
+	})
 	timeout := m.Timeout - margin(m.Timeout)
 	deadline := time.Now().Add(timeout)
 	for _, c := range n.children {
@@ -72,21 +73,27 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 	cl.timer = time.AfterFunc(m.Timeout, func() { n.settle(cl, (*call).expire) })
 	n.mu.Unlock()
 
-	if !own {
-		return
-	}
+	own.Each(func(r int) bool {
+		n.doOwn(bctx, cl, m, r)
+		return true
+	})
+}
+
+// doOwn hands m to the backend of rank r, one of this node's own.
+func (n *Node) doOwn(ctx context.Context, cl *call, m *wire.Message, r int) {
+	source, rank := rankSource(r), wire.Single(r)
 	if m.Op == wire.OpQuit {
-		n.settle(cl, func(cl *call) { cl.answer(selfSource, []wire.Group{{Ranks: n.self}}) })
+		n.settle(cl, func(cl *call) { cl.answer(source, []wire.Group{{Ranks: rank}}) })
 		return
 	}
-	n.cfg.Backend.Do(bctx, m.Op, m.Body, func(body []byte, err error) {
-		g := wire.Group{Ranks: n.self, Body: body}
+	n.cfg.Backends[r].Do(ctx, m.Op, m.Body, func(body []byte, err error) {
+		g := wire.Group{Ranks: rank, Body: body}
 		if err != nil {
 			g.Status, g.Body = wire.StatusError, []byte(err.Error())
 		}
 		// Settled by pumpBackend, after the events sent before it.
 		select {
-		case n.answered <- func() { n.settle(cl, func(cl *call) { cl.answer(selfSource, []wire.Group{g}) }) }:
+		case n.answered[r] <- func() { n.settle(cl, func(cl *call) { cl.answer(source, []wire.Group{g}) }) }:
 		case <-n.stopped:
 		}
 	})

@@ -65,7 +65,12 @@ func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err e
 	if link, err = wire.NewLink(conn, n.upEnds(), n.cfg.Link); err != nil {
 		return nil, peer, err
 	}
-	if err := wire.SendHello(link, wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size}); err != nil {
+	hello := wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size}
+	if n.cfg.Index == n.cfg.Tree.Master() {
+		// The front end knows the job by its ranks, not by its servers.
+		hello = wire.Hello{Index: n.size, Size: n.size}
+	}
+	if err := wire.SendHello(link, hello); err != nil {
 		link.Close()
 		return nil, peer, err
 	}

@@ -53,8 +53,12 @@ type Config struct {
 	// (default 5 s).
 	NotResponding time.Duration
 	Link          wire.LinkConfig
-	// Backend debugs this node's rank; nil for the master.
-	Backend backend.Backend
+	// Layout says which ranks each server serves (nil: server i serves
+	// rank i). Every node of a tree has the same.
+	Layout wire.Layout
+	// Backends debug this node's ranks, Layout.Ranks(Index), each under
+	// its rank; none for the master.
+	Backends map[int]backend.Backend
 	// EventWindow is how long a node with children holds events to merge
 	// them with the same news from other ranks (default 10 ms).
 	EventWindow time.Duration
@@ -86,8 +90,9 @@ const DefaultNotResponding = 5 * time.Second
 // Node is a running tree node.
 type Node struct {
 	cfg      Config
-	self     wire.RankSet // this node's own rank; empty at the master
+	self     wire.RankSet // this node's own ranks; empty at the master
 	reach    wire.RankSet // self and every subtree below
+	size     int          // the ranks of the whole job
 	children map[int]*child
 	log      *log.Logger
 
@@ -98,9 +103,9 @@ type Node struct {
 	stopped  chan struct{} // closed when Run is ending
 	events   *batcher
 	output   *outputStream
-	// answered carries the settling of the backend's answers to
-	// pumpBackend, which settles them in order with the backend's events.
-	answered chan func()
+	// answered carries the settling of each rank's backend's answers to
+	// its pumpBackend, which settles them in order with its events.
+	answered map[int]chan func()
 
 	mu       sync.Mutex
 	calls    map[uint64]*call
@@ -136,9 +141,17 @@ func New(cfg Config) (*Node, error) {
 	if cfg.DialUp == nil {
 		return nil, errors.New("sdm: Config.DialUp is required")
 	}
+	if cfg.Layout != nil {
+		if len(cfg.Layout) != cfg.Tree.Size {
+			return nil, fmt.Errorf("sdm: a layout of %d servers for a tree of %d", len(cfg.Layout), cfg.Tree.Size)
+		}
+		if err := cfg.Layout.Verify(); err != nil {
+			return nil, err
+		}
+	}
 	master := cfg.Index == cfg.Tree.Master()
-	if master != (cfg.Backend == nil) {
-		return nil, errors.New("sdm: the master has no backend and every server has one")
+	if err := cfg.checkBackends(master); err != nil {
+		return nil, err
 	}
 	kids := cfg.Tree.Children(cfg.Index)
 	if len(kids) > 0 && cfg.Listener == nil {
@@ -160,7 +173,8 @@ func New(cfg Config) (*Node, error) {
 		stopped:  make(chan struct{}),
 		calls:    make(map[uint64]*call),
 		quitAcks: make(chan int, len(kids)),
-		answered: make(chan func()),
+		answered: make(map[int]chan func(), len(cfg.Backends)),
+		size:     cfg.Layout.Size(cfg.Tree.Size),
 	}
 	if n.log == nil {
 		n.log = log.New(io.Discard, "", 0)
@@ -170,20 +184,23 @@ func New(cfg Config) (*Node, error) {
 	}
 	var reach wire.Builder
 	if !master {
-		n.self = wire.Single(cfg.Index)
-		reach.Add(cfg.Index)
+		n.self = cfg.Layout.Ranks(cfg.Index)
+		reach.AddSet(n.self)
+	}
+	for r := range cfg.Backends {
+		n.answered[r] = make(chan func())
 	}
 	for _, k := range kids {
 		var b wire.Builder
-		cfg.Tree.Walk(k, b.Add)
+		cfg.Tree.Walk(k, func(i int) { b.AddSet(cfg.Layout.Ranks(i)) })
 		c := &child{index: k, ranks: b.Set(), lost: fmt.Sprintf("server %d has not connected", k)}
 		reach.AddSet(c.ranks)
 		n.children[k] = c
 	}
 	n.reach = reach.Set()
-	// A leaf has no one to merge with, so it sends at once.
+	// A leaf of one rank has no one to merge with, so it sends at once.
 	window := cfg.EventWindow
-	if len(kids) == 0 {
+	if len(kids) == 0 && n.self.Count() <= 1 {
 		window = 0
 	}
 	// Output goes up a stream of its own, at the pace the parent takes
@@ -235,12 +252,14 @@ func (n *Node) Run(ctx context.Context) error {
 		defer wg.Done()
 		n.output.run()
 	}()
-	if n.cfg.Backend != nil {
+	for r, be := range n.cfg.Backends {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.pumpBackend()
+			n.pumpBackend(r, be)
 		}()
+	}
+	if !n.self.Empty() {
 		n.events.add(wire.EventConnected, wire.Group{Ranks: n.self})
 	}
 	for {
@@ -367,27 +386,27 @@ func (n *Node) shutdown(graceful bool) {
 		c.timer.Stop()
 	}
 	n.mu.Unlock()
-	if n.cfg.Backend != nil {
-		n.cfg.Backend.Close()
+	for _, be := range n.cfg.Backends {
+		be.Close()
 	}
 }
 
-// pumpBackend forwards the backend's events up, tagged with our rank, and
-// settles the backend's answers. An answer is settled only after every
-// event the backend sent before it: by then those are in the events
-// channel, and an answer waits here until the channel is drained. So an
-// answer never overtakes news from before it (a status that says stopped
-// comes after the stop), which settle keeps on the way up.
-func (n *Node) pumpBackend() {
-	events := n.cfg.Backend.Events()
+// pumpBackend forwards the events of rank r's backend up, tagged with
+// the rank, and settles the backend's answers. An answer is settled only
+// after every event the backend sent before it: by then those are in the
+// events channel, and an answer waits here until the channel is drained.
+// So an answer never overtakes news from before it (a status that says
+// stopped comes after the stop), which settle keeps on the way up.
+func (n *Node) pumpBackend(r int, be backend.Backend) {
+	events, rank := be.Events(), wire.Single(r)
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
 				return
 			}
-			n.forward(ev)
-		case settle := <-n.answered:
+			n.forward(rank, ev)
+		case settle := <-n.answered[r]:
 			for drained := false; !drained; {
 				select {
 				case ev, ok := <-events:
@@ -395,7 +414,7 @@ func (n *Node) pumpBackend() {
 						settle()
 						return
 					}
-					n.forward(ev)
+					n.forward(rank, ev)
 				default:
 					drained = true
 				}
@@ -405,20 +424,41 @@ func (n *Node) pumpBackend() {
 	}
 }
 
-// forward adds one of the backend's events to what goes up. Output never
-// blocks here: the backend bounds it (backend.Event.Sent), and this
-// goroutine also carries the rank's stops and answers. A stop or an exit
-// puts a mark in the output stream after the output the backend sent
-// before it.
-func (n *Node) forward(ev backend.Event) {
-	g := wire.Group{Ranks: n.self, Body: ev.Body}
+// forward adds one of the events of rank's backend to what goes up.
+// Output never blocks here: the backend bounds it (backend.Event.Sent),
+// and this goroutine also carries the rank's stops and answers. A stop or
+// an exit puts a mark in the output stream after the output the backend
+// sent before it.
+func (n *Node) forward(rank wire.RankSet, ev backend.Event) {
+	g := wire.Group{Ranks: rank, Body: ev.Body}
 	switch ev.Op {
 	case wire.EventOutput:
 		n.output.add(g, ev.Sent, false)
 		return
 	case wire.EventStopped, wire.EventExited:
-		n.output.mark(n.self)
+		n.output.mark(rank)
 	}
 	n.cfg.Trace.Printf("event %s", ev.Op)
 	n.events.add(ev.Op, g)
+}
+
+// checkBackends says whether c has a backend for each of its node's ranks
+// and no other: none at the master.
+func (c Config) checkBackends(master bool) error {
+	if master {
+		if len(c.Backends) > 0 {
+			return errors.New("sdm: the master has no backend")
+		}
+		return nil
+	}
+	own := c.Layout.Ranks(c.Index)
+	if len(c.Backends) != own.Count() {
+		return fmt.Errorf("sdm: server %d serves ranks %v but has %d backends", c.Index, own, len(c.Backends))
+	}
+	for r := range c.Backends {
+		if !own.Contains(r) {
+			return fmt.Errorf("sdm: server %d has a backend for rank %d, which it does not serve (%v)", c.Index, r, own)
+		}
+	}
+	return nil
 }

@@ -74,7 +74,7 @@ func startTreeDialling(t testing.TB, n, fanout int, wrap func(id int, dial diale
 			nc.DialUp = wrap(id, nc.DialUp)
 		}
 		if id != tr.Master() {
-			nc.Backend = sim.New(backendConfig(id, n))
+			nc.Backends = map[int]backend.Backend{id: sim.New(backendConfig(id, n))}
 		}
 		node, err := sdm.New(nc)
 		if err != nil {
@@ -324,7 +324,7 @@ func TestStopWithoutParent(t *testing.T) {
 	var children []context.CancelFunc
 	for id := 0; id < 2; id++ {
 		node, err := sdm.New(sdm.Config{Index: id, Tree: tr, Listener: listeners[id],
-			DialUp: sdm.DialTCP(listeners[2].Addr().String()), Link: cfg, Backend: sim.New(backendConfig(id, 2))})
+			DialUp: sdm.DialTCP(listeners[2].Addr().String()), Link: cfg, Backends: map[int]backend.Backend{id: sim.New(backendConfig(id, 2))}})
 		if err != nil {
 			t.Fatal(err)
 		}

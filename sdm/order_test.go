@@ -54,7 +54,7 @@ func TestAnswerAfterNews(t *testing.T) {
 	nodes := []sdm.Config{
 		{Index: tr.Master(), Tree: tr, Listener: masterLn, DialUp: sdm.DialTCP(ln.Addr().String()), Link: cfg},
 		{Index: 0, Tree: tr, DialUp: sdm.DialTCP(masterLn.Addr().String()), Link: cfg,
-			Backend: &newsFirst{events: make(chan backend.Event, 2*burst)}},
+			Backends: map[int]backend.Backend{0: &newsFirst{events: make(chan backend.Event, 2*burst)}}},
 	}
 	done := make(chan error, len(nodes))
 	for _, nc := range nodes {

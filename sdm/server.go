@@ -16,17 +16,20 @@ import (
 // ServerOptions describes a rank server, the way `sdm --routing_file F
 // [--server=ID]` starts one.
 type ServerOptions struct {
-	Index       int    // this server's rank
+	Index       int    // this server's index: its rank, without a Layout
 	RoutingFile string // the shared routing file, and beside it the master file
 	// RoutesFrom says how the server finds the routing table; the wait
 	// for it lasts at most Timeout.
 	RoutesFrom RoutesFrom
 	Fanout     int // tree shape, the same for every server (routing.Tree)
+	// Layout, when set, says which ranks each server serves: this one
+	// runs a backend for each of its own.
+	Layout wire.Layout
 	// Listener, when set, is the listening socket to use (inherited, or
 	// bound before publishing it) instead of binding the port of our entry
 	// in the routing file.
 	Listener net.Listener
-	// NewBackend creates the backend once the job size is known.
+	// NewBackend creates a rank's backend once the job size is known.
 	NewBackend func(backend.Config) (backend.Backend, error)
 	// Timeout bounds the wait for the routing file and for the parent.
 	Timeout     time.Duration
@@ -38,12 +41,25 @@ type ServerOptions struct {
 
 // Serve runs a rank server: it waits for the routing file, listens for its
 // children, connects to its parent and serves until the session ends. Its
-// error begins with "rank N:", since many servers write to one terminal.
+// error begins with "rank N:" (or "server N (ranks R):" with a Layout),
+// since many servers write to one terminal.
 func Serve(ctx context.Context, o ServerOptions) error {
 	if err := o.serve(ctx); err != nil {
-		return fmt.Errorf("rank %d: %w", o.Index, err)
+		return fmt.Errorf("%s: %w", o.Name(), err)
 	}
 	return nil
+}
+
+// Name is how the server's messages name it: by its rank, or by its index
+// and ranks with a Layout.
+func (o ServerOptions) Name() string {
+	if o.Layout == nil {
+		return fmt.Sprintf("rank %d", o.Index)
+	}
+	if o.Index < 0 || o.Index >= len(o.Layout) {
+		return fmt.Sprintf("server %d", o.Index)
+	}
+	return fmt.Sprintf("server %d (ranks %v)", o.Index, o.Layout[o.Index])
 }
 
 func (o ServerOptions) serve(ctx context.Context) error {
@@ -62,7 +78,14 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		return err
 	}
 	if o.Index >= table.Size() {
-		return fmt.Errorf("routing file %s has only ranks 0-%d", o.RoutingFile, table.Size()-1)
+		what := "ranks" // one per server
+		if o.Layout != nil {
+			what = "servers"
+		}
+		return fmt.Errorf("routing file %s has only %s 0-%d", o.RoutingFile, what, table.Size()-1)
+	}
+	if o.Layout != nil && len(o.Layout) != table.Size() {
+		return fmt.Errorf("routing file %s has %d servers, the layout %d", o.RoutingFile, table.Size(), len(o.Layout))
 	}
 	if ln == nil && len(tree.Children(o.Index)) > 0 {
 		entry, _ := table.Lookup(o.Index)
@@ -88,7 +111,7 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		}
 		return DialTCP(addr)(ctx)
 	}
-	be, err := o.NewBackend(backend.Config{Rank: o.Index, Size: tree.Size})
+	backends, err := o.backends(o.Layout.Size(tree.Size), o.Layout.Ranks(o.Index))
 	if err != nil {
 		if ln != nil {
 			ln.Close()
@@ -97,13 +120,37 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	}
 	node, err := New(Config{
 		Index: o.Index, Tree: tree, Listener: ln, DialUp: dial, ConnectTimeout: o.Timeout,
-		Link: o.Link, Backend: be, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
+		Link: o.Link, Layout: o.Layout, Backends: backends, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})
 	if err != nil {
-		be.Close()
+		closeAll(backends)
 		return err
 	}
 	return node.Run(ctx)
+}
+
+// backends creates the backend of each of ranks, in a job of size ranks.
+func (o ServerOptions) backends(size int, ranks wire.RankSet) (map[int]backend.Backend, error) {
+	backends := make(map[int]backend.Backend, ranks.Count())
+	var err error
+	ranks.Each(func(r int) bool {
+		var be backend.Backend
+		if be, err = o.NewBackend(backend.Config{Rank: r, Size: size}); err == nil {
+			backends[r] = be
+		}
+		return err == nil
+	})
+	if err != nil {
+		closeAll(backends)
+		return nil, err
+	}
+	return backends, nil
+}
+
+func closeAll(backends map[int]backend.Backend) {
+	for _, be := range backends {
+		be.Close()
+	}
 }
 
 // Listen listens on host:port ("" for every interface), and says at once

@@ -82,7 +82,7 @@ func Run(c Config) error {
 	}
 	o, err := c.rankServer(index)
 	if err != nil {
-		return fmt.Errorf("rank %d: %w", index, err)
+		return fmt.Errorf("%s: %w", sdm.ServerOptions{Index: index, Layout: c.Layout}.Name(), err)
 	}
 	return exit.Quiet(ctx, sdm.Serve(ctx, o))
 }
@@ -101,7 +101,7 @@ func (c *Config) common() (index int, err error) {
 		if err != nil {
 			return -1, err
 		}
-		index, who = i, fmt.Sprintf("rank %d", i)
+		index, who = i, sdm.ServerOptions{Index: i, Layout: c.Layout}.Name()
 		if c.Debug > 0 {
 			fmt.Fprintf(os.Stderr, "sdm[%s]: index from %s\n", who, source)
 		}
@@ -160,7 +160,7 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		return sdm.ServerOptions{}, err
 	}
 	return sdm.ServerOptions{
-		Index: index, RoutingFile: c.RoutingFile, Fanout: c.Fanout, Listener: c.Listener,
+		Index: index, RoutingFile: c.RoutingFile, Fanout: c.Fanout, Layout: c.Layout, Listener: c.Listener,
 		RoutesFrom: sdm.RoutesFrom{Publish: source == routing.SourcePublish, Compute: compute},
 		NewBackend: func(bc backend.Config) (backend.Backend, error) {
 			bc.Path = c.DebuggerPath

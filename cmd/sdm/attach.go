@@ -32,6 +32,7 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 	fs.IntSliceVar(&m.Procs, "pids", nil, "the ranks' processes on this host, in rank order unless their environment tells (--pids 4243,4244)")
 	fs.IntVar(&m.Ancestor, "starter", 0, "a starter without MPIR (MPICH's mpiexec): its descendants on this host with a rank variable are the ranks (--starter 4242)")
 	fs.Var(&m.Ranks, "ranks", "only these ranks (--ranks 0-3,7); needs a starter with MPIR_partial_attach_ok")
+	fs.BoolVar(&m.ServerPerRank, "server-per-rank", false, "start a debug server beside every rank instead of one per host serving all of the host's ranks")
 	fs.BoolVar(&m.Stop, "stop", false, "leave the ranks stopped once attached (default: they go on as they were)")
 	f := addSessionFlags(fs)
 	f.job.GDB = backend.Lazy
@@ -48,8 +49,7 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 	if help, err := parseFlags(fs, args, helpFile(name)); help || err != nil {
 		return err
 	}
-	given := launcher.Given{Pid: fs.Changed("pid"), Procs: fs.Changed("pids"), Ancestor: fs.Changed("starter")}
-	if err := m.CheckRunning(given); err != nil {
+	if err := m.CheckRunning(launcher.Given{Pid: fs.Changed("pid"), Procs: fs.Changed("pids"), Ancestor: fs.Changed("starter")}); err != nil {
 		return exit.Usage(fmt.Errorf("sdm %s: %w", name, err))
 	}
 	if fs.NArg() > 0 {

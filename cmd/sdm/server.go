@@ -29,6 +29,7 @@ func serverFlags(fs *pflag.FlagSet) *server.Config {
 	fs.IntVar(&c.Debug, "debug", 0, "log more to standard error (--debug or --debug=LEVEL)")
 	fs.StringVar(&c.KeyFile, "key-file", "", "file holding the session key (mode 0600), instead of $"+wire.KeyEnv)
 	fs.IntVar(&c.Fanout, "fanout", 0, "tree shape: 0 for PTP's binomial tree, K >= 2 for a K-ary tree; the same for every server")
+	fs.Var(&c.Layout, "layout", "the ranks of each server, by index, separated by colons (--layout 0-3:4-7): a server then debugs all of its ranks, one tree node per host; the same for every server and the master (default: server i debugs rank i)")
 	fs.DurationVar(&c.Timeout, "timeout", 60*time.Second, "how long to wait for the routing file, the parent and the front end")
 	fs.DurationVar(&c.EventWindow, "event_window", sdm.DefaultEventWindow, "how long a node holds events to merge them with other ranks'")
 	fs.StringVar(&c.RoutesFrom, "routes_from", "file", "how a server finds the routing table: file (wait for --routing_file), publish (bind any port, publish it, wait for the file the front end writes), slurm or pe (compute it from the launcher's variables)")

@@ -50,14 +50,13 @@ const gdbUsage = "when each rank's gdb starts: lazy (at the first command that n
 // from the flags and the environment; it says what in that setting will
 // have no effect. A bad value is a usage error.
 func (f *sessionFlags) ready() (launcher.Front, error) {
-	var mode, match *string
-	if f.fs.Changed("dlopen-mode") {
-		mode = &f.dlopenMode
+	given := func(name string, v *string) *string { // nil: the environment's, or the default
+		if f.fs.Changed(name) {
+			return v
+		}
+		return nil
 	}
-	if f.fs.Changed("dlopen-match") {
-		match = &f.dlopenMatch
-	}
-	dl, notes, err := dlopen.Resolve(os.LookupEnv, mode, match)
+	dl, notes, err := dlopen.Resolve(os.LookupEnv, given("dlopen-mode", &f.dlopenMode), given("dlopen-match", &f.dlopenMatch))
 	if err != nil {
 		return launcher.Front{}, exit.Usage(err)
 	}

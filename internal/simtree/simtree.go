@@ -28,6 +28,8 @@ type Dialer = func(context.Context) (net.Conn, error)
 type Options struct {
 	Size   int // servers, not counting the master
 	Fanout int // 0: the binomial tree
+	// Layout, when set, is the ranks each server serves (sdm.Config.Layout).
+	Layout wire.Layout
 	// Absent names servers that are never started: their ranks never join.
 	Absent []int
 	// Wrap, when set, wraps how node id dials its parent, to cut or
@@ -71,6 +73,7 @@ func Start(t testing.TB, o Options) *Tree {
 	}
 	defer ln.Close()
 	shape := routing.Tree{Size: o.Size, Fanout: o.Fanout}
+	ranks := o.Layout.Size(o.Size)
 	listeners := make(map[int]net.Listener)
 	for id := 0; id <= o.Size; id++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -95,18 +98,22 @@ func Start(t testing.TB, o Options) *Tree {
 			up = listeners[p].Addr().String()
 		}
 		nc := sdm.Config{Index: id, Tree: shape, Listener: listeners[id], DialUp: sdm.DialTCP(up),
-			Link: cfg, ConnectTimeout: o.ConnectTimeout}
+			Link: cfg, ConnectTimeout: o.ConnectTimeout, Layout: o.Layout}
 		if o.Wrap != nil {
 			nc.DialUp = o.Wrap(id, nc.DialUp)
 		}
 		if id != shape.Master() {
-			nc.Backend = sim.New(backend.Config{Rank: id, Size: o.Size})
+			nc.Backends = make(map[int]backend.Backend)
+			o.Layout.Ranks(id).Each(func(r int) bool {
+				nc.Backends[r] = sim.New(backend.Config{Rank: r, Size: ranks})
+				return true
+			})
 		}
 		tt.run(id, nc)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if tt.Session, err = ln.Accept(ctx, o.Size); err != nil {
+	if tt.Session, err = ln.Accept(ctx, ranks); err != nil {
 		t.Fatal(err)
 	}
 	return tt

@@ -71,9 +71,9 @@ func Start(spec rm.Spec) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, port, err := net.SplitHostPort(spec.Client)
+	master, err := spec.MasterCommand()
 	if err != nil {
-		return nil, fmt.Errorf("local: session address %q: %w", spec.Client, err)
+		return nil, fmt.Errorf("local: %w", err)
 	}
 	logFile, err := os.OpenFile(spec.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -86,15 +86,17 @@ func Start(spec rm.Spec) (*Job, error) {
 	job := &Job{procs: make([]*proc, spec.Size+1), dir: spec.Dir, done: make(chan struct{})}
 	launch := func(i int) error {
 		if i == spec.Size {
-			args := []string{"--master", "--host=" + host, "--port=" + port, "--routing_file=" + spec.RoutingFile(),
-				"--key-file=" + spec.KeyFile, "--fanout=" + strconv.Itoa(spec.Fanout)}
-			p, err := startProc(spec, "master", logFile, listeners[i], args)
+			p, err := startProc(spec, "master", logFile, listeners[i], master[1:])
 			job.procs[i] = p
 			return err
 		}
 		r := strconv.Itoa(i)
 		args := append(append([]string{}, server...), "--server="+r)
-		p, err := startProc(spec, "rank "+r, logFile, listeners[i], args)
+		name := "rank " + r
+		if spec.Layout != nil {
+			name = "server " + r
+		}
+		p, err := startProc(spec, name, logFile, listeners[i], args)
 		job.procs[i] = p
 		return err
 	}

@@ -1,12 +1,13 @@
 // Package ssh starts debug servers on named hosts: with ssh on other hosts,
 // directly on this one. It serves jobs whose processes already run where
 // their starter put them (acquired through MPIR): each rank's server must
-// run on its rank's host. The servers publish their own addresses, so the
+// run on its rank's host (a server per host serves all of the host's
+// ranks, as rm.Spec.Layout says). The servers publish their own addresses, so the
 // session directory must be on a file system that every host shares (a
 // home directory, as clusters have), and the front end helps the launch.
 //
-// What enters: an rm.Spec, and the host of every rank (Adapter.Hosts).
-// What leaves: one server per rank started on its host, and the started
+// What enters: an rm.Spec, and the host of every server (Adapter.Hosts).
+// What leaves: each server started on its host, and the started
 // job; the routing file is the front end's to write from what the servers
 // publish.
 package ssh
@@ -20,9 +21,10 @@ import (
 
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
-// Adapter starts rank r's server on Hosts[r] ("" for this machine).
+// Adapter starts server i on Hosts[i] ("" for this machine).
 type Adapter struct {
 	Hosts []string
 	SSH   []string // the ssh command and its options ("ssh" when empty)
@@ -58,15 +60,18 @@ func (a Adapter) ssh() []string {
 // servers and waits for them.
 func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 	if len(a.Hosts) != spec.Size {
-		return nil, fmt.Errorf("ssh: %d hosts for %d ranks", len(a.Hosts), spec.Size)
+		return nil, fmt.Errorf("ssh: %d hosts for %d servers", len(a.Hosts), spec.Size)
 	}
 	var order []string
-	ranks := map[string][]int{}
-	for r, h := range a.Hosts {
-		if ranks[h] == nil {
+	servers := map[string][]int{}
+	ranks := map[string]*wire.Builder{}
+	for i, h := range a.Hosts {
+		if servers[h] == nil {
 			order = append(order, h)
+			ranks[h] = &wire.Builder{}
 		}
-		ranks[h] = append(ranks[h], r)
+		servers[h] = append(servers[h], i)
+		ranks[h].AddSet(spec.Layout.Ranks(i))
 	}
 	server := spec.ServerCommand(a.Routes())
 	job := &job{done: make(chan struct{})}
@@ -79,11 +84,11 @@ func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 			}
 			script.WriteString("; ")
 		}
-		for _, r := range ranks[host] {
+		for _, i := range servers[host] {
 			for _, w := range server {
 				script.WriteString(rm.ShellQuote(w) + " ")
 			}
-			script.WriteString("--server=" + strconv.Itoa(r) + " & ")
+			script.WriteString("--server=" + strconv.Itoa(i) + " & ")
 		}
 		script.WriteString("wait")
 		argv := []string{"sh", "-c", script.String()}
@@ -100,7 +105,7 @@ func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 		if host != "" {
 			name = host
 		}
-		job.parts = append(job.parts, part{name: fmt.Sprintf("ranks %s on %s", rm.FormatRanks(ranks[host]), name), p: p})
+		job.parts = append(job.parts, part{name: fmt.Sprintf("ranks %v on %s", ranks[host].Set(), name), p: p})
 	}
 	go job.wait()
 	return job, nil
