@@ -158,12 +158,14 @@ func startProc(spec rm.Spec, name string, logFile *os.File, ln *net.TCPListener,
 	defer f.Close()
 	cmd := exec.Command(spec.SDM, args...)
 	cmd.Env = append(append(os.Environ(), spec.Env...), handover.ListenFDEnv+"=3")
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		// A server mostly waits for its links and its debugger, and a
-		// thousand of them share this machine: one processor each keeps the
-		// Go scheduler from spinning on idle ones, which cuts the CPU of a
-		// bring-up by a third. The server takes the setting back out of its
-		// environment so that the debugged program never sees it.
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && spec.Layout == nil {
+		// A server of one rank mostly waits for its links and its
+		// debugger, and a thousand of them share this machine: one
+		// processor each keeps the Go scheduler from spinning on idle ones,
+		// which cuts the CPU of a bring-up by a third. (A server of a
+		// host's ranks samples them all at once: it keeps every processor.)
+		// The server takes the setting back out of its environment so that
+		// the debugged program never sees it.
 		cmd.Env = append(cmd.Env, "GOMAXPROCS=1", handover.GOMAXPROCSEnv+"=1")
 	}
 	cmd.ExtraFiles = []*os.File{f}
