@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 	if sdmBin = os.Getenv("SDM_TEST_BINARY"); sdmBin != "" {
 		code := m.Run()
 		testenv.StopSLURM()
+		testenv.StopCluster()
 		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "sdm-bin-")
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	testenv.StopSLURM()
+	testenv.StopCluster()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

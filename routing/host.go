@@ -17,17 +17,18 @@ const lookupTimeout = 2 * time.Second
 
 // PublicHost is what this host writes into the files that tell others
 // where it listens (the master file, published routing entries): $HostEnv
-// when set; else the host name when it resolves, as on any machine set up
-// for MPI; else, since a name that does not resolve here is of no use
-// anywhere, the address of the first interface that is up and not the
-// loopback; else the loopback address, which still serves a job on this
-// host alone.
+// when set; else the host name when it resolves to an address other hosts
+// can reach, as on any machine set up for MPI; else, since a name that
+// does not resolve, or resolves to the loopback (127.0.0.1 in /etc/hosts,
+// which on another host is that host), is of no use elsewhere, the
+// address of the first interface that is up and not the loopback; else
+// the loopback address, which still serves a job on this host alone.
 func PublicHost() string {
 	if h := os.Getenv(HostEnv); h != "" {
 		return h
 	}
 	name, err := os.Hostname()
-	if err == nil && resolves(name) {
+	if err == nil && reachable(name) {
 		return name
 	}
 	if ip := interfaceAddress(); ip != "" {
@@ -36,11 +37,18 @@ func PublicHost() string {
 	return "127.0.0.1"
 }
 
-func resolves(name string) bool {
+// reachable says whether name resolves to an address that is not the
+// loopback.
+func reachable(name string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupHost(ctx, name)
-	return err == nil && len(addrs) > 0
+	for _, a := range addrs {
+		if ip := net.ParseIP(a); err == nil && ip != nil && !ip.IsLoopback() {
+			return true
+		}
+	}
+	return false
 }
 
 // interfaceAddress is the first IPv4 address (else IPv6) of an interface

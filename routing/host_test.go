@@ -15,12 +15,17 @@ func TestPublicHost(t *testing.T) {
 	h := PublicHost()
 	name, _ := os.Hostname()
 	switch {
-	case resolves(name):
+	case reachable(name):
 		if h != name {
 			t.Errorf("the host name %s resolves, but the public host is %q", name, h)
 		}
 	case net.ParseIP(h) == nil:
-		t.Errorf("the host name %s does not resolve, and the public host %q is no address", name, h)
+		t.Errorf("the host name %s does not resolve beyond the loopback, and the public host %q is no address", name, h)
+	case net.ParseIP(h).IsLoopback() && interfaceAddress() != "":
+		t.Errorf("public host %q, a loopback address, where interface address %s is there", h, interfaceAddress())
+	}
+	if reachable("localhost") {
+		t.Error("localhost is taken for a name that other hosts reach")
 	}
 }
 

@@ -9,12 +9,21 @@
 #   scripts/slurm-local.sh status  # exit 0 when the cluster answers
 #
 # Environment: BASE (/tmp/sdm-slurm), NCPU (8), CTLD_PORT (17817),
-# SLURMD_PORT (17818). Runs as root.
+# SLURMD_PORT (17818), SRUN_PORTS (60001-60400). Runs as root.
+#
+# With NETNS_NODES="h1 h2 ..." (scripts/cluster.sh sets it), the nodes are
+# those hosts instead: one slurmd in each one's network namespace
+# (/run/netns/NAME), with its own hostname, at the address that
+# /etc/hosts gives the name; the controller listens on CTLD_ADDR, the
+# address the namespaces reach this machine at.
 set -euo pipefail
 BASE=${BASE:-/tmp/sdm-slurm}
 NCPU=${NCPU:-8}
 CTLD_PORT=${CTLD_PORT:-17817}
 SLURMD_PORT=${SLURMD_PORT:-17818}
+SRUN_PORTS=${SRUN_PORTS:-60001-60400}
+NETNS_NODES=${NETNS_NODES:-}
+CTLD_ADDR=${CTLD_ADDR:-127.0.0.1}
 HOST=$(hostname -s)
 export SLURM_CONF="$BASE/etc/slurm.conf"
 
@@ -64,21 +73,21 @@ up() {
 
   cat > "$SLURM_CONF" <<CONF
 ClusterName=sdmtest
-SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldHost=$HOST($CTLD_ADDR)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
-SrunPortRange=60001-60400
+SrunPortRange=$SRUN_PORTS
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$BASE/run/munge.socket
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$BASE/state/ctld
-SlurmdSpoolDir=$BASE/state/slurmd
+SlurmdSpoolDir=$BASE/state/slurmd-%n
 SlurmctldPidFile=$BASE/run/slurmctld.pid
-SlurmdPidFile=$BASE/run/slurmd.pid
+SlurmdPidFile=$BASE/run/slurmd-%n.pid
 SlurmctldLogFile=$BASE/log/slurmctld.log
-SlurmdLogFile=$BASE/log/slurmd.log
+SlurmdLogFile=$BASE/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SwitchType=switch/none
@@ -98,16 +107,33 @@ MinJobAge=30
 SlurmctldTimeout=30
 SlurmdTimeout=30
 Waittime=0
-TmpFS=$BASE/tmp
-NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$NCPU RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+TmpFS=$BASE/tmp/%n
 CONF
   # A fresh cluster each time: job ids restart at 1, so stale step sockets
   # in the spool directory would make new steps fail.
-  rm -rf "$BASE"/state/ctld/* "$BASE"/state/slurmd "$BASE"/tmp/*
-  mkdir -p "$BASE/state/slurmd"
+  rm -rf "$BASE"/state/ctld/* "$BASE"/state/slurmd-* "$BASE"/tmp/*
+  if [ -z "$NETNS_NODES" ]; then
+    echo "NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$NCPU RealMemory=1000 State=UNKNOWN" >> "$SLURM_CONF"
+  else
+    for n in $NETNS_NODES; do
+      addr=$(getent hosts "$n" | awk '{print $1; exit}')
+      [ -n "$addr" ] || { echo "slurm-local: $n has no address in /etc/hosts" >&2; exit 1; }
+      echo "NodeName=$n NodeAddr=$addr CPUs=$NCPU RealMemory=1000 State=UNKNOWN" >> "$SLURM_CONF"
+    done
+  fi
+  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8" >> "$SLURM_CONF"
   slurmctld -f "$SLURM_CONF"
-  slurmd -f "$SLURM_CONF"
+  if [ -z "$NETNS_NODES" ]; then
+    mkdir -p "$BASE/state/slurmd-$HOST" "$BASE/tmp/$HOST"
+    slurmd -f "$SLURM_CONF"
+  else
+    for n in $NETNS_NODES; do
+      mkdir -p "$BASE/state/slurmd-$n" "$BASE/tmp/$n"
+      # nsenter, not ip netns exec: that remounts /sys, where slurmd needs
+      # the cgroup file system.
+      nsenter --net="/run/netns/$n" unshare --uts sh -c "hostname $n; exec slurmd -f '$SLURM_CONF' -N $n"
+    done
+  fi
   for _ in $(seq 150); do
     [ "$(sinfo -h -o %T 2>/dev/null | sort -u | tr -d '\n')" = idle ] && break
     sleep 0.1
@@ -123,7 +149,7 @@ down() {
   if [ -f "$BASE/run/slurmctld.pid" ] && alive "$(cat "$BASE/run/slurmctld.pid")"; then
     scancel --full --quiet $(squeue -h -o %i 2>/dev/null) 2>/dev/null || true
   fi
-  stop_pidfile "$BASE/run/slurmd.pid"
+  for f in "$BASE"/run/slurmd-*.pid; do stop_pidfile "$f"; done
   stop_pidfile "$BASE/run/slurmctld.pid"
   stop_pidfile "$BASE/run/munged.pid"
 }

@@ -1,0 +1,155 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/mpir"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// launcherArgs turns a launcher's arguments into sdm's flags.
+func launcherArgs(args ...string) []string {
+	var flags []string
+	for _, a := range args {
+		flags = append(flags, "--launcher-arg="+a)
+	}
+	return flags
+}
+
+// placed reads which host each rank said it runs on ("[0-1] on h1")
+// from a session's output.
+func placed(t *testing.T, out string, n int) map[int]string {
+	t.Helper()
+	hosts := map[int]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\[([0-9,-]+)\] on (h[0-9]+)$`).FindAllStringSubmatch(out, -1) {
+		ranks, err := wire.ParseRankSet(m[1])
+		if err != nil {
+			t.Fatalf("%q: %v", m[0], err)
+		}
+		ranks.Each(func(r int) bool {
+			if h, dup := hosts[r]; dup {
+				t.Errorf("rank %d said where it runs twice: %s and %s", r, h, m[2])
+			}
+			hosts[r] = m[2]
+			return true
+		})
+	}
+	if len(hosts) != n {
+		t.Fatalf("%d of %d ranks said where they run:\n%s", len(hosts), n, out)
+	}
+	return hosts
+}
+
+// noStraysOn fails unless, within 10 s, nothing but the cluster's own
+// daemons runs on the cluster's hosts.
+func noStraysOn(t *testing.T, c *testenv.Cluster) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var strays []string
+		for _, h := range c.Hosts {
+			for _, pid := range c.Pids(t, h) {
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				switch name := strings.TrimSpace(string(comm)); name {
+				case "", "sshd", "slurmd", "slurmstepd":
+				default:
+					strays = append(strays, fmt.Sprintf("%s: %d %s", h, pid, name))
+				}
+			}
+		}
+		if len(strays) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still running on the hosts 10 s after the session ended:\n%s", strings.Join(strays, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond) // polling the process table: no event tells when a process elsewhere ends
+	}
+}
+
+// Eight ranks over the four hosts of the emulated cluster, two each, under
+// each launcher: every rank's server runs on its rank's host, the tree
+// reaches the front end across the bridge, output carries the right ranks,
+// breakpoints and stacks merge across hosts, and quit leaves nothing
+// behind on any host.
+func TestAcrossHosts(t *testing.T) {
+	c := testenv.StartCluster(t)
+	bin := testenv.Examples(t)
+	testenv.RequireTool(t, "gdb")
+	const n = 8
+	hosts := "h1:2,h2:2,h3:2,h4:2"
+	for _, l := range []struct {
+		rm, ring string
+		args     []string
+	}{
+		{"openmpi", "ring", launcherArgs("--allow-run-as-root", "--mca", "plm_rsh_agent", c.RSH, "--host", hosts)},
+		{"mpich", "ring-mpich", launcherArgs("-launcher", "rsh", "-launcher-exec", c.RSH, "-hosts", hosts, "-iface", c.Bridge)},
+		{"slurm", "ring", launcherArgs("-N4", "--ntasks-per-node=2", "--mpi=pmix")},
+	} {
+		t.Run(l.rm, func(t *testing.T) {
+			env := append(os.Environ(), "SLURM_CONF="+c.SLURMConf)
+			flags := append([]string{"debug", "--rm", l.rm, "-n", strconv.Itoa(n), "--connect-timeout", "40s"}, l.args...)
+			out, stderr, code := runWith(t, env, "", append(flags, "-e", "run", "-e", "wait", "--", "/bin/sh", "-c", "echo on $(hostname)")...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			for r, h := range placed(t, out, n) {
+				if want := c.Hosts[r/2]; h != want {
+					t.Errorf("rank %d runs on %s, want %s:\n%s", r, h, want, out)
+				}
+			}
+			out, stderr, code = runWith(t, env, "", append(flags, "-e", "break pass", "-e", "run", "-e", "wait", "-e", "stacks", "-e", "kill", "--", filepath.Join(bin, l.ring))...)
+			for _, want := range []string{"[0-7] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)\n", "[0-7] main at examples/ring/ring.c:29 (8 ranks)\n", "[0-7] pass at examples/ring/ring.c:8 (8 ranks)\n"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in (exit %d):\n%s%s", want, code, out, stderr)
+				}
+			}
+			noStraysOn(t, c)
+		})
+	}
+}
+
+// sdm stacks --pid on an mpirun whose ranks run on the four hosts: the
+// proctable names the hosts, a server per host is started over real ssh,
+// the hang is found, and the ranks run on untraced.
+func TestStacksAcrossHosts(t *testing.T) {
+	c := testenv.StartCluster(t)
+	bin := testenv.Examples(t)
+	const n = 8
+	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, "mpirun", "--allow-run-as-root", "--mca", "plm_rsh_agent", c.RSH,
+		"--host", "h1:2,h2:2,h3:2,h4:2", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
+	p.lines(t, n, "rank ")
+	logins := c.Logins(t)
+	out, stderr, code := run(t, "", "stacks", "--pid", strconv.Itoa(pid), "--ssh", c.SSH, "--samples", "2", "--interval", "50ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{"[0-6] main at examples/hang/hang.c:27 (7 ranks)\n", "[7] compute at examples/hang/hang.c:12 (1 rank)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s%s", want, out, stderr)
+		}
+	}
+	// h1, the first host, is not this machine either: every host's server
+	// came in over ssh.
+	for i, h := range c.Hosts {
+		if got := c.Logins(t)[i]; got != logins[i]+1 {
+			t.Errorf("%d ssh logins on %s during sdm stacks, want 1", got-logins[i], h)
+		}
+	}
+	for _, r := range c.Procs(t, "hang") {
+		if stopped, tracer := mpir.Traced(r); stopped || tracer != 0 {
+			t.Errorf("rank process %d after sdm stacks: stopped %v, traced by %d", r, stopped, tracer)
+		}
+	}
+	syscall.Kill(pid, syscall.SIGTERM) // mpirun ends its ranks on every host
+	noStraysOn(t, c)
+}

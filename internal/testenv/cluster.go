@@ -1,0 +1,135 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Cluster is the emulated cluster of scripts/cluster.sh: hosts h1..h4,
+// each a network namespace with its own address and hostname, a real
+// sshd and a slurmd.
+type Cluster struct {
+	Hosts     []string // h1..h4
+	Addrs     []string // their addresses, in the same order
+	FrontEnd  string   // this machine's address on the cluster's network
+	Bridge    string   // this machine's interface on it
+	RSH       string   // the ssh stand-in that launchers use to reach a host
+	SSH       string   // real ssh, with the cluster's key and options
+	SLURMConf string   // the cluster's SLURM
+}
+
+var (
+	clusterOnce sync.Once
+	cluster     *Cluster
+	clusterErr  error
+	clusterBase string // the BASE of a cluster these tests started
+	clusterLogs string
+)
+
+// StartCluster brings up the emulated cluster once per test binary
+// (StopCluster tears it down). It needs root and network namespaces: a test
+// fails, saying why, when they are missing under CI=true, and is skipped
+// elsewhere.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	for _, tool := range []string{"ip", "nsenter", "unshare", "ssh", "/usr/sbin/sshd", "srun", "slurmctld", "mpirun"} {
+		RequireTool(t, tool)
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the emulated cluster needs root (network namespaces, a bridge), and CI=true")
+		}
+		t.Skip("the emulated cluster needs root")
+	}
+	clusterOnce.Do(func() {
+		base, err := os.MkdirTemp("", "sdm-cluster-")
+		if err != nil {
+			clusterErr = err
+			return
+		}
+		os.Remove(base) // the script makes it, and removes it when down
+		cmd, cancel := CommandTimeout(2*time.Minute, filepath.Join(repoRoot(), "scripts", "cluster.sh"), "up")
+		defer cancel()
+		cmd.Env = append(os.Environ(), "BASE="+base)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			clusterErr = fmt.Errorf("scripts/cluster.sh up: %v\n%s", err, out)
+			down(base)
+			return
+		}
+		clusterBase = base
+		clusterLogs = filepath.Join(base, "log")
+		cluster = &Cluster{
+			Hosts: []string{"h1", "h2", "h3", "h4"}, Addrs: []string{"10.200.0.1", "10.200.0.2", "10.200.0.3", "10.200.0.4"},
+			FrontEnd: "10.200.0.254", Bridge: "sdmbr0", RSH: filepath.Join(base, "bin", "rsh"), SSH: filepath.Join(base, "bin", "ssh"),
+			SLURMConf: filepath.Join(base, "slurm", "etc", "slurm.conf"),
+		}
+	})
+	if clusterErr != nil {
+		t.Fatal(clusterErr)
+	}
+	return cluster
+}
+
+// StopCluster tears down the cluster StartCluster started, if it did.
+func StopCluster() {
+	if clusterBase != "" {
+		down(clusterBase)
+	}
+}
+
+func down(base string) {
+	cmd, cancel := CommandTimeout(time.Minute, filepath.Join(repoRoot(), "scripts", "cluster.sh"), "down")
+	defer cancel()
+	cmd.Env = append(os.Environ(), "BASE="+base)
+	cmd.Run()
+}
+
+// Pids lists the processes that run on host (in its network namespace).
+func (c *Cluster) Pids(t testing.TB, host string) []int {
+	t.Helper()
+	out, err := Command(t, "ip", "netns", "pids", host).Output()
+	if err != nil {
+		t.Fatalf("ip netns pids %s: %v", host, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Procs lists the processes named comm on any of the hosts.
+func (c *Cluster) Procs(t testing.TB, comm string) []int {
+	t.Helper()
+	var found []int
+	for _, h := range c.Hosts {
+		for _, pid := range c.Pids(t, h) {
+			if name, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(name)) == comm {
+				found = append(found, pid)
+			}
+		}
+	}
+	return found
+}
+
+// Logins counts the ssh logins each host's sshd has let in so far.
+func (c *Cluster) Logins(t testing.TB) []int {
+	t.Helper()
+	counts := make([]int, len(c.Hosts))
+	for i, h := range c.Hosts {
+		log, err := os.ReadFile(filepath.Join(clusterLogs, "sshd-"+h+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[i] = strings.Count(string(log), "Accepted publickey")
+	}
+	return counts
+}
