@@ -153,3 +153,61 @@ func TestStacksAcrossHosts(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGTERM) // mpirun ends its ranks on every host
 	noStraysOn(t, c)
 }
+
+// sdm connect in a batch job that SLURM runs on h3, accepted by sdm listen
+// here: the job's master dials this machine's address on the cluster's
+// network, not a name that means the loopback on h3.
+func TestConnectAcrossHosts(t *testing.T) {
+	c := testenv.StartCluster(t)
+	bin := testenv.Examples(t)
+	dir := t.TempDir()
+	env := append(os.Environ(), "SLURM_CONF="+c.SLURMConf, "SDM_CONNECT_DIR="+filepath.Join(dir, "connect"))
+	listen := testenv.Command(t, sdmBin, "listen", "--accept-all", "--max", "1", "--wait", "60s",
+		"-e", "break pass", "-e", "run", "-e", "wait", "-e", "stacks", "-e", "kill")
+	listen.Env = env
+	l := start(t, listen)
+	batch := testenv.Command(t, "sbatch", "-w", "h3", "-N1", "-n2", "-o", filepath.Join(dir, "job.out"),
+		"--wrap", sdmBin+" connect srun -n2 --mpi=pmix "+filepath.Join(bin, "ring"))
+	batch.Env = env
+	if out, err := batch.CombinedOutput(); err != nil {
+		t.Fatalf("sbatch: %v\n%s", err, out)
+	}
+	select {
+	case <-l.done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("sdm listen did not end within 90 s:\n%s", l.out.String())
+	}
+	job, _ := os.ReadFile(filepath.Join(dir, "job.out"))
+	for _, want := range []string{"accepted ", "root@h3 job ", "[0-1] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)\n", "[0-1] pass at examples/ring/ring.c:8 (2 ranks)\n"} {
+		if !strings.Contains(l.out.String(), want) {
+			t.Errorf("no %q in sdm listen's output (%v):\n%s\nthe job's:\n%s", want, l.err, l.out.String(), job)
+		}
+	}
+	if want := "the job connects to " + c.FrontEnd + ":"; !strings.Contains(string(job), want) {
+		t.Errorf("no %q in the job's output:\n%s", want, job)
+	}
+	noStraysOn(t, c)
+}
+
+// A front end that the cluster reaches (--target) and one that it does not
+// (--forward), both through h1's real sshd: the launcher and the master
+// run on h1, the ranks on h1 and h2.
+func TestTargetAcrossHosts(t *testing.T) {
+	c := testenv.StartCluster(t)
+	bin := testenv.Examples(t)
+	for _, mode := range []string{"--target", "--forward"} {
+		t.Run(mode, func(t *testing.T) {
+			before := c.Logins(t)[0]
+			out, stderr, code := run(t, "", append(append([]string{"debug", mode, "h1", "--ssh", c.SSH, "--rm", "openmpi", "-n", "4"},
+				launcherArgs("--allow-run-as-root", "--mca", "plm_rsh_agent", c.RSH, "--host", "h1:2,h2:2")...),
+				"-e", "break pass", "-e", "run", "-e", "wait", "-e", "stacks", "-e", "kill", "--", filepath.Join(bin, "ring"))...)
+			if want := "[0-3] pass at examples/ring/ring.c:8 (4 ranks)\n"; !strings.Contains(out, want) {
+				t.Errorf("no %q in (exit %d):\n%s%s", want, code, out, stderr)
+			}
+			if logins := c.Logins(t)[0] - before; logins < 1 {
+				t.Errorf("no ssh login on h1")
+			}
+			noStraysOn(t, c)
+		})
+	}
+}

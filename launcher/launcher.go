@@ -250,7 +250,7 @@ func (s *Session) sessionPort(ctx context.Context, o Options, link wire.LinkConf
 	case s.target.remote():
 		host := o.ClientHost
 		if host == "" {
-			host, _ = os.Hostname()
+			host = routing.AddressToward(s.target.machine())
 		}
 		return ln, net.JoinHostPort(host, strconv.Itoa(ln.Addr().Port)), nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -201,7 +202,8 @@ type Pending struct {
 
 // Await binds a session port for a job that will run on host. A job on
 // this machine is reached on the loopback; one elsewhere dials
-// clientHost (this machine's host name when empty) on every interface.
+// clientHost (when empty, this machine's address on its route toward
+// host: routing.AddressToward) on every interface.
 func Await(host, clientHost string, o Options) (*Pending, error) {
 	key, err := wire.NewKey()
 	if err != nil {
@@ -211,7 +213,7 @@ func Await(host, clientHost string, o Options) (*Pending, error) {
 	if !isLocal(host) {
 		listenOn, dialHost = ":0", clientHost
 		if dialHost == "" {
-			dialHost, _ = os.Hostname()
+			dialHost = routing.AddressToward(host)
 		}
 	}
 	ln, err := client.Listen(listenOn, wire.LinkConfig{Key: key}, o.Log)

@@ -36,6 +36,15 @@ func newTarget(host, sshCommand string) target {
 
 func (t target) remote() bool { return t.host != "" }
 
+// machine is the target's host without a user.
+func (t target) machine() string {
+	_, host, found := strings.Cut(t.host, "@")
+	if !found {
+		return t.host
+	}
+	return host
+}
+
 // name is the target as people call it.
 func (t target) name() string {
 	if t.host == "" {

@@ -37,6 +37,25 @@ func PublicHost() string {
 	return "127.0.0.1"
 }
 
+// AddressToward is the address by which host reaches this one: $HostEnv
+// when set; else this host's source address on its route toward host
+// (of several interfaces, the one the other host's network is on),
+// unless that is the loopback; else PublicHost. No packet is sent.
+func AddressToward(host string) string {
+	if h := os.Getenv(HostEnv); h != "" {
+		return h
+	}
+	d := net.Dialer{Timeout: lookupTimeout}
+	if conn, err := d.Dial("udp", net.JoinHostPort(host, "9")); err == nil {
+		ip := conn.LocalAddr().(*net.UDPAddr).IP
+		conn.Close()
+		if !ip.IsLoopback() {
+			return ip.String()
+		}
+	}
+	return PublicHost()
+}
+
 // reachable says whether name resolves to an address that is not the
 // loopback.
 func reachable(name string) bool {

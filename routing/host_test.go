@@ -44,3 +44,21 @@ func TestLocal(t *testing.T) {
 		}
 	}
 }
+
+func TestAddressToward(t *testing.T) {
+	t.Setenv(HostEnv, "")
+	if h := AddressToward("127.0.0.1"); h != PublicHost() {
+		t.Errorf("toward this host's loopback: %q, want the public host %q", h, PublicHost())
+	}
+	ip := interfaceAddress()
+	if ip == "" {
+		t.Skip("no interface but the loopback")
+	}
+	if h := AddressToward(ip); h != ip {
+		t.Errorf("toward this host's own %s: %q", ip, h)
+	}
+	t.Setenv(HostEnv, "login1.example")
+	if h := AddressToward(ip); h != "login1.example" {
+		t.Errorf("with %s set: %q", HostEnv, h)
+	}
+}

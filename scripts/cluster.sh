@@ -37,6 +37,8 @@ up() {
   fi
   ip netns add sdm-probe 2>/dev/null || fail "cannot create a network namespace (a container without CAP_SYS_ADMIN?)"
   ip netns del sdm-probe
+  # Half a cluster is taken down again: nothing stays behind a failure.
+  trap 'down >/dev/null 2>&1' EXIT
   mkdir -p "$BASE"/{bin,run,log,ssh}
   chmod 755 "$BASE"; chmod 700 "$BASE/ssh"
   ip link add "$BRIDGE" type bridge
@@ -56,7 +58,8 @@ up() {
   sshds
   NETNS_NODES="$(names)" CTLD_ADDR="$NET.254" BASE="$BASE/slurm" CTLD_PORT=17917 SRUN_PORTS=60401-60800 \
     "$HERE/slurm-local.sh" up >/dev/null
-  status || fail "the hosts came up but do not all answer; see $BASE/log"
+  status || fail "the hosts came up but do not all answer"
+  trap - EXIT
   echo "export SLURM_CONF=$BASE/slurm/etc/slurm.conf"
 }
 

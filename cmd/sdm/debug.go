@@ -30,7 +30,7 @@ func runDebug(args []string) error {
 	starter := fs.Bool("starter", false, "with --mpir: the command after -- is the starter's whole command line (-- mpirun -np 8 ./ring)")
 	fs.StringVar(&o.Target, "target", "", "run the launcher and the master on this [user@]host, over ssh (--target me@login1); paths are then paths there")
 	forward := fs.String("forward", "", "have ssh forward a port of [user@]host to the session port, for a master there that cannot reach this machine; implies --target (--forward me@login1)")
-	fs.StringVar(&o.ClientHost, "client-host", "", "how the target reaches this machine when nothing is forwarded (default: this machine's host name)")
+	fs.StringVar(&o.ClientHost, "client-host", "", "how the target reaches this machine when nothing is forwarded (default: its address on the route toward the target)")
 	if help, err := parseFlags(fs, args, helpFile("debug")); help || err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func runListen(args []string) error {
 	reason := fs.String("reason", "rejected by the front end", "with --reject: the reason the job is told")
 	max := fs.Int("max", 0, "end after this many sessions (--max 2; default: 1 with --accept or a script, -e or --batch; else no limit, as 0)")
 	wait := fs.Duration("wait", 0, "give up when no request comes in this time (--wait 10m; default: wait for ever)")
-	clientHost := fs.String("client-host", "", "how jobs on other hosts reach this machine (default: this machine's host name)")
+	clientHost := fs.String("client-host", "", "how jobs on other hosts reach this machine (default: its address on the route toward the job's host)")
 	f := addSessionFlags(fs)
 	if help, err := parseFlags(fs, args, helpFile("listen")); help || err != nil {
 		return err

@@ -26,7 +26,7 @@ type Cluster struct {
 
 var (
 	clusterOnce sync.Once
-	cluster     *Cluster
+	theCluster  *Cluster
 	clusterErr  error
 	clusterBase string // the BASE of a cluster these tests started
 	clusterLogs string
@@ -48,23 +48,23 @@ func StartCluster(t testing.TB) *Cluster {
 		t.Skip("the emulated cluster needs root")
 	}
 	clusterOnce.Do(func() {
-		base, err := os.MkdirTemp("", "sdm-cluster-")
-		if err != nil {
-			clusterErr = err
-			return
+		// One that runs already (scripts/cluster.sh up, by hand) is used,
+		// and left running.
+		base := "/tmp/sdm-cluster"
+		if cluster(base, "status") != nil {
+			var err error
+			if base, err = os.MkdirTemp("", "sdm-cluster-"); err != nil {
+				clusterErr = err
+				return
+			}
+			os.Remove(base) // the script makes it, and removes it when down
+			if clusterErr = cluster(base, "up"); clusterErr != nil {
+				return
+			}
+			clusterBase = base
 		}
-		os.Remove(base) // the script makes it, and removes it when down
-		cmd, cancel := CommandTimeout(2*time.Minute, filepath.Join(repoRoot(), "scripts", "cluster.sh"), "up")
-		defer cancel()
-		cmd.Env = append(os.Environ(), "BASE="+base)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			clusterErr = fmt.Errorf("scripts/cluster.sh up: %v\n%s", err, out)
-			down(base)
-			return
-		}
-		clusterBase = base
 		clusterLogs = filepath.Join(base, "log")
-		cluster = &Cluster{
+		theCluster = &Cluster{
 			Hosts: []string{"h1", "h2", "h3", "h4"}, Addrs: []string{"10.200.0.1", "10.200.0.2", "10.200.0.3", "10.200.0.4"},
 			FrontEnd: "10.200.0.254", Bridge: "sdmbr0", RSH: filepath.Join(base, "bin", "rsh"), SSH: filepath.Join(base, "bin", "ssh"),
 			SLURMConf: filepath.Join(base, "slurm", "etc", "slurm.conf"),
@@ -73,21 +73,25 @@ func StartCluster(t testing.TB) *Cluster {
 	if clusterErr != nil {
 		t.Fatal(clusterErr)
 	}
-	return cluster
+	return theCluster
 }
 
 // StopCluster tears down the cluster StartCluster started, if it did.
 func StopCluster() {
 	if clusterBase != "" {
-		down(clusterBase)
+		cluster(clusterBase, "down")
 	}
 }
 
-func down(base string) {
-	cmd, cancel := CommandTimeout(time.Minute, filepath.Join(repoRoot(), "scripts", "cluster.sh"), "down")
+// cluster runs scripts/cluster.sh ACTION on the cluster in base.
+func cluster(base, action string) error {
+	cmd, cancel := CommandTimeout(2*time.Minute, filepath.Join(repoRoot(), "scripts", "cluster.sh"), action)
 	defer cancel()
 	cmd.Env = append(os.Environ(), "BASE="+base)
-	cmd.Run()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("scripts/cluster.sh %s: %v\n%s", action, err, out)
+	}
+	return nil
 }
 
 // Pids lists the processes that run on host (in its network namespace).
