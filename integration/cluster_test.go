@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/mpir"
+	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -210,4 +213,51 @@ func TestTargetAcrossHosts(t *testing.T) {
 			noStraysOn(t, c)
 		})
 	}
+}
+
+// A host cut off from the others mid-session: its ranks are answered for
+// within seconds, by an error that names the host, and the ranks of the
+// other hosts answer as before, but for those whose servers hang below
+// the host's in the tree of ranks.
+func TestHostCutOff(t *testing.T) {
+	c := testenv.StartCluster(t)
+	bin := testenv.Examples(t)
+	const n = 8
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := launcher.Launch(ctx, launcher.Options{RM: "openmpi", Size: n, Debugger: "gdb-mi", GDB: "lazy", SDM: sdmBin,
+		Program: filepath.Join(bin, "ring"), ConnectTimeout: time.Minute,
+		LauncherArgs: []string{"--allow-run-as-root", "--mca", "plm_rsh_agent", c.RSH, "--host", "h1:2,h2:2,h3:2,h4:2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut wire.Builder // ranks 2 and 3 run on h2: their subtrees
+	routing.Tree{Size: n}.Walk(2, cut.Add)
+	routing.Tree{Size: n}.Walk(3, cut.Add)
+	all, h2 := wire.All(n), cut.Set()
+	others := all.Minus(h2)
+	if g := command(t, s.Command, all, wire.OpStatus, nil); !okRanks(g).Equal(all) {
+		t.Fatalf("status before: %s", describe(g))
+	}
+	link := func(state string) {
+		if out, err := testenv.Command(t, "ip", "link", "set", "veth-h2", state).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set veth-h2 %s: %v\n%s", state, err, out)
+		}
+	}
+	link("down")
+	start := time.Now()
+	groups, err := s.Command(ctx, all, wire.OpStatus, nil, 20*time.Second)
+	took := time.Since(start)
+	link("up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !okRanks(groups).Equal(others) || !groupsWith(groups, wire.StatusTimeout).Equal(h2) ||
+		!strings.Contains(describe(groups), "server 2 on h2 not responding") || took > 10*time.Second {
+		t.Errorf("status with h2 cut off, after %v: %s", took, describe(groups))
+	}
+	if err := s.End(20 * time.Second); err != nil {
+		t.Logf("ending the session: %v", err) // h2's servers may still be on their way back
+	}
+	noStraysOn(t, c)
 }

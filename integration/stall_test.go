@@ -65,7 +65,7 @@ func TestStoppedServerStallsNobody(t *testing.T) {
 		t.Fatalf("a command with a deadline of %v took %v", deadline, d)
 	}
 	if !groupsWith(groups, wire.StatusTimeout).Equal(stalled) || !okRanks(groups).Equal(others) ||
-		!strings.Contains(describe(groups), "server 1 not responding") {
+		!strings.Contains(describe(groups), "server 1 on ") || !strings.Contains(describe(groups), " not responding") {
 		t.Fatalf("status of all with server %d stopped: %s", victim, describe(groups))
 	}
 

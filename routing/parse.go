@@ -62,7 +62,8 @@ type parser struct {
 	name    string
 	line    int     // number of the line being parsed, 1-based
 	n       int     // N from the header; 0 until it has been read
-	entries []Entry // in file order, so entry k is on line k+2
+	entries []Entry // in file order
+	lines   []int   // the line of each entry
 	seen    []uint64
 	blank   int  // first blank line after the header, 0 if none yet
 	partial bool // the last line was cut short by a writer mid-line
@@ -172,6 +173,7 @@ func (p *parser) entry(text []byte, terminated bool) error {
 		return nil
 	}
 	p.entries = append(p.entries, Entry{Index: idx, Host: host, Port: port})
+	p.lines = append(p.lines, p.line)
 	return nil
 }
 
@@ -207,15 +209,9 @@ func (p *parser) finish() (*Table, error) {
 	}
 	// N distinct indices below N: a permutation, so placing each entry at
 	// its index fills every slot.
-	out := p.entries
-	for i, e := range p.entries {
-		if e.Index != i {
-			out = make([]Entry, p.n)
-			for _, e := range p.entries {
-				out[e.Index] = e
-			}
-			break
-		}
+	out, lines := make([]Entry, p.n), make([]int, p.n)
+	for k, e := range p.entries {
+		out[e.Index], lines[e.Index] = e, p.lines[k]
 	}
-	return &Table{Entries: out}, nil
+	return &Table{Entries: out, name: p.name, lines: lines}, nil
 }

@@ -27,6 +27,9 @@ func TestParseValid(t *testing.T) {
 	if !reflect.DeepEqual(tab.Entries, want) {
 		t.Fatalf("entries = %v, want %v", tab.Entries, want)
 	}
+	if w := tab.Where(0) + " " + tab.Where(2) + " " + tab.Where(3); w != "routes:3 routes:2 routing table" {
+		t.Errorf("where the entries are: %s", w)
+	}
 	if tab.Size() != 3 {
 		t.Errorf("Size = %d, want 3", tab.Size())
 	}

@@ -38,6 +38,19 @@ func (e Entry) Addr() string {
 // a Table built by hand should go through NewTable.
 type Table struct {
 	Entries []Entry // indexed by rank
+	// name and lines say where a parsed table's entries are: the file's
+	// name and each entry's line.
+	name  string
+	lines []int
+}
+
+// Where says where the entry of index is, "file:line", for messages
+// about it; "routing table" for a table that was not parsed.
+func (t *Table) Where(index int) string {
+	if t == nil || index < 0 || index >= len(t.lines) {
+		return "routing table"
+	}
+	return fmt.Sprintf("%s:%d", t.name, t.lines[index])
 }
 
 // Size returns N, the number of servers in the table.

@@ -47,7 +47,7 @@ func TestWriteFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, tab) {
+	if !reflect.DeepEqual(got.Entries, tab.Entries) {
 		t.Error("table read back differs from the one written")
 	}
 	fi, err := os.Stat(path)

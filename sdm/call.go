@@ -1,7 +1,6 @@
 package sdm
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/sdm-hpc/sdm/op"
@@ -63,19 +62,20 @@ func (c *call) fail(source int, status wire.Status, reason string) {
 // names no duration: each level of the tree has its own deadline, and the
 // same news from every level must merge (the front end, which knows the
 // deadline it gave, says it).
-func (c *call) expire() {
+func (c *call) expire(server func(index int) string) {
 	for source, want := range c.waiting {
 		reason := "debugger busy or hung"
 		if source >= 0 {
-			reason = notResponding(source)
+			reason = notResponding(server(source))
 		}
 		c.merger.Add(want, wire.StatusTimeout, []byte(reason))
 		delete(c.waiting, source)
 	}
 }
 
-// notResponding is why a child's subtree did not answer.
-func notResponding(index int) string { return fmt.Sprintf("server %d not responding", index) }
+// notResponding is why a child's subtree did not answer; server names
+// the child (child.name).
+func notResponding(server string) string { return server + " not responding" }
 
 // reply is the call's merged answer.
 func (c *call) reply() *wire.Message {

@@ -86,6 +86,10 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	again := c.connected
 	out := newOutbox(link)
 	c.link, c.out, c.quiet, c.joined, c.connected = link, out, false, wire.RankSet{}, true
+	c.host = hello.Host
+	if c.host == "" {
+		c.host, _, _ = net.SplitHostPort(peer.String())
+	}
 	n.mu.Unlock()
 	if again {
 		n.log.Printf("server %d rejoined from %s", c.index, peer)
@@ -95,7 +99,7 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	go func() {
 		defer close(sent)
 		out.run(func(err error) {
-			n.childLost(c, link, fmt.Sprintf("could not send to server %d: %v", c.index, err))
+			n.childLost(c, link, fmt.Sprintf("could not send to %s: %v", c.name(), err))
 		})
 	}()
 	n.serveChild(c, link)
@@ -124,7 +128,7 @@ func (n *Node) serveChild(c *child, link *wire.Link) {
 	for {
 		m, err := link.Recv()
 		if err != nil {
-			n.childLost(c, link, linkLoss(fmt.Sprintf("server %d", c.index), n.cfg.Link, err))
+			n.childLost(c, link, linkLoss(c.name(), n.cfg.Link, err))
 			return
 		}
 		switch m.Kind {
@@ -244,7 +248,7 @@ func (n *Node) checkChildren() {
 			n.log.Printf("server %d not responding: nothing heard for %v", c.index, silent.Round(time.Second))
 		case silent < n.cfg.NotResponding && c.quiet:
 			c.quiet = false
-			n.log.Printf("server %d responding again", c.index)
+			n.log.Printf("%s responding again", c.name())
 		}
 	}
 	var calls []*call
@@ -254,7 +258,7 @@ func (n *Node) checkChildren() {
 	n.mu.Unlock()
 	for _, c := range quiet {
 		for _, cl := range calls {
-			n.settle(cl, func(cl *call) { cl.fail(c.index, wire.StatusTimeout, notResponding(c.index)) })
+			n.settle(cl, func(cl *call) { cl.fail(c.index, wire.StatusTimeout, notResponding(c.name())) })
 		}
 	}
 }

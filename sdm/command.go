@@ -54,7 +54,7 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 		case c.link == nil:
 			cl.merger.Add(r, wire.StatusLost, []byte(c.lost))
 		case c.quiet:
-			cl.merger.Add(r, wire.StatusTimeout, []byte(notResponding(c.index)))
+			cl.merger.Add(r, wire.StatusTimeout, []byte(notResponding(c.name())))
 		default:
 			cl.waiting[c.index] = r
 			c.out.post(&wire.Message{Kind: wire.KindCommand, ID: m.ID, Op: m.Op, Ranks: r, Timeout: timeout, Body: m.Body}, deadline)
@@ -70,7 +70,7 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 	bctx, cancel := context.WithCancel(ctx)
 	cl.cancel = cancel
 	n.calls[cl.id] = cl
-	cl.timer = time.AfterFunc(m.Timeout, func() { n.settle(cl, (*call).expire) })
+	cl.timer = time.AfterFunc(m.Timeout, func() { n.settle(cl, func(cl *call) { cl.expire(n.serverName) }) })
 	n.mu.Unlock()
 
 	own.Each(func(r int) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -65,10 +66,11 @@ func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err e
 	if link, err = wire.NewLink(conn, n.upEnds(), n.cfg.Link); err != nil {
 		return nil, peer, err
 	}
-	hello := wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size}
+	host, _ := os.Hostname()
+	hello := wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size, Host: host}
 	if n.cfg.Index == n.cfg.Tree.Master() {
 		// The front end knows the job by its ranks, not by its servers.
-		hello = wire.Hello{Index: n.size, Size: n.size}
+		hello = wire.Hello{Index: n.size, Size: n.size, Host: host}
 	}
 	if err := wire.SendHello(link, hello); err != nil {
 		link.Close()

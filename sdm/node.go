@@ -127,7 +127,25 @@ type child struct {
 	// connected and rejoined events said: what this node, rejoining its
 	// own parent, says is back.
 	joined    wire.RankSet
-	connected bool // it has connected before: a new link is a rejoin
+	connected bool   // it has connected before: a new link is a rejoin
+	host      string // where it connected from: its hello's host, else its address
+}
+
+// name is how messages name the child: by its index, and its host once
+// it has connected. The node's mutex guards it.
+func (c *child) name() string {
+	if c.host == "" {
+		return fmt.Sprintf("server %d", c.index)
+	}
+	return fmt.Sprintf("server %d on %s", c.index, c.host)
+}
+
+// serverName names child index (child.name), with the node's mutex held.
+func (n *Node) serverName(index int) string {
+	if c := n.children[index]; c != nil {
+		return c.name()
+	}
+	return fmt.Sprintf("server %d", index)
 }
 
 // New checks cfg and prepares a node; Run brings it up.

@@ -2,6 +2,7 @@ package sdm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -94,6 +95,12 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		}
 	}
 	parent := tree.Parent(o.Index)
+	if err := resolves(table, parent); err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return err
+	}
 	dial := func(ctx context.Context) (net.Conn, error) {
 		entry, _ := table.Lookup(parent)
 		if parent == tree.Master() {
@@ -127,6 +134,28 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		return err
 	}
 	return node.Run(ctx)
+}
+
+// resolves says why the host of index's entry in table does not resolve,
+// naming the entry's line: a name no one can reach is refused at once
+// rather than dialled until the timeout. The master's entry is in the
+// master file, read at each attempt; a host that is this one is reached
+// on the loopback.
+func resolves(table *routing.Table, index int) error {
+	entry, ok := table.Lookup(index)
+	if !ok || routing.Local(entry.Host) || net.ParseIP(entry.Host) != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := net.DefaultResolver.LookupHost(ctx, entry.Host); err != nil {
+		var dns *net.DNSError
+		if errors.As(err, &dns) && !dns.IsNotFound {
+			return nil // the name service may answer later: the dial retries
+		}
+		return fmt.Errorf("%s: server %d's host %q does not resolve: %w", table.Where(index), index, entry.Host, err)
+	}
+	return nil
 }
 
 // backends creates the backend of each of ranks, in a job of size ranks.

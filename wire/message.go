@@ -85,8 +85,9 @@ type Message struct {
 
 // Hello is the body of the first message on a link: who is dialing.
 type Hello struct {
-	Index int // the dialer's index in the routing table; the master sends N
-	Size  int // N, the number of ranks of the job
+	Index int    // the dialer's index in the routing table; the master sends N
+	Size  int    // N, the number of ranks of the job
+	Host  string // the dialer's host name, which messages about it give
 }
 
 // ErrMessage is wrapped by every error about a malformed message.
