@@ -181,7 +181,7 @@ func TestConnectAcrossHosts(t *testing.T) {
 		t.Fatalf("sdm listen did not end within 90 s:\n%s", l.out.String())
 	}
 	job, _ := os.ReadFile(filepath.Join(dir, "job.out"))
-	for _, want := range []string{"accepted ", "root@h3 job ", "[0-1] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)\n", "[0-1] pass at examples/ring/ring.c:8 (2 ranks)\n"} {
+	for _, want := range []string{"accepted ", "root@h3 job ", "; it connects to " + c.FrontEnd + ":", "[0-1] stopped in pass at examples/ring/ring.c:8 (breakpoint 1)\n", "[0-1] pass at examples/ring/ring.c:8 (2 ranks)\n"} {
 		if !strings.Contains(l.out.String(), want) {
 			t.Errorf("no %q in sdm listen's output (%v):\n%s\nthe job's:\n%s", want, l.err, l.out.String(), job)
 		}
@@ -238,6 +238,25 @@ func TestHostCutOff(t *testing.T) {
 	others := all.Minus(h2)
 	if g := command(t, s.Command, all, wire.OpStatus, nil); !okRanks(g).Equal(all) {
 		t.Fatalf("status before: %s", describe(g))
+	}
+	// The servers with children listen on their host's address only.
+	listeners := 0
+	for i, h := range c.Hosts {
+		out, err := testenv.Command(t, "nsenter", "--net=/run/netns/"+h, "ss", "-Hltnp").Output()
+		if err != nil {
+			t.Fatalf("ss on %s: %v", h, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 3 && strings.Contains(line, `"sdm"`) {
+				listeners++
+				if !strings.HasPrefix(f[3], c.Addrs[i]+":") {
+					t.Errorf("a server on %s listens on %s, not on %s:\n%s", h, f[3], c.Addrs[i], line)
+				}
+			}
+		}
+	}
+	if listeners == 0 {
+		t.Error("no server listens on any host")
 	}
 	link := func(state string) {
 		if out, err := testenv.Command(t, "ip", "link", "set", "veth-h2", state).CombinedOutput(); err != nil {

@@ -86,7 +86,7 @@ func (l *Listener) Take(ctx context.Context, r *connect.Request) (*Session, []wi
 	if err := connect.Reply(l.Dir, r, answer); err != nil {
 		return nil, nil, err
 	}
-	l.logger().Printf("accepted %s", r)
+	l.logger().Printf("accepted %s; it connects to %s", r, p.Address)
 	waitCtx, cancel := context.WithTimeout(ctx, l.ConnectTimeout)
 	defer cancel()
 	s, err := p.Accept(waitCtx, func(ctx context.Context) error { return connect.WaitFailed(ctx, l.Dir, r) }, l.Progress)

@@ -56,6 +56,33 @@ func AddressToward(host string) string {
 	return PublicHost()
 }
 
+// InterfaceOf is the address of this host's interface that name resolves
+// to (not the loopback), or "" when it resolves to none.
+func InterfaceOf(name string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, name)
+	if err != nil {
+		return ""
+	}
+	mine, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		ip := net.ParseIP(a)
+		if ip == nil || ip.IsLoopback() {
+			continue
+		}
+		for _, m := range mine {
+			if ipnet, ok := m.(*net.IPNet); ok && ipnet.IP.Equal(ip) {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
 // reachable says whether name resolves to an address that is not the
 // loopback.
 func reachable(name string) bool {

@@ -62,3 +62,19 @@ func TestAddressToward(t *testing.T) {
 		t.Errorf("with %s set: %q", HostEnv, h)
 	}
 }
+
+func TestInterfaceOf(t *testing.T) {
+	if got := InterfaceOf("localhost"); got != "" {
+		t.Errorf("localhost: %q, want none (the loopback)", got)
+	}
+	if got := InterfaceOf("no-such-host.invalid"); got != "" {
+		t.Errorf("a name that does not resolve: %q", got)
+	}
+	ip := interfaceAddress()
+	if ip == "" {
+		t.Skip("no interface but the loopback")
+	}
+	if got := InterfaceOf(ip); got != ip {
+		t.Errorf("this host's own %s: %q", ip, got)
+	}
+}

@@ -110,13 +110,7 @@ func (o ServerOptions) serve(ctx context.Context) error {
 				return nil, err
 			}
 		}
-		addr := entry.Addr()
-		if routing.Local(entry.Host) {
-			// The parent listens on every interface for a name (BindHost):
-			// the loopback needs no name service.
-			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(entry.Port))
-		}
-		return DialTCP(addr)(ctx)
+		return DialTCP(net.JoinHostPort(dialHost(entry.Host), strconv.Itoa(entry.Port)))(ctx)
 	}
 	backends, err := o.backends(o.Layout.Size(tree.Size), o.Layout.Ranks(o.Index))
 	if err != nil {
@@ -194,12 +188,27 @@ func Listen(host string, port int) (net.Listener, error) {
 
 // BindHost is the address to bind for a port that children reach at
 // host, as a routing or master file names it: a literal address is bound
-// as it is, so the port is reachable there and nowhere else; a host name
-// may stand for other addresses on other hosts (and for 127.0.1.1 in this
-// host's own /etc/hosts), so its port listens on every interface.
+// as it is, so the port is reachable there and nowhere else; so is the
+// address of this host's interface that a host name resolves to
+// (routing.InterfaceOf). A name that resolves to none (only to the
+// loopback, as 127.0.1.1 in this host's own /etc/hosts) may stand for
+// other addresses on other hosts, so its port listens on every interface.
 func BindHost(host string) string {
 	if ip := net.ParseIP(host); ip != nil {
 		return host
 	}
-	return ""
+	return routing.InterfaceOf(host)
+}
+
+// dialHost is where a child dials its parent's host: the loopback for a
+// parent on this host that listens on every interface, the address it
+// binds for one that binds one (BindHost), the host itself elsewhere.
+func dialHost(host string) string {
+	if !routing.Local(host) {
+		return host
+	}
+	if bound := BindHost(host); bound != "" {
+		return bound
+	}
+	return "127.0.0.1"
 }
