@@ -16,10 +16,11 @@ import (
 )
 
 // BenchmarkAcrossHosts measures, under mpirun on the emulated cluster, the
-// bring-up (launch to the first broadcast answered by every rank: ms/up)
-// and the broadcast round trip (where to every rank: ms-median) of
-// simulated ranks on one host (h1) and spread over the four, and the
-// stacks of real gdb ranks (break, run to it, then where: ms-stacks).
+// bring-up (launch to the first broadcast answered by every rank: ms/up,
+// of the last round) and the broadcast round trip (where to every rank:
+// ms-median of 20 per round, over all rounds) of simulated ranks on one
+// host (h1) and spread over the four, and the stacks of real gdb ranks
+// (break, run to it, then where: ms-stacks, of the last round).
 func BenchmarkAcrossHosts(b *testing.B) {
 	c := testenv.StartCluster(b)
 	bin := testenv.Examples(b)

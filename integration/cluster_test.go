@@ -259,8 +259,8 @@ func TestHostCutOff(t *testing.T) {
 		t.Error("no server listens on any host")
 	}
 	link := func(state string) {
-		if out, err := testenv.Command(t, "ip", "link", "set", "veth-h2", state).CombinedOutput(); err != nil {
-			t.Fatalf("ip link set veth-h2 %s: %v\n%s", state, err, out)
+		if out, err := testenv.Command(t, "ip", "link", "set", c.Links[1], state).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set %s %s: %v\n%s", c.Links[1], state, err, out)
 		}
 	}
 	link("down")

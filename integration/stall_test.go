@@ -120,7 +120,7 @@ func TestKilledServerLostOnce(t *testing.T) {
 		}
 		return ev.Op == wire.EventLost && ev.Group.Ranks.Equal(lost)
 	})
-	if len(losses) != 1 || string(losses[0].Group.Body) != "connection closed by server 1" {
+	if len(losses) != 1 || !strings.HasPrefix(string(losses[0].Group.Body), "connection closed by server 1 on ") {
 		t.Fatalf("loss of server %d reported as %v", victim, losses)
 	}
 	// The orphans end: each finds its parent gone when it dials again.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # An emulated cluster on this machine, for sdm's tests across hosts and for
 # trying sdm as a cluster runs it: hosts h1..hN, each a network namespace
-# with its own address (10.200.0.I on a bridge; this machine, the login
-# node, is 10.200.0.254) and, for what runs there, its own hostname. Each
+# with its own address (10.200.K.I on a bridge sdmbrK; this machine, the
+# login node, is 10.200.K.254) and, for what runs there, its own hostname. Each
 # host runs a real sshd (throwaway keys, root by key only) and a slurmd of
 # a SLURM whose controller runs here; launchers reach a host through the
 # ssh stand-in $BASE/bin/rsh (Open MPI's plm_rsh_agent, hydra's
@@ -15,48 +15,71 @@
 # Environment: BASE (/tmp/sdm-cluster), HOSTS (4). Runs as root; needs
 # iproute2, util-linux (nsenter, unshare), openssh-server and -client,
 # slurm-wlm and munge.
+#
+# K, written to $BASE/id, is the first network free on this machine: a
+# cluster of another root (a chroot sharing this network stack) keeps its
+# bridge, links and controller port, and this one takes the next.
 set -euo pipefail
 BASE=${BASE:-/tmp/sdm-cluster}
 HOSTS=${HOSTS:-4}
-NET=10.200.0
-BRIDGE=sdmbr0
 MARK="# sdm-cluster"
 HERE=$(cd "$(dirname "$0")" && pwd)
 names() { for i in $(seq 1 "$HOSTS"); do printf 'h%d ' "$i"; done; }
 
 fail() { echo "cluster: $*" >&2; exit 1; }
 
+# network K sets the names of cluster K's bridge, links, addresses and port.
+network() {
+  K=$1
+  NET=10.200.$K
+  BRIDGE=sdmbr$K
+  LINK=sdm$K-h # + host number, the host's end on the bridge
+  CTLD_PORT=$((17917 + K))
+}
+network "$(cat "$BASE/id" 2>/dev/null || echo 0)"
+
+# mine says whether this root has a cluster, up or half up.
+mine() { grep -q "$MARK" /etc/hosts || [ -e /run/netns/h1 ] || [ -e "$BASE/id" ]; }
+
 up() {
   [ "$(id -u)" = 0 ] || fail "needs root (network namespaces, a bridge, /etc/hosts)"
   for tool in ip nsenter unshare /usr/sbin/sshd ssh ssh-keygen; do
     command -v "$tool" >/dev/null || fail "$tool not found: apt-get install iproute2 util-linux openssh-server openssh-client"
   done
-  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+  if mine; then
     status && { echo "cluster: already up in $BASE"; exit 0; }
-    fail "a cluster is half up (run: $0 down)"
+    old=$(awk -v m="$MARK" 'index($0, m) {print $NF; exit}' /etc/hosts)
+    fail "a cluster of this root, up or half up, is in ${old:-$BASE}; one runs at a time (take it down: BASE=${old:-$BASE} $0 down)"
   fi
   ip netns add sdm-probe 2>/dev/null || fail "cannot create a network namespace (a container without CAP_SYS_ADMIN?)"
   ip netns del sdm-probe
+  local k=0
+  while ip link show "sdmbr$k" >/dev/null 2>&1; do
+    k=$((k + 1))
+    [ $k -lt 200 ] || fail "no free network: bridges sdmbr0..sdmbr199 all exist"
+  done
+  network $k
   # Half a cluster is taken down again: nothing stays behind a failure.
   trap 'down >/dev/null 2>&1' EXIT
   mkdir -p "$BASE"/{bin,run,log,ssh}
   chmod 755 "$BASE"; chmod 700 "$BASE/ssh"
+  echo "$K" > "$BASE/id"
   ip link add "$BRIDGE" type bridge
   ip addr add "$NET.254/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   for i in $(seq 1 "$HOSTS"); do
     ip netns add "h$i"
-    ip link add "veth-h$i" type veth peer name eth0 netns "h$i"
-    ip link set "veth-h$i" master "$BRIDGE" up
+    ip link add "$LINK$i" type veth peer name eth0 netns "h$i"
+    ip link set "$LINK$i" master "$BRIDGE" up
     ip -n "h$i" addr add "$NET.$i/24" dev eth0
     ip -n "h$i" link set eth0 up
     ip -n "h$i" link set lo up
     ip -n "h$i" route add default via "$NET.254"
-    echo "$NET.$i h$i $MARK" >> /etc/hosts
+    echo "$NET.$i h$i $MARK $BASE" >> /etc/hosts
   done
   rsh_stand_in
   sshds
-  NETNS_NODES="$(names)" CTLD_ADDR="$NET.254" BASE="$BASE/slurm" CTLD_PORT=17917 SRUN_PORTS=60401-60800 \
+  NETNS_NODES="$(names)" CTLD_ADDR="$NET.254" BASE="$BASE/slurm" CTLD_PORT=$CTLD_PORT SRUN_PORTS=60401-60800 \
     "$HERE/slurm-local.sh" up >/dev/null
   status || fail "the hosts came up but do not all answer"
   trap - EXIT
@@ -66,17 +89,17 @@ up() {
 # rsh_stand_in writes $BASE/bin/rsh: `rsh [ssh options] HOST COMMAND...`
 # runs COMMAND on HOST (hI or its address) inside its namespaces.
 rsh_stand_in() {
-  cat > "$BASE/bin/rsh" <<'EOF'
+  cat > "$BASE/bin/rsh" <<EOF
 #!/bin/sh
 # An ssh stand-in for launchers: rsh [ssh options] HOST COMMAND...
-while [ $# -gt 0 ]; do
-  case "$1" in -l|-p|-o|-i|-F) shift 2 ;; -*) shift ;; *) break ;; esac
+while [ \$# -gt 0 ]; do
+  case "\$1" in -l|-p|-o|-i|-F) shift 2 ;; -*) shift ;; *) break ;; esac
 done
-host=$1; shift
-case "$host" in 10.200.0.*) host=h${host##*.} ;; esac
-host=${host%%.*}
-[ -e "/run/netns/$host" ] || { echo "rsh: no host $host" >&2; exit 255; }
-exec nsenter --net="/run/netns/$host" unshare --uts /bin/sh -c "hostname $host; cd '$PWD' 2>/dev/null; $*"
+host=\$1; shift
+case "\$host" in $NET.*) host=h\${host##*.} ;; esac
+host=\${host%%.*}
+[ -e "/run/netns/\$host" ] || { echo "rsh: no host \$host" >&2; exit 255; }
+exec nsenter --net="/run/netns/\$host" unshare --uts /bin/sh -c "hostname \$host; cd '\$PWD' 2>/dev/null; \$*"
 EOF
   chmod 755 "$BASE/bin/rsh"
 }
@@ -131,7 +154,7 @@ status() {
 
 down() {
   if [ -d "$BASE/slurm" ]; then
-    BASE="$BASE/slurm" CTLD_PORT=17917 "$HERE/slurm-local.sh" down || true
+    BASE="$BASE/slurm" CTLD_PORT=$CTLD_PORT "$HERE/slurm-local.sh" down || true
   fi
   for f in "$BASE"/run/sshd-*.pid; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
@@ -142,10 +165,12 @@ down() {
     [ -n "$pids" ] && kill -KILL $pids 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
   done
-  for l in $(ip -o link show 2>/dev/null | awk -F': ' '/veth-h[0-9]+/{print $2}' | cut -d@ -f1); do
-    ip link del "$l" 2>/dev/null || true
-  done
-  ip link del "$BRIDGE" 2>/dev/null || true
+  # The bridge and links are this root's only when it recorded their K;
+  # otherwise they may be another root's cluster.
+  if [ -e "$BASE/id" ]; then
+    for i in $(seq 1 "$HOSTS"); do ip link del "$LINK$i" 2>/dev/null || true; done
+    ip link del "$BRIDGE" 2>/dev/null || true
+  fi
   if grep -q "$MARK" /etc/hosts; then
     # /etc/hosts may be a bind mount: rewrite it in place.
     grep -v "$MARK" /etc/hosts > "$BASE.hosts" || true

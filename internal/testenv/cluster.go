@@ -19,6 +19,7 @@ type Cluster struct {
 	Addrs     []string // their addresses, in the same order
 	FrontEnd  string   // this machine's address on the cluster's network
 	Bridge    string   // this machine's interface on it
+	Links     []string // each host's link to the bridge, in Hosts' order
 	RSH       string   // the ssh stand-in that launchers use to reach a host
 	SSH       string   // real ssh, with the cluster's key and options
 	SLURMConf string   // the cluster's SLURM
@@ -64,16 +65,33 @@ func StartCluster(t testing.TB) *Cluster {
 			clusterBase = base
 		}
 		clusterLogs = filepath.Join(base, "log")
-		theCluster = &Cluster{
-			Hosts: []string{"h1", "h2", "h3", "h4"}, Addrs: []string{"10.200.0.1", "10.200.0.2", "10.200.0.3", "10.200.0.4"},
-			FrontEnd: "10.200.0.254", Bridge: "sdmbr0", RSH: filepath.Join(base, "bin", "rsh"), SSH: filepath.Join(base, "bin", "ssh"),
-			SLURMConf: filepath.Join(base, "slurm", "etc", "slurm.conf"),
-		}
+		theCluster, clusterErr = clusterIn(base)
 	})
 	if clusterErr != nil {
 		t.Fatal(clusterErr)
 	}
 	return theCluster
+}
+
+// clusterIn describes the cluster that runs in base, on the network K
+// that the script recorded there (scripts/cluster.sh names it).
+func clusterIn(base string) (*Cluster, error) {
+	id, err := os.ReadFile(filepath.Join(base, "id"))
+	if err != nil {
+		return nil, fmt.Errorf("the cluster in %s: %v", base, err)
+	}
+	k := strings.TrimSpace(string(id))
+	c := &Cluster{
+		FrontEnd: "10.200." + k + ".254", Bridge: "sdmbr" + k,
+		RSH: filepath.Join(base, "bin", "rsh"), SSH: filepath.Join(base, "bin", "ssh"),
+		SLURMConf: filepath.Join(base, "slurm", "etc", "slurm.conf"),
+	}
+	for i := 1; i <= 4; i++ {
+		c.Hosts = append(c.Hosts, fmt.Sprintf("h%d", i))
+		c.Addrs = append(c.Addrs, fmt.Sprintf("10.200.%s.%d", k, i))
+		c.Links = append(c.Links, fmt.Sprintf("sdm%s-h%d", k, i))
+	}
+	return c, nil
 }
 
 // StopCluster tears down the cluster StartCluster started, if it did.
