@@ -14,6 +14,7 @@ require (
 
 require (
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/google/go-dap v0.12.0 // indirect
 	github.com/mattn/go-runewidth v0.0.31 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect

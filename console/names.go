@@ -142,3 +142,21 @@ func aliasText(cmd *command) string {
 	}
 	return fmt.Sprintf(" (also %s)", strings.Join(cmd.aliases, ", "))
 }
+
+// IsCommand says whether line is a console command: after an optional
+// [SET], a command's name or alias as a whole word (not a prefix of one).
+// An editor's debug console sends such lines to Exec, anything else to
+// the debugger as an expression.
+func IsCommand(line string) bool {
+	line = strings.TrimSpace(line)
+	if strings.HasPrefix(line, "[") {
+		end := strings.IndexByte(line, ']')
+		if end < 0 {
+			return true // a rank set, however malformed: Exec says what is wrong
+		}
+		line = strings.TrimSpace(line[end+1:])
+	}
+	name, _, _ := strings.Cut(line, " ")
+	_, ok := commandNames()[name]
+	return ok
+}

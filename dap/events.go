@@ -1,0 +1,233 @@
+package dap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	godap "github.com/google/go-dap"
+
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// stop is a group of ranks that stopped at one place.
+type stop struct {
+	ranks wire.RankSet
+	state wire.State
+}
+
+// pump turns the job's events into the client's until the session ends:
+// output with its ranks in front of each line, and stops, each gathered
+// for a window (Options.Window) so that the ranks that print the same
+// line or stop together a few milliseconds apart show as one (a stop
+// goes at once when no rank runs any more); continued, exited and
+// terminated. The repl's console sees every event but output, which the
+// client has already.
+func (a *adapter) pump(j *job) {
+	defer close(j.pumped)
+	defer j.repl.close()
+	var stops []stop
+	var outs []wire.Group
+	var flushAt time.Time
+	flush := func() {
+		for _, g := range outs {
+			a.rankOutput(g)
+		}
+		outs = nil
+		if len(stops) > 0 {
+			a.stopped(j, stops)
+			stops = nil
+		}
+	}
+	// What is held goes a window after the last event that added to it,
+	// but no later than ten windows after the first: ranks that stop
+	// one after another show as one stop, however many.
+	var firstAt time.Time
+	hold := func() {
+		now := time.Now()
+		if len(stops) == 0 && len(outs) == 0 {
+			firstAt = now
+		}
+		flushAt = now.Add(a.opts.Window)
+		if last := firstAt.Add(10 * a.opts.Window); last.Before(flushAt) {
+			flushAt = last
+		}
+	}
+	for {
+		ctx, cancel := a.ctx, context.CancelFunc(func() {})
+		if len(stops) > 0 || len(outs) > 0 {
+			ctx, cancel = context.WithDeadline(a.ctx, flushAt)
+		}
+		ev, err := j.s.NextEvent(ctx)
+		cancel()
+		if err != nil {
+			if a.ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				flush()
+				continue
+			}
+			flush()
+			if j.state.terminate() {
+				a.send(&godap.TerminatedEvent{Event: godap.Event{Event: "terminated"}})
+			}
+			return
+		}
+		if ev.Op == wire.EventOutput {
+			hold()
+			outs = mergeOutput(outs, ev.Group)
+			continue
+		}
+		j.repl.feed(ev)
+		if ev.Op == wire.EventStopped {
+			st, err := op.Stopped.DecodeBody(ev.Group.Body)
+			if err != nil {
+				a.output("stderr", fmt.Sprintf("[%v] a stop sdm could not read: %v\n", ev.Group.Ranks, err))
+				continue
+			}
+			if msg, ok := a.bps.logpoint(st.Breakpoint); ok {
+				go a.logAndGo(j, ev.Group.Ranks, msg)
+				continue
+			}
+			hold()
+			stops = append(stops, stop{ranks: ev.Group.Ranks, state: st})
+			if j.state.stopped(ev.Group.Ranks).Empty() {
+				flush()
+			}
+			continue
+		}
+		flush()
+		switch ev.Op {
+		case wire.EventRunning:
+			j.state.ran(ev.Group.Ranks)
+			a.forget()
+			live := j.state.live()
+			a.send(&godap.ContinuedEvent{Event: godap.Event{Event: "continued"}, Body: godap.ContinuedEventBody{
+				ThreadId: ev.Group.Ranks.Min() + 1, AllThreadsContinued: ev.Group.Ranks.Intersect(live).Equal(live)}})
+		case wire.EventExited:
+			st, _ := op.Exited.DecodeBody(ev.Group.Body)
+			if j.state.exited(ev.Group.Ranks) {
+				a.send(&godap.ExitedEvent{Event: godap.Event{Event: "exited"}, Body: godap.ExitedEventBody{ExitCode: st.Code}})
+				if j.state.terminate() {
+					a.send(&godap.TerminatedEvent{Event: godap.Event{Event: "terminated"}})
+				}
+			}
+		case wire.EventLost, wire.EventError:
+			reason, _ := op.Lost.DecodeBody(ev.Group.Body)
+			a.output("stderr", fmt.Sprintf("[%v] %s: %s\n", ev.Group.Ranks, ev.Op, reason))
+			if ev.Op == wire.EventLost && j.state.exited(ev.Group.Ranks) && j.state.terminate() {
+				a.send(&godap.TerminatedEvent{Event: godap.Event{Event: "terminated"}})
+			}
+		}
+	}
+}
+
+// mergeOutput adds g to the output held: to the group that printed the
+// same text on the same stream, else after the others.
+func mergeOutput(outs []wire.Group, g wire.Group) []wire.Group {
+	for i := range outs {
+		if string(outs[i].Body) == string(g.Body) {
+			outs[i].Ranks = outs[i].Ranks.Union(g.Ranks)
+			return outs
+		}
+	}
+	return append(outs, g)
+}
+
+// stopped tells the client of ranks that stopped, in one event: the
+// biggest group's first rank is the thread to show, and the text says
+// where every group is.
+func (a *adapter) stopped(j *job, stops []stop) {
+	a.forget()
+	big := stops[0]
+	var where []string
+	for _, s := range stops {
+		if s.ranks.Count() > big.ranks.Count() {
+			big = s
+		}
+		where = append(where, fmt.Sprintf("%s %v %s", plural(s.ranks), s.ranks, describeStop(s.state)))
+	}
+	reason, hit := a.reason(j, big.state)
+	body := godap.StoppedEventBody{Reason: reason, ThreadId: big.ranks.Min() + 1, AllThreadsStopped: j.state.moving().Empty(),
+		Description: describeStop(big.state), Text: strings.Join(where, "; ")}
+	if hit != 0 {
+		body.HitBreakpointIds = []int{hit}
+	}
+	a.send(&godap.StoppedEvent{Event: godap.Event{Event: "stopped"}, Body: body})
+}
+
+// reason is DAP's name for why a rank stopped, and the breakpoint it hit.
+func (a *adapter) reason(j *job, st wire.State) (string, int) {
+	switch {
+	case st.Reason == "breakpoint-hit" && j.state.isEntry(st.Breakpoint):
+		return "entry", 0
+	case st.Reason == "breakpoint-hit":
+		return "breakpoint", a.bps.id(st.Breakpoint)
+	case strings.HasPrefix(st.Reason, "watchpoint"), strings.HasPrefix(st.Reason, "read-watchpoint"), strings.HasPrefix(st.Reason, "access-watchpoint"):
+		return "data breakpoint", 0
+	case st.Reason == "end-stepping-range", st.Reason == "function-finished", st.Reason == "location-reached":
+		return "step", 0
+	case st.Reason == "signal-received" && (st.Signal == "SIGINT" || st.Signal == "SIGSTOP" || st.Signal == "0"):
+		return "pause", 0
+	case st.Reason == "signal-received":
+		return "exception", 0
+	}
+	return "pause", 0
+}
+
+// describeStop says where a rank stopped: "in pass at ring.c:8".
+func describeStop(st wire.State) string {
+	at := "in " + orDefault(st.Frame.Func, "??")
+	if st.Frame.File != "" {
+		at += fmt.Sprintf(" at %s:%d", st.Frame.File, st.Frame.Line)
+	}
+	if st.Signal != "" && st.Reason == "signal-received" {
+		at += " (" + st.Signal + ")"
+	}
+	return at
+}
+
+func plural(r wire.RankSet) string {
+	if r.Count() == 1 {
+		return "rank"
+	}
+	return "ranks"
+}
+
+// rankOutput sends what ranks wrote, each line after its ranks.
+func (a *adapter) rankOutput(g wire.Group) {
+	out, err := op.Output.DecodeBody(g.Body)
+	if err != nil || out.Text == "" {
+		return
+	}
+	category := "stdout"
+	if out.Stream == "stderr" {
+		category = "stderr"
+	}
+	var b strings.Builder
+	for line := range strings.Lines(out.Text) {
+		fmt.Fprintf(&b, "[%v] %s", g.Ranks, line)
+	}
+	if !strings.HasSuffix(out.Text, "\n") {
+		b.WriteByte('\n')
+	}
+	a.output(category, b.String())
+}
+
+// logAndGo prints a logpoint's message for the ranks that reached it,
+// its {expressions} evaluated in each, and lets them go on.
+func (a *adapter) logAndGo(j *job, ranks wire.RankSet, msg string) {
+	text, exprs := splitLogMessage(msg)
+	values := map[string][]wire.Group{}
+	if len(exprs) > 0 {
+		groups, err := j.s.Command(a.ctx, ranks, wire.OpEvaluate, wire.MustEncode(wire.Exprs{Exprs: exprs}), a.opts.Timeout)
+		if err == nil {
+			values[""] = groups
+		}
+	}
+	for _, line := range logLines(ranks, text, exprs, values[""]) {
+		a.output("console", line)
+	}
+	j.s.Command(a.ctx, ranks, wire.OpCont, nil, a.opts.Timeout)
+}

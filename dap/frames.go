@@ -1,0 +1,456 @@
+package dap
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	godap "github.com/google/go-dap"
+
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Kinds of variable references.
+const (
+	scopeLocals = iota
+	scopeArgs
+	aggregate // the members of a value
+	pointer   // what a pointer points to
+)
+
+// ref is what a variables reference stands for.
+type ref struct {
+	rank, level int
+	kind        int
+	expr        string // the value's expression (aggregate, pointer)
+	value       string // its value as gdb printed it (aggregate)
+}
+
+// handles number the frames and variables the client saw; they last
+// until a rank moves (DAP's rule), when forget drops them.
+type handles struct {
+	frames [][2]int // rank, level
+	refs   []ref
+}
+
+func newHandles() *handles { return &handles{} }
+
+// forget drops every frame and variable handle.
+func (a *adapter) forget() {
+	a.mu.Lock()
+	a.handles = newHandles()
+	a.mu.Unlock()
+}
+
+func (a *adapter) frameID(rank, level int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.handles.frames = append(a.handles.frames, [2]int{rank, level})
+	return len(a.handles.frames)
+}
+
+func (a *adapter) frame(id int) (rank, level int, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if id < 1 || id > len(a.handles.frames) {
+		return 0, 0, fmt.Errorf("no frame %d (frames last until a rank moves)", id)
+	}
+	f := a.handles.frames[id-1]
+	return f[0], f[1], nil
+}
+
+func (a *adapter) refID(r ref) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.handles.refs = append(a.handles.refs, r)
+	return len(a.handles.refs)
+}
+
+func (a *adapter) ref(id int) (ref, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if id < 1 || id > len(a.handles.refs) {
+		return ref{}, fmt.Errorf("no variables %d (they last until a rank moves)", id)
+	}
+	return a.handles.refs[id-1], nil
+}
+
+// rankOf is the rank a thread id shows.
+func (j *job) rankOf(thread int) (int, error) {
+	if r := thread - 1; r >= 0 && j.ranks.Contains(r) {
+		return r, nil
+	}
+	return 0, fmt.Errorf("no thread %d: the threads are ranks %v, numbered from 1", thread, j.ranks)
+}
+
+// threads lists the ranks, one thread each.
+func (a *adapter) threads(m *godap.ThreadsRequest) error {
+	var threads []godap.Thread
+	if j := a.current(); j != nil {
+		j.ranks.Each(func(r int) bool {
+			threads = append(threads, godap.Thread{Id: r + 1, Name: fmt.Sprintf("rank %d", r)})
+			return true
+		})
+	}
+	if threads == nil {
+		threads = []godap.Thread{}
+	}
+	return a.send(&godap.ThreadsResponse{Response: ok(m.Request), Body: godap.ThreadsResponseBody{Threads: threads}})
+}
+
+// one runs op on one rank and returns its answer, or its error naming the rank.
+func (a *adapter) one(j *job, rank int, name string, body []byte) ([]byte, error) {
+	groups, err := j.s.Command(a.ctx, wire.Single(rank), name, body, a.opts.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		if g.Status == wire.StatusOK {
+			return g.Body, nil
+		}
+		return nil, fmt.Errorf("rank %d: %s: %s", rank, name, strings.TrimSpace(string(g.Body)))
+	}
+	return nil, fmt.Errorf("rank %d: %s: no answer", rank, name)
+}
+
+// stackTrace is a rank's stack, innermost frame first.
+func (a *adapter) stackTrace(m *godap.StackTraceRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	rank, err := j.rankOf(m.Arguments.ThreadId)
+	if err != nil {
+		return err
+	}
+	body, err := a.one(j, rank, wire.OpWhere, nil)
+	if err != nil {
+		return err
+	}
+	stack, err := op.Where.DecodeAnswer(body)
+	if err != nil {
+		return err
+	}
+	frames := stack.Frames[min(m.Arguments.StartFrame, len(stack.Frames)):]
+	if n := m.Arguments.Levels; n > 0 && n < len(frames) {
+		frames = frames[:n]
+	}
+	out := []godap.StackFrame{}
+	for i, f := range frames {
+		sf := godap.StackFrame{Id: a.frameID(rank, m.Arguments.StartFrame+i), Name: orDefault(f.Func, "??"), Line: f.Line, Column: 1}
+		if f.File != "" {
+			path := j.sourcePath(f.File)
+			sf.Source = &godap.Source{Name: filepath.Base(f.File), Path: path}
+		} else {
+			sf.PresentationHint = "subtle"
+			if f.From != "" {
+				sf.Name += " (" + filepath.Base(f.From) + ")"
+			}
+		}
+		out = append(out, sf)
+	}
+	return a.send(&godap.StackTraceResponse{Response: ok(m.Request), Body: godap.StackTraceResponseBody{StackFrames: out, TotalFrames: len(stack.Frames)}})
+}
+
+// scopes are a frame's locals and arguments.
+func (a *adapter) scopes(m *godap.ScopesRequest) error {
+	if _, err := a.running(); err != nil {
+		return err
+	}
+	rank, level, err := a.frame(m.Arguments.FrameId)
+	if err != nil {
+		return err
+	}
+	return a.send(&godap.ScopesResponse{Response: ok(m.Request), Body: godap.ScopesResponseBody{Scopes: []godap.Scope{
+		{Name: "Locals", PresentationHint: "locals", VariablesReference: a.refID(ref{rank: rank, level: level, kind: scopeLocals})},
+		{Name: "Arguments", PresentationHint: "arguments", VariablesReference: a.refID(ref{rank: rank, level: level, kind: scopeArgs})},
+	}}})
+}
+
+// selectFrame makes level the selected frame of rank's debugger, where
+// variables and expressions are read.
+func (a *adapter) selectFrame(j *job, rank, level int) error {
+	_, err := a.one(j, rank, wire.OpFrame, wire.MustEncode(wire.Count{N: level}))
+	return err
+}
+
+// variables lists a scope's variables or a value's members.
+func (a *adapter) variables(m *godap.VariablesRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	r, err := a.ref(m.Arguments.VariablesReference)
+	if err != nil {
+		return err
+	}
+	vars := []godap.Variable{}
+	switch r.kind {
+	case scopeLocals, scopeArgs:
+		if err := a.selectFrame(j, r.rank, r.level); err != nil {
+			return err
+		}
+		name := map[int]string{scopeLocals: wire.OpLocals, scopeArgs: wire.OpArgs}[r.kind]
+		list, err := a.vars(j, r.rank, name)
+		if err != nil {
+			return err
+		}
+		for _, v := range list {
+			vars = append(vars, a.variable(r, v.Name, v.Name, v.Type, v.Value))
+		}
+	case aggregate:
+		ms, _ := members(r.expr, r.value)
+		for _, mb := range ms {
+			vars = append(vars, a.variable(r, mb.name, mb.expr, "", mb.value))
+		}
+	case pointer:
+		value, err := a.evaluateOn(j, r.rank, r.level, "*("+r.expr+")")
+		if err != nil {
+			return err
+		}
+		vars = append(vars, a.variable(r, "*"+r.expr, "*("+r.expr+")", "", value))
+	}
+	return a.send(&godap.VariablesResponse{Response: ok(m.Request), Body: godap.VariablesResponseBody{Variables: vars}})
+}
+
+// vars lists a rank's locals or arguments (name) in gdb's order: the
+// list merges one variable at a time, so even one rank's may come in
+// several groups.
+func (a *adapter) vars(j *job, rank int, name string) ([]wire.Var, error) {
+	groups, err := j.s.Command(a.ctx, wire.Single(rank), name, nil, a.opts.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	var all []wire.Var
+	for _, g := range groups {
+		if g.Status != wire.StatusOK {
+			return nil, fmt.Errorf("rank %d: %s: %s", rank, name, strings.TrimSpace(string(g.Body)))
+		}
+		list, err := op.Locals.DecodeAnswer(g.Body)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, list...)
+	}
+	slices.SortStableFunc(all, func(x, y wire.Var) int { return x.Index - y.Index })
+	return all, nil
+}
+
+// variable is a variable as the client shows it, with a reference to its
+// members or what it points to when it has them.
+func (a *adapter) variable(in ref, name, expr, typ, value string) godap.Variable {
+	v := godap.Variable{Name: name, Value: value, Type: typ, EvaluateName: expr}
+	v.VariablesReference = a.childrenOf(in.rank, in.level, expr, typ, value)
+	if strings.HasPrefix(value, "0x") {
+		v.MemoryReference = memoryRef(value, in.rank)
+	}
+	return v
+}
+
+// childrenOf is the reference to a value's members or pointee, 0 when it
+// has none.
+func (a *adapter) childrenOf(rank, level int, expr, typ, value string) int {
+	if ms, ok := members(expr, value); ok && len(ms) > 0 {
+		return a.refID(ref{rank: rank, level: level, kind: aggregate, expr: expr, value: value})
+	}
+	if expr != "" && pointsTo(typ, value) {
+		return a.refID(ref{rank: rank, level: level, kind: pointer, expr: expr})
+	}
+	return 0
+}
+
+// memoryRef names the memory at a pointer's value on rank: "0x601040@3".
+func memoryRef(value string, rank int) string {
+	addr, _, _ := strings.Cut(value, " ")
+	return fmt.Sprintf("%s@%d", addr, rank)
+}
+
+// evaluateOn evaluates expr in a frame of rank.
+func (a *adapter) evaluateOn(j *job, rank, level int, expr string) (string, error) {
+	if err := a.selectFrame(j, rank, level); err != nil {
+		return "", err
+	}
+	body, err := a.one(j, rank, wire.OpEvaluate, wire.MustEncode(wire.Exprs{Exprs: []string{expr}}))
+	if err != nil {
+		return "", err
+	}
+	values, err := op.Evaluate.DecodeAnswer(body)
+	if err != nil || len(values) != 1 {
+		return "", fmt.Errorf("rank %d: %s: no value", rank, expr)
+	}
+	if values[0].Error != "" {
+		return "", fmt.Errorf("rank %d: %s", rank, values[0].Error)
+	}
+	return values[0].Value, nil
+}
+
+// evaluate answers the debug console (sdm's console commands, or an
+// expression in the selected frame's rank), hovers and watches.
+func (a *adapter) evaluate(m *godap.EvaluateRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	args := m.Arguments
+	if args.Context == "repl" && j.repl.takes(args.Expression) {
+		text, err := j.repl.exec(a.ctx, args.Expression)
+		if err != nil {
+			return err
+		}
+		return a.send(&godap.EvaluateResponse{Response: ok(m.Request), Body: godap.EvaluateResponseBody{Result: text}})
+	}
+	rank, level := j.ranks.Min(), 0
+	if args.FrameId != 0 {
+		if rank, level, err = a.frame(args.FrameId); err != nil {
+			return err
+		}
+	}
+	value, err := a.evaluateOn(j, rank, level, args.Expression)
+	if err != nil {
+		return err
+	}
+	return a.send(&godap.EvaluateResponse{Response: ok(m.Request), Body: godap.EvaluateResponseBody{
+		Result: value, VariablesReference: a.childrenOf(rank, level, args.Expression, "", value)}})
+}
+
+// setVariable assigns to a variable of a scope or a member of a value.
+func (a *adapter) setVariable(m *godap.SetVariableRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	r, err := a.ref(m.Arguments.VariablesReference)
+	if err != nil {
+		return err
+	}
+	expr := m.Arguments.Name
+	switch r.kind {
+	case aggregate:
+		expr = ""
+		ms, _ := members(r.expr, r.value)
+		for _, mb := range ms {
+			if mb.name == m.Arguments.Name {
+				expr = mb.expr
+			}
+		}
+	case pointer:
+		expr = "*(" + r.expr + ")"
+	}
+	if expr == "" {
+		return fmt.Errorf("%s cannot be set: set its members", m.Arguments.Name)
+	}
+	if err := a.selectFrame(j, r.rank, r.level); err != nil {
+		return err
+	}
+	body, err := a.one(j, r.rank, wire.OpPrint, wire.MustEncode(wire.Expr{Expr: expr + " = " + m.Arguments.Value}))
+	if err != nil {
+		return err
+	}
+	text, err := op.Print.DecodeAnswer(body)
+	if err != nil {
+		return err
+	}
+	return a.send(&godap.SetVariableResponse{Response: ok(m.Request), Body: godap.SetVariableResponseBody{Value: text.Text}})
+}
+
+// readMemory reads a rank's memory at a reference of memoryRef's.
+func (a *adapter) readMemory(m *godap.ReadMemoryRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	addr, rankText, found := strings.Cut(m.Arguments.MemoryReference, "@")
+	rank := j.ranks.Min()
+	if found {
+		if rank, err = strconv.Atoi(rankText); err != nil || !j.ranks.Contains(rank) {
+			return fmt.Errorf("memory reference %q: no rank %q", m.Arguments.MemoryReference, rankText)
+		}
+	}
+	if m.Arguments.Count <= 0 || m.Arguments.Count > 1<<20 {
+		return fmt.Errorf("readMemory: count %d: want 1 to %d bytes", m.Arguments.Count, 1<<20)
+	}
+	start := fmt.Sprintf("(char *)(%s) + %d", addr, m.Arguments.Offset)
+	body, err := a.one(j, rank, wire.OpMemRead, wire.MustEncode(wire.Memory{Addr: start, Count: m.Arguments.Count}))
+	if err != nil {
+		return err
+	}
+	mem, err := op.MemRead.DecodeAnswer(body)
+	if err != nil {
+		return err
+	}
+	data, err := hex.DecodeString(mem.Hex)
+	if err != nil {
+		return fmt.Errorf("rank %d: memory at %s: %v", rank, start, err)
+	}
+	return a.send(&godap.ReadMemoryResponse{Response: ok(m.Request), Body: godap.ReadMemoryResponseBody{
+		Address: orDefault(mem.Addr, addr), Data: base64.StdEncoding.EncodeToString(data), UnreadableBytes: m.Arguments.Count - len(data)}})
+}
+
+// resume runs op (continue, next, step, finish) on the stopped ranks the
+// thread stands for: all of them, or its rank alone (allRanks false).
+func (a *adapter) resume(r godap.Request, thread int, name string, body []byte) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	ranks := j.state.still()
+	if !j.allRanks {
+		rank, err := j.rankOf(thread)
+		if err != nil {
+			return err
+		}
+		ranks = ranks.Intersect(wire.Single(rank))
+	}
+	if ranks.Empty() {
+		return errors.New("no rank is stopped")
+	}
+	groups, err := j.s.Command(a.ctx, ranks, name, body, a.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	if err := wire.Failures(groups, name, nil); err != nil {
+		return err
+	}
+	all := ranks.Equal(j.state.live())
+	switch r.Command {
+	case "continue":
+		return a.send(&godap.ContinueResponse{Response: ok(r), Body: godap.ContinueResponseBody{AllThreadsContinued: all}})
+	case "next":
+		return a.send(&godap.NextResponse{Response: ok(r)})
+	case "stepIn":
+		return a.send(&godap.StepInResponse{Response: ok(r)})
+	}
+	return a.send(&godap.StepOutResponse{Response: ok(r)})
+}
+
+// pause halts the running ranks the thread stands for.
+func (a *adapter) pause(m *godap.PauseRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	ranks := j.state.moving()
+	if !j.allRanks {
+		rank, err := j.rankOf(m.Arguments.ThreadId)
+		if err != nil {
+			return err
+		}
+		ranks = ranks.Intersect(wire.Single(rank))
+	}
+	if !ranks.Empty() {
+		groups, err := j.s.Command(a.ctx, ranks, wire.OpHalt, nil, a.opts.Timeout)
+		if err != nil {
+			return err
+		}
+		if err := wire.Failures(groups, "halt", nil); err != nil {
+			return err
+		}
+	}
+	return a.send(&godap.PauseResponse{Response: ok(m.Request)})
+}

@@ -1,0 +1,94 @@
+package dap
+
+import (
+	"fmt"
+
+	godap "github.com/google/go-dap"
+
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// stacksCommand is sdm's own request for the merged stack tree.
+const stacksCommand = "sdm/stacks"
+
+// StacksRequest asks for the merged stack tree of some ranks (all when
+// Ranks is empty): sdm/stacks.
+type StacksRequest struct {
+	godap.Request
+	Arguments StacksArguments `json:"arguments"`
+}
+
+// StacksArguments name the ranks, as a rank set: "0-3,7".
+type StacksArguments struct {
+	Ranks string `json:"ranks,omitempty"`
+}
+
+// StacksResponse is the tree: call-prefix nodes, outermost frame first,
+// each with the ranks that reached it, and the ranks whose stacks could
+// not be read.
+type StacksResponse struct {
+	godap.Response
+	Body StackTree `json:"body"`
+}
+
+// StackTree is the body of an sdm/stacks response.
+type StackTree struct {
+	Roots  []StackNode  `json:"roots"`
+	Errors []RankErrors `json:"errors,omitempty"`
+}
+
+// StackNode is a frame of the tree.
+type StackNode struct {
+	Func     string      `json:"func"`
+	File     string      `json:"file,omitempty"`
+	Line     int         `json:"line,omitempty"`
+	Ranks    string      `json:"ranks"`
+	Count    int         `json:"count"`
+	Children []StackNode `json:"children,omitempty"`
+}
+
+// RankErrors are ranks that failed alike.
+type RankErrors struct {
+	Ranks string `json:"ranks"`
+	Error string `json:"error"`
+}
+
+// stacks answers sdm/stacks.
+func (a *adapter) stacks(m *StacksRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	ranks := j.state.live()
+	if m.Arguments.Ranks != "" {
+		if ranks, err = wire.ParseRankSet(m.Arguments.Ranks); err != nil {
+			return fmt.Errorf("%s: ranks %q: %v", stacksCommand, m.Arguments.Ranks, err)
+		}
+	}
+	groups, err := j.s.Command(a.ctx, ranks, wire.OpWhere, nil, a.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	var tree wire.CallTree
+	var body StackTree
+	for _, g := range groups {
+		stack, err := op.Where.DecodeAnswer(g.Body)
+		if g.Status != wire.StatusOK || err != nil {
+			body.Errors = append(body.Errors, RankErrors{Ranks: g.Ranks.String(), Error: string(g.Body)})
+			continue
+		}
+		tree.AddStackOf(g.Ranks, stack.Frames)
+	}
+	body.Roots = nodes(tree.Roots)
+	return a.send(&StacksResponse{Response: ok(m.Request), Body: body})
+}
+
+func nodes(in []wire.CallNode) []StackNode {
+	out := []StackNode{}
+	for _, n := range in {
+		out = append(out, StackNode{Func: n.Frame.Func, File: n.Frame.File, Line: n.Frame.Line,
+			Ranks: n.Ranks.String(), Count: n.Ranks.Count(), Children: nodes(n.Children)})
+	}
+	return out
+}

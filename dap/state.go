@@ -1,0 +1,103 @@
+package dap
+
+import (
+	"sync"
+
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// rankState is what the events said of the job's ranks: which run, which
+// are gone, and whether the session ended.
+type rankState struct {
+	mu         sync.Mutex
+	all        wire.RankSet
+	running    wire.RankSet
+	gone       wire.RankSet // exited, killed or lost
+	entries    map[int]bool // the temporary breakpoints of stopOnEntry
+	ended      bool         // endJob ran
+	terminated bool         // the client was told
+}
+
+func newRankState(all wire.RankSet) *rankState {
+	return &rankState{all: all, entries: make(map[int]bool)}
+}
+
+// entry records the numbers of stopOnEntry's breakpoints.
+func (s *rankState) entry(groups []wire.Group) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range groups {
+		if bp, err := op.Break.DecodeAnswer(g.Body); err == nil && g.Status == wire.StatusOK {
+			s.entries[bp.Number] = true
+		}
+	}
+}
+
+// isEntry says whether breakpoint n is one of stopOnEntry's.
+func (s *rankState) isEntry(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entries[n]
+}
+
+// ran records ranks that run; stopped, ranks that stopped; exited, ranks
+// that are gone. Each returns the ranks still running.
+func (s *rankState) ran(r wire.RankSet) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = s.running.Union(r.Minus(s.gone))
+}
+
+func (s *rankState) stopped(r wire.RankSet) wire.RankSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = s.running.Minus(r)
+	return s.running
+}
+
+// exited records ranks that are gone, and says whether all are.
+func (s *rankState) exited(r wire.RankSet) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = s.running.Minus(r)
+	s.gone = s.gone.Union(r)
+	return s.all.Minus(s.gone).Empty()
+}
+
+// live is the ranks not gone; still, those of them that do not run.
+func (s *rankState) live() wire.RankSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.all.Minus(s.gone)
+}
+
+func (s *rankState) still() wire.RankSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.all.Minus(s.gone).Minus(s.running)
+}
+
+func (s *rankState) moving() wire.RankSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// end marks the session ended, true the first time.
+func (s *rankState) end() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := !s.ended
+	s.ended = true
+	return first
+}
+
+// terminate marks the client told that the job ended, true the first time.
+func (s *rankState) terminate() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := !s.terminated
+	s.terminated = true
+	return first
+}

@@ -1,0 +1,343 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	godap "github.com/google/go-dap"
+
+	"github.com/sdm-hpc/sdm/dap"
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/mpir"
+)
+
+// dapCodec reads sdm's own responses besides DAP's.
+var dapCodec = func() *godap.Codec {
+	c := godap.NewCodec()
+	c.RegisterRequest("sdm/stacks", func() godap.Message { return &dap.StacksRequest{} }, func() godap.Message { return &dap.StacksResponse{} })
+	return c
+}()
+
+// dapClient drives `sdm dap` over its standard input and output.
+type dapClient struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	msgs chan godap.Message
+	seen []godap.Message // events read while waiting for something else
+	seq  int
+	sent int // messages the adapter sent
+}
+
+func startDAP(t testing.TB) *dapClient {
+	t.Helper()
+	cmd := testenv.Command(t, sdmBin, "dap")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &dapClient{t: t, cmd: cmd, in: in, msgs: make(chan godap.Message, 1000)}
+	go func() {
+		defer close(c.msgs)
+		r := bufio.NewReader(out)
+		for {
+			body, err := godap.ReadBaseMessage(r)
+			if err != nil {
+				return
+			}
+			m, err := dapCodec.DecodeMessage(body)
+			if err != nil {
+				t.Errorf("the adapter sent %s: %v", body, err)
+				continue
+			}
+			c.msgs <- m
+		}
+	}()
+	t.Cleanup(func() {
+		in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			t.Errorf("sdm dap did not end a minute after its client went")
+		}
+		if t.Failed() {
+			t.Logf("sdm dap's standard error:\n%s", stderr.String())
+		}
+	})
+	return c
+}
+
+// request sends a request and returns its seq.
+func (c *dapClient) request(command string, args any) int {
+	c.t.Helper()
+	c.seq++
+	m := map[string]any{"seq": c.seq, "type": "request", "command": command}
+	if args != nil {
+		m["arguments"] = args
+	}
+	body, _ := json.Marshal(m)
+	if err := godap.WriteBaseMessage(c.in, body); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.seq
+}
+
+// next returns the next message the adapter sends.
+func (c *dapClient) next(what string, timeout time.Duration) godap.Message {
+	c.t.Helper()
+	select {
+	case m, ok := <-c.msgs:
+		if !ok {
+			c.t.Fatalf("sdm dap ended while waiting for %s", what)
+		}
+		c.sent++
+		return m
+	case <-time.After(timeout):
+		c.t.Fatalf("no %s within %v", what, timeout)
+	}
+	return nil
+}
+
+// call sends a request and returns its successful response, keeping the
+// events that came before it.
+func (c *dapClient) call(command string, args any) godap.ResponseMessage {
+	c.t.Helper()
+	seq := c.request(command, args)
+	for {
+		m := c.next("the response to "+command, 3*time.Minute)
+		if r, ok := m.(godap.ResponseMessage); ok && r.GetResponse().RequestSeq == seq {
+			if !r.GetResponse().Success {
+				c.t.Fatalf("%s: %s", command, r.GetResponse().Message)
+			}
+			return r
+		}
+		c.seen = append(c.seen, m)
+	}
+}
+
+// event waits for an event named name, from those kept first.
+func (c *dapClient) event(name string) godap.EventMessage {
+	c.t.Helper()
+	for i, m := range c.seen {
+		if e, ok := m.(godap.EventMessage); ok && e.GetEvent().Event == name {
+			c.seen = append(c.seen[:i:i], c.seen[i+1:]...)
+			return e
+		}
+	}
+	for {
+		m := c.next("a "+name+" event", 2*time.Minute)
+		if e, ok := m.(godap.EventMessage); ok && e.GetEvent().Event == name {
+			return e
+		}
+		c.seen = append(c.seen, m)
+	}
+}
+
+// output is the text of every output event seen so far.
+func (c *dapClient) output() string {
+	var b strings.Builder
+	for _, m := range c.seen {
+		if o, ok := m.(*godap.OutputEvent); ok {
+			b.WriteString(o.Body.Output)
+		}
+	}
+	return b.String()
+}
+
+// stopped waits for stopped events until every rank has stopped, and
+// checks their reason; it returns the last.
+func (c *dapClient) stopped(reason string) *godap.StoppedEvent {
+	c.t.Helper()
+	for {
+		e := c.event("stopped").(*godap.StoppedEvent)
+		if e.Body.Reason != reason {
+			c.t.Fatalf("stopped: %+v, want reason %s", e.Body, reason)
+		}
+		if e.Body.AllThreadsStopped {
+			return e
+		}
+	}
+}
+
+// An editor's whole session over 4 Open MPI ranks of ring: breakpoints,
+// threads, stack, variables, expressions, the sdm console, stepping and
+// the end, with nothing left behind.
+func TestDAPSessionOpenMPI(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	mark := marked(t)
+	root, _ := filepath.Abs("..") // where make built the examples from
+	ring, source := filepath.Join(bin, "ring"), filepath.Join(root, "examples", "ring", "ring.c")
+	c := startDAP(t)
+	c.call("initialize", map[string]any{"adapterID": "sdm", "linesStartAt1": true})
+	c.call("launch", map[string]any{"program": ring, "args": []string{"2"}, "ranks": 4, "rm": "openmpi",
+		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "cwd": root})
+	c.event("initialized")
+	bps := c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{map[string]any{"line": 8}}}).(*godap.SetBreakpointsResponse)
+	if b := bps.Body.Breakpoints; len(b) != 1 || !b[0].Verified || b[0].Line != 8 {
+		t.Fatalf("setBreakpoints: %+v", b)
+	}
+	c.call("configurationDone", nil)
+	stop := c.stopped("breakpoint")
+	if stop.Body.HitBreakpointIds == nil || stop.Body.HitBreakpointIds[0] != bps.Body.Breakpoints[0].Id {
+		t.Errorf("stopped at breakpoint %v, want %d", stop.Body.HitBreakpointIds, bps.Body.Breakpoints[0].Id)
+	}
+	threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads
+	if len(threads) != 4 || threads[2].Name != "rank 2" {
+		t.Fatalf("threads: %+v", threads)
+	}
+	frames := c.call("stackTrace", map[string]any{"threadId": threads[2].Id}).(*godap.StackTraceResponse).Body.StackFrames
+	if len(frames) < 2 || frames[0].Name != "pass" || frames[0].Line != 8 || frames[0].Source == nil || frames[0].Source.Path != source || frames[1].Name != "main" {
+		t.Fatalf("rank 2's stack: %+v", frames)
+	}
+	scopes := c.call("scopes", map[string]any{"frameId": frames[0].Id}).(*godap.ScopesResponse).Body.Scopes
+	args := c.call("variables", map[string]any{"variablesReference": scopes[1].VariablesReference}).(*godap.VariablesResponse).Body.Variables
+	if !hasVariable(args, "rank", "2") || !hasVariable(args, "size", "4") {
+		t.Errorf("rank 2's arguments: %+v", args)
+	}
+	if r := c.call("evaluate", map[string]any{"expression": "rank * 10 + size", "frameId": frames[0].Id, "context": "watch"}).(*godap.EvaluateResponse); r.Body.Result != "24" {
+		t.Errorf("watch rank * 10 + size on rank 2: %q", r.Body.Result)
+	}
+	repl := c.call("evaluate", map[string]any{"expression": "[1-3] print rank > 0", "context": "repl"}).(*godap.EvaluateResponse).Body.Result
+	if !strings.Contains(repl, "[1-3]") || !strings.Contains(repl, "1") {
+		t.Errorf("the console's print, merged: %q", repl)
+	}
+	tree := c.call("sdm/stacks", nil).(*dap.StacksResponse).Body
+	if len(tree.Roots) != 1 || tree.Roots[0].Ranks != "0-3" || !strings.Contains(fmt.Sprint(tree), "pass") {
+		t.Errorf("sdm/stacks: %+v", tree)
+	}
+	c.call("next", map[string]any{"threadId": threads[0].Id})
+	c.stopped("step")
+	c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{}})
+	c.call("continue", map[string]any{"threadId": threads[0].Id})
+	if code := c.event("exited").(*godap.ExitedEvent).Body.ExitCode; code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	c.event("terminated")
+	if out := c.output(); !strings.Contains(out, "[0-3] ring of 4 ranks done") || !strings.Contains(out, "[0] token after 2 rounds") {
+		t.Errorf("the ranks' output, merged, with their ranks: %q", out)
+	}
+	c.call("disconnect", nil)
+	noStraysMarked(t, mark)
+}
+
+func hasVariable(vars []godap.Variable, name, value string) bool {
+	for _, v := range vars {
+		if v.Name == name && v.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+// An editor attaches to a hung mpirun: the ranks run on until pause, the
+// stack shows the stuck rank, and disconnecting lets the job run on,
+// neither stopped nor traced.
+func TestDAPAttachPause(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	const n = 4
+	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
+	p.lines(t, n, "rank ")
+	c := startDAP(t)
+	c.call("initialize", map[string]any{"adapterID": "sdm"})
+	c.call("attach", map[string]any{"pid": pid})
+	c.event("initialized")
+	c.call("configurationDone", nil)
+	threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads
+	if len(threads) != n {
+		t.Fatalf("threads: %+v", threads)
+	}
+	c.call("pause", map[string]any{"threadId": threads[0].Id})
+	c.stopped("pause")
+	frames := c.call("stackTrace", map[string]any{"threadId": threads[n-1].Id}).(*godap.StackTraceResponse).Body.StackFrames
+	if len(frames) < 2 || frames[0].Name != "compute" || frames[1].Name != "main" {
+		t.Fatalf("the computing rank's stack: %+v", frames)
+	}
+	if msg := c.failure("stackTrace", map[string]any{"threadId": 99}); !strings.Contains(msg, "no thread 99") {
+		t.Errorf("a thread that is not there: %q", msg)
+	}
+	c.call("continue", map[string]any{"threadId": threads[0].Id})
+	c.call("disconnect", nil)
+	ranks := rankPids(t, pid, n)
+	waitFree(t, append([]int{pid}, ranks...))
+}
+
+// A client that dies mid-session takes its job with it: no rank, gdb or
+// server is left.
+func TestDAPClientDies(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	mark := marked(t)
+	c := startDAP(t)
+	c.call("initialize", map[string]any{"adapterID": "sdm"})
+	c.call("launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi",
+		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "stopOnEntry": true})
+	c.event("initialized")
+	c.call("configurationDone", nil)
+	c.stopped("entry")
+	c.in.Close() // the editor is gone: its end of the pipe closes
+	noStraysMarked(t, mark)
+}
+
+// failure sends a request and returns its error message.
+func (c *dapClient) failure(command string, args any) string {
+	c.t.Helper()
+	seq := c.request(command, args)
+	for {
+		m := c.next("the response to "+command, time.Minute)
+		if r, ok := m.(godap.ResponseMessage); ok && r.GetResponse().RequestSeq == seq {
+			if r.GetResponse().Success {
+				c.t.Fatalf("%s succeeded; want an error", command)
+			}
+			return r.GetResponse().Message
+		}
+		c.seen = append(c.seen, m)
+	}
+}
+
+// waitFree waits until every process runs, neither stopped nor traced
+// (a detach takes effect when each server has let its rank go).
+func waitFree(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var held []string
+		for _, pid := range pids {
+			if stopped, tracer := mpir.Traced(pid); stopped || tracer != 0 {
+				held = append(held, fmt.Sprintf("%d (stopped %v, traced by %d)", pid, stopped, tracer))
+			}
+		}
+		if len(held) == 0 {
+			free(t, pids...)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still held 20s after the disconnect: %s", strings.Join(held, ", "))
+		}
+		time.Sleep(50 * time.Millisecond) // polling /proc: a process being let go sends no event here
+	}
+}
