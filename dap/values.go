@@ -22,6 +22,12 @@ var repeats = regexp.MustCompile(` <repeats (\d+) times>$`)
 // expressions under parent; false when value is not an aggregate.
 func members(parent, value string) ([]member, bool) {
 	value = strings.TrimSpace(value)
+	if strings.HasPrefix(value, "@0x") {
+		// A reference: "@0x7ffd5c: {x = 1}", the value after the address.
+		if _, v, ok := strings.Cut(value, ": "); ok {
+			value = v
+		}
+	}
 	if !strings.HasPrefix(value, "{") || !strings.HasSuffix(value, "}") || value == "{...}" {
 		return nil, false
 	}

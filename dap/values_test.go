@@ -16,6 +16,7 @@ func TestMembersOfAggregates(t *testing.T) {
 		{"{<std::_Vector_base<int, std::allocator<int> >> = {_M_impl = {x = 0}}, <No data fields>}",
 			[]member{{"<std::_Vector_base<int, std::allocator<int> >>", "{_M_impl = {x = 0}}", ""}, {"[0]", "<No data fields>", "(s)[0]"}}},
 		{"{}", nil},
+		{"@0x7ffd5c10: {x = 1, y = 2.5}", []member{{"x", "1", "(s).x"}, {"y", "2.5", "(s).y"}}},
 	} {
 		got, ok := members("s", c.value)
 		if !ok || !reflect.DeepEqual(got, c.want) {

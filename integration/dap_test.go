@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -340,4 +341,100 @@ func waitFree(t *testing.T, pids []int) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling /proc: a process being let go sends no event here
 	}
+}
+
+// Breakpoints of every kind on a C++ program's ranks (function,
+// conditional, hit count, logpoint, one sdm cannot take), and its values:
+// structs, arrays and references with their members, setting a member,
+// reading memory.
+func TestDAPBreakpointsAndValues(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	root, _ := filepath.Abs("..")
+	source := filepath.Join(root, "examples", "values", "values.cpp")
+	c := startDAP(t)
+	c.call("initialize", map[string]any{"adapterID": "sdm"})
+	c.call("launch", map[string]any{"program": filepath.Join(bin, "values"), "ranks": 2, "rm": "openmpi",
+		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "cwd": root})
+	c.event("initialized")
+	fbs := c.call("setFunctionBreakpoints", map[string]any{"breakpoints": []any{map[string]any{"name": "advance"}}}).(*godap.SetFunctionBreakpointsResponse)
+	if b := fbs.Body.Breakpoints; len(b) != 1 || !b[0].Verified {
+		t.Fatalf("function breakpoint: %+v", b)
+	}
+	c.call("configurationDone", nil)
+	c.stopped("breakpoint")
+	bps := c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{
+		map[string]any{"line": 36, "condition": "rank == 1", "hitCondition": "1"},
+		map[string]any{"line": 37, "hitCondition": "% 2"},
+		map[string]any{"line": 38, "logMessage": "rank {rank}: half {half}"},
+	}}).(*godap.SetBreakpointsResponse).Body.Breakpoints
+	if len(bps) != 3 || !bps[0].Verified || bps[1].Verified || !strings.Contains(bps[1].Message, "hit condition") || !bps[2].Verified {
+		t.Fatalf("breakpoints: %+v", bps)
+	}
+	c.call("setFunctionBreakpoints", map[string]any{"breakpoints": []any{}})
+	c.call("continue", map[string]any{"threadId": 1})
+	stop := c.event("stopped").(*godap.StoppedEvent)
+	if stop.Body.ThreadId != 2 || stop.Body.Reason != "breakpoint" || stop.Body.AllThreadsStopped {
+		t.Fatalf("the conditional breakpoint stopped %+v; want rank 1 alone (rank 0 waits in MPI_Allreduce)", stop.Body)
+	}
+	frames := c.call("stackTrace", map[string]any{"threadId": 2}).(*godap.StackTraceResponse).Body.StackFrames
+	if frames[0].Name != "advance" || frames[0].Line != 36 {
+		t.Fatalf("rank 1 stopped at %+v", frames[0])
+	}
+	scopes := c.call("scopes", map[string]any{"frameId": frames[0].Id}).(*godap.ScopesResponse).Body.Scopes
+	locals := c.call("variables", map[string]any{"variablesReference": scopes[0].VariablesReference}).(*godap.VariablesResponse).Body.Variables
+	members := func(name string) []godap.Variable {
+		t.Helper()
+		for _, v := range locals {
+			if v.Name == name && v.VariablesReference > 0 {
+				return c.call("variables", map[string]any{"variablesReference": v.VariablesReference}).(*godap.VariablesResponse).Body.Variables
+			}
+		}
+		t.Fatalf("no %s with members among %+v", name, locals)
+		return nil
+	}
+	if corners := members("corners"); len(corners) != 4 || corners[3].Name != "[3]" || corners[3].Value != "3" {
+		t.Errorf("corners: %+v", corners)
+	}
+	moved := members("moved")
+	if len(moved) != 2 || !hasVariable(moved, "x", "2") {
+		t.Fatalf("moved: %+v", moved)
+	}
+	for _, v := range locals {
+		if v.Name == "moved" {
+			set := c.call("setVariable", map[string]any{"variablesReference": v.VariablesReference, "name": "x", "value": "7"}).(*godap.SetVariableResponse)
+			if set.Body.Value != "7" {
+				t.Errorf("moved.x = 7 answered %q", set.Body.Value)
+			}
+		}
+	}
+	if r := c.call("evaluate", map[string]any{"expression": "moved.x", "frameId": frames[0].Id, "context": "hover"}).(*godap.EvaluateResponse); r.Body.Result != "7" {
+		t.Errorf("moved.x after setting it: %q", r.Body.Result)
+	}
+	args := c.call("variables", map[string]any{"variablesReference": scopes[1].VariablesReference}).(*godap.VariablesResponse).Body.Variables
+	var origin []godap.Variable
+	for _, v := range args {
+		if v.Name == "origin" && v.VariablesReference > 0 {
+			origin = c.call("variables", map[string]any{"variablesReference": v.VariablesReference}).(*godap.VariablesResponse).Body.Variables
+		}
+	}
+	if !hasVariable(origin, "y", "2.5") {
+		t.Errorf("origin, a reference, has members %+v", origin)
+	}
+	mem := c.call("readMemory", map[string]any{"memoryReference": "&corners@1", "count": 16}).(*godap.ReadMemoryResponse)
+	if data, err := base64.StdEncoding.DecodeString(mem.Body.Data); err != nil || len(data) != 16 || data[12] != 3 {
+		t.Errorf("corners' 16 bytes: %v %v", data, err)
+	}
+	c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{
+		map[string]any{"line": 38, "logMessage": "rank {rank}: half {half}"}}})
+	c.call("continue", map[string]any{"threadId": 2})
+	c.event("terminated")
+	out := c.output()
+	for _, want := range []string{"[0] rank 0: half 4", "[1] rank 1: half 5", "[1] rank 1: cycle 21, result"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%s", want, out)
+		}
+	}
+	c.call("disconnect", nil)
 }
