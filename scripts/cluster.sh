@@ -38,8 +38,11 @@ network() {
 }
 network "$(cat "$BASE/id" 2>/dev/null || echo 0)"
 
+# on HOST COMMAND... runs COMMAND in HOST's network namespace.
+on() { local ns=$1; shift; nsenter --net="/run/netns/$ns" "$@"; }
+
 # mine says whether this root has a cluster, up or half up.
-mine() { grep -q "$MARK" /etc/hosts || [ -e /run/netns/h1 ] || [ -e "$BASE/id" ]; }
+mine() { grep -qs "$MARK" /etc/hosts || [ -e /run/netns/h1 ] || [ -e "$BASE/id" ]; }
 
 up() {
   [ "$(id -u)" = 0 ] || fail "needs root (network namespaces, a bridge, /etc/hosts)"
@@ -51,6 +54,12 @@ up() {
     old=$(awk -v m="$MARK" 'index($0, m) {print $NF; exit}' /etc/hosts)
     fail "a cluster of this root, up or half up, is in ${old:-$BASE}; one runs at a time (take it down: BASE=${old:-$BASE} $0 down)"
   fi
+  # A bare root may have no /etc/hosts, and so no localhost and no name
+  # for this machine: Open MPI's daemons on the hosts then ask a name
+  # server that no host can reach, and time out.
+  [ -e /etc/hosts ] || touch /etc/hosts
+  getent hosts localhost >/dev/null || echo "127.0.0.1 localhost $MARK $BASE" >> /etc/hosts
+  getent hosts "$(hostname)" >/dev/null || echo "127.0.1.1 $(hostname) $MARK $BASE" >> /etc/hosts
   ip netns add sdm-probe 2>/dev/null || fail "cannot create a network namespace (a container without CAP_SYS_ADMIN?)"
   ip netns del sdm-probe
   local k=0
@@ -71,10 +80,12 @@ up() {
     ip netns add "h$i"
     ip link add "$LINK$i" type veth peer name eth0 netns "h$i"
     ip link set "$LINK$i" master "$BRIDGE" up
-    ip -n "h$i" addr add "$NET.$i/24" dev eth0
-    ip -n "h$i" link set eth0 up
-    ip -n "h$i" link set lo up
-    ip -n "h$i" route add default via "$NET.254"
+    # nsenter, not ip -n: that remounts / as a slave first, which fails
+    # where / is no mount point (a chroot, as a CI root may be).
+    on "h$i" ip addr add "$NET.$i/24" dev eth0
+    on "h$i" ip link set eth0 up
+    on "h$i" ip link set lo up
+    on "h$i" ip route add default via "$NET.254"
     echo "$NET.$i h$i $MARK $BASE" >> /etc/hosts
   done
   rsh_stand_in
@@ -171,7 +182,7 @@ down() {
     for i in $(seq 1 "$HOSTS"); do ip link del "$LINK$i" 2>/dev/null || true; done
     ip link del "$BRIDGE" 2>/dev/null || true
   fi
-  if grep -q "$MARK" /etc/hosts; then
+  if grep -qs "$MARK" /etc/hosts; then
     # /etc/hosts may be a bind mount: rewrite it in place.
     grep -v "$MARK" /etc/hosts > "$BASE.hosts" || true
     cat "$BASE.hosts" > /etc/hosts
