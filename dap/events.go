@@ -124,12 +124,17 @@ func (a *adapter) pump(j *job) {
 }
 
 // mergeOutput adds g to the output held: to the group that printed the
-// same text on the same stream, else after the others.
+// same text on the same stream, unless a line held after that group is
+// of g's ranks (g would go before it, out of its ranks' order); else
+// after the others.
 func mergeOutput(outs []wire.Group, g wire.Group) []wire.Group {
-	for i := range outs {
+	for i := len(outs) - 1; i >= 0; i-- {
 		if string(outs[i].Body) == string(g.Body) {
 			outs[i].Ranks = outs[i].Ranks.Union(g.Ranks)
 			return outs
+		}
+		if outs[i].Ranks.Intersects(g.Ranks) {
+			break
 		}
 	}
 	return append(outs, g)

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -236,8 +238,8 @@ func TestDAPSessionOpenMPI(t *testing.T) {
 		t.Errorf("exit code %d", code)
 	}
 	c.event("terminated")
-	if out := c.output(); !strings.Contains(out, "[0-3] ring of 4 ranks done") || !strings.Contains(out, "[0] token after 2 rounds") {
-		t.Errorf("the ranks' output, merged, with their ranks: %q", out)
+	if out := c.output(); !regexp.MustCompile(`(?m)^\[[0-3,-]+\] ring of 4 ranks done$`).MatchString(out) || !strings.Contains(out, "\n[0] token after 2 rounds: 12\n") {
+		t.Errorf("the ranks' output, with their ranks: %q", out)
 	}
 	c.call("disconnect", nil)
 	noStraysMarked(t, mark)
@@ -437,4 +439,31 @@ func TestDAPBreakpointsAndValues(t *testing.T) {
 		}
 	}
 	c.call("disconnect", nil)
+}
+
+// The session that VS Code would drive, driven by Microsoft's DAP test
+// client (@vscode/debugadapter-testsupport, under mocha): the npm
+// packages are those editors/vscode/package-lock.json pins.
+func TestDAPWithVSCodeTestClient(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	npm := testenv.RequireTool(t, "npm")
+	testenv.RequireTool(t, "node")
+	bin := testenv.Examples(t)
+	root, _ := filepath.Abs("..")
+	dir := filepath.Join(root, "editors", "vscode")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@vscode", "debugadapter-testsupport")); err != nil {
+		install := testenv.Command(t, npm, "ci", "--no-audit", "--no-fund")
+		install.Dir = dir
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	}
+	mocha := testenv.Command(t, npm, "test")
+	mocha.Dir = dir
+	mocha.Env = append(os.Environ(), "SDM_BIN="+sdmBin, "SDM_EXAMPLES="+bin, "SDM_ROOT="+root)
+	out, err := mocha.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "3 passing") {
+		t.Fatalf("npm test: %v\n%s", err, out)
+	}
 }

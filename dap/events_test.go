@@ -1,0 +1,33 @@
+package dap
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// Lines of several ranks merge when they are equal, but a rank's lines
+// never change their order.
+func TestMergeOutputKeepsEachRanksOrder(t *testing.T) {
+	line := func(ranks wire.RankSet, text string) wire.Group {
+		return wire.Group{Ranks: ranks, Body: []byte(text)}
+	}
+	var outs []wire.Group
+	outs = mergeOutput(outs, line(wire.Range(1, 3), "done"))
+	outs = mergeOutput(outs, line(wire.Single(0), "token"))
+	outs = mergeOutput(outs, line(wire.Single(0), "done"))
+	outs = mergeOutput(outs, line(wire.Single(4), "done"))
+	got := fmt.Sprint(describeGroups(outs))
+	if want := "[[1-3 done] [0 token] [0,4 done]]"; got != want {
+		t.Errorf("merged %s, want %s", got, want)
+	}
+}
+
+func describeGroups(gs []wire.Group) [][2]string {
+	var out [][2]string
+	for _, g := range gs {
+		out = append(out, [2]string{g.Ranks.String(), string(g.Body)})
+	}
+	return out
+}
