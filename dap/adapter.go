@@ -245,7 +245,8 @@ func (a *adapter) fail(seq int, command string, err error) {
 	})
 }
 
-// event sends an event named name with body.
+// output sends text to the client's debug console, in category
+// (console, stdout, stderr).
 func (a *adapter) output(category, text string) {
 	a.send(&godap.OutputEvent{Event: godap.Event{Event: "output"}, Body: godap.OutputEventBody{Category: category, Output: text}})
 }

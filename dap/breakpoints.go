@@ -31,9 +31,6 @@ func (b *breakpoints) logpoint(n int) (string, bool) {
 	return msg, ok
 }
 
-// id is the client's id of breakpoint n.
-func (b *breakpoints) id(n int) int { return n }
-
 // replace records numbers as what source (or, "", the function
 // breakpoints) holds now, and returns what it held before.
 func (b *breakpoints) replace(source string, numbers []int, logs map[int]string) []int {

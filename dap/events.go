@@ -168,7 +168,7 @@ func (a *adapter) reason(j *job, st wire.State) (string, int) {
 	case st.Reason == "breakpoint-hit" && j.state.isEntry(st.Breakpoint):
 		return "entry", 0
 	case st.Reason == "breakpoint-hit":
-		return "breakpoint", a.bps.id(st.Breakpoint)
+		return "breakpoint", st.Breakpoint // the client's id is the ranks' number
 	case strings.HasPrefix(st.Reason, "watchpoint"), strings.HasPrefix(st.Reason, "read-watchpoint"), strings.HasPrefix(st.Reason, "access-watchpoint"):
 		return "data breakpoint", 0
 	case st.Reason == "end-stepping-range", st.Reason == "function-finished", st.Reason == "location-reached":

@@ -104,7 +104,7 @@ func (a *adapter) launch(m *godap.LaunchRequest) error {
 	if setting.ReportsLoads() && o.Debugger == backend.GDB {
 		o.GDB = backend.Eager // only gdb sees loads
 	}
-	j := &job{attached: false, allRanks: args.AllRanks == nil || *args.AllRanks, dir: dir, program: args.Program,
+	j := &job{allRanks: args.AllRanks == nil || *args.AllRanks, dir: dir, program: args.Program,
 		argv: args.Args, env: envList(args.Env), entry: args.StopOnEntry}
 	a.output("console", fmt.Sprintf("sdm: starting %d ranks of %s (rm %s)\n", args.Ranks, args.Program, o.RM))
 	if args.MPIR {
@@ -373,19 +373,19 @@ func (j *job) sourcePath(file string) string {
 	if file == "" || filepath.IsAbs(file) {
 		return file
 	}
-	for _, dir := range []string{j.dir, filepath.Dir(j.program)} {
-		if dir == "" {
-			continue
-		}
-		p := file
-		if !filepath.IsAbs(dir) {
-			p = filepath.Join(j.dir, dir, file)
-		} else {
-			p = filepath.Join(dir, file)
-		}
-		if _, err := os.Stat(p); err == nil {
+	program := j.program
+	if !filepath.IsAbs(program) {
+		program = filepath.Join(j.dir, program)
+	}
+	for _, dir := range []string{j.dir, filepath.Dir(program)} {
+		if p := filepath.Join(dir, file); fileExists(p) {
 			return p
 		}
 	}
 	return file
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

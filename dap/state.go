@@ -41,14 +41,14 @@ func (s *rankState) isEntry(n int) bool {
 	return s.entries[n]
 }
 
-// ran records ranks that run; stopped, ranks that stopped; exited, ranks
-// that are gone. Each returns the ranks still running.
+// ran records ranks that run.
 func (s *rankState) ran(r wire.RankSet) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running = s.running.Union(r.Minus(s.gone))
 }
 
+// stopped records ranks that stopped, and returns those still running.
 func (s *rankState) stopped(r wire.RankSet) wire.RankSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -65,19 +65,21 @@ func (s *rankState) exited(r wire.RankSet) bool {
 	return s.all.Minus(s.gone).Empty()
 }
 
-// live is the ranks not gone; still, those of them that do not run.
+// live is the ranks not gone.
 func (s *rankState) live() wire.RankSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.all.Minus(s.gone)
 }
 
+// still is the live ranks that do not run.
 func (s *rankState) still() wire.RankSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.all.Minus(s.gone).Minus(s.running)
 }
 
+// moving is the ranks that run.
 func (s *rankState) moving() wire.RankSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
