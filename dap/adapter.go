@@ -42,6 +42,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	if opts.Log == nil {
 		opts.Log = log.New(io.Discard, "", 0)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a := &adapter{c: newConn(r, w), opts: opts, ctx: ctx, handles: newHandles()}
@@ -60,7 +61,10 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 			body, err := a.c.read()
 			var bad *frameError
 			if err != nil && !errors.As(err, &bad) {
+				// The client is gone: what it asked for last (a launch
+				// that takes a minute, say) is called off.
 				readErr = err
+				cancel()
 				return
 			}
 			select {
@@ -85,7 +89,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 				return nil
 			}
 		case <-ctx.Done():
-			return ctx.Err()
+			if parent.Err() != nil {
+				return parent.Err()
+			}
+			if errors.Is(readErr, io.EOF) {
+				return nil
+			}
+			return readErr
 		}
 	}
 }
