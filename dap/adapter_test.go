@@ -158,6 +158,9 @@ func TestBadInputGetsErrorsAndTheSessionGoesOn(t *testing.T) {
 	if msg := c.failure(c.request("launch", map[string]any{"program": "/no/such/program", "ranks": 2, "rm": "local"})); !strings.Contains(msg, "/no/such/program") {
 		t.Errorf("launch of a missing program: %q", msg)
 	}
+	if msg := c.failure(c.request("launch", map[string]any{"program": "/bin/true", "ranks": 2, "rm": "pe", "launcherArgs": []string{}})); !strings.Contains(msg, "poe") {
+		t.Errorf("launch under a launcher that is not there: %q", msg)
+	}
 	if msg := c.failure(c.request("attach", map[string]any{})); !strings.Contains(msg, "no pid given") {
 		t.Errorf("attach without a pid: %q", msg)
 	}

@@ -306,6 +306,25 @@ func TestDAPClientDies(t *testing.T) {
 	noStraysMarked(t, mark)
 }
 
+// terminate ends a launched job: terminated, and nothing left behind.
+func TestDAPTerminate(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	mark := marked(t)
+	c := startDAP(t)
+	c.call("initialize", map[string]any{"adapterID": "sdm"})
+	c.call("launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi",
+		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "stopOnEntry": true})
+	c.event("initialized")
+	c.call("configurationDone", nil)
+	c.stopped("entry")
+	c.call("terminate", nil)
+	c.event("terminated")
+	c.call("disconnect", nil)
+	noStraysMarked(t, mark)
+}
+
 // failure sends a request and returns its error message.
 func (c *dapClient) failure(command string, args any) string {
 	c.t.Helper()
