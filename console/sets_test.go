@@ -35,3 +35,14 @@ func TestCompleteSetNames(t *testing.T) {
 		t.Fatalf("Complete([0,w) = %q", got)
 	}
 }
+
+func TestIsCommand(t *testing.T) {
+	for line, want := range map[string]bool{
+		"print x": true, "p x": true, "[0-3] stacks": true, "  where": true, "[1": true,
+		"y + 1": false, "pri x": false, "rank * 10": false, "": false, "[0-3] rank": false,
+	} {
+		if got := IsCommand(line); got != want {
+			t.Errorf("IsCommand(%q) = %v, want %v", line, got, want)
+		}
+	}
+}
