@@ -18,7 +18,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -45,6 +45,10 @@ $(OUT)/plain: examples/plain/plain.c
 $(OUT)/plain-nodebug: examples/plain/plain.c
 	@mkdir -p $(OUT)
 	$(CC) $(filter-out -g,$(CFLAGS)) -o $@ $<
+
+$(OUT)/threads: examples/threads/threads.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -pthread -o $@ $<
 
 $(OUT)/values: examples/values/values.cpp
 	@mkdir -p $(OUT)

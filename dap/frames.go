@@ -24,22 +24,29 @@ const (
 	pointer   // what a pointer points to
 )
 
+// place is a frame of a rank's thread: thread 0 is the thread the
+// rank's debugger has selected.
+type place struct{ rank, thread, level int }
+
 // ref is what a variables reference stands for.
 type ref struct {
-	rank, level int
-	kind        int
-	expr        string // the value's expression (aggregate, pointer)
-	value       string // its value as gdb printed it (aggregate)
+	place
+	kind  int
+	expr  string // the value's expression (aggregate, pointer)
+	value string // its value as gdb printed it (aggregate)
 }
 
 // handles number the frames and variables the client saw; they last
 // until a rank moves (DAP's rule), when forget drops them.
 type handles struct {
-	frames [][2]int // rank, level
+	frames []place
 	refs   []ref
+	// current is the selected thread of each multi-threaded rank as the
+	// last threads request found it: the thread shown as rank + 1.
+	current map[int]int
 }
 
-func newHandles() *handles { return &handles{} }
+func newHandles() *handles { return &handles{current: make(map[int]int)} }
 
 // forget drops every frame and variable handle.
 func (a *adapter) forget() {
@@ -48,21 +55,20 @@ func (a *adapter) forget() {
 	a.mu.Unlock()
 }
 
-func (a *adapter) frameID(rank, level int) int {
+func (a *adapter) frameID(p place) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.handles.frames = append(a.handles.frames, [2]int{rank, level})
+	a.handles.frames = append(a.handles.frames, p)
 	return len(a.handles.frames)
 }
 
-func (a *adapter) frame(id int) (rank, level int, err error) {
+func (a *adapter) frame(id int) (place, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if id < 1 || id > len(a.handles.frames) {
-		return 0, 0, fmt.Errorf("no frame %d (frames last until a rank moves)", id)
+		return place{}, fmt.Errorf("no frame %d (frames last until a rank moves)", id)
 	}
-	f := a.handles.frames[id-1]
-	return f[0], f[1], nil
+	return a.handles.frames[id-1], nil
 }
 
 func (a *adapter) refID(r ref) int {
@@ -79,29 +85,6 @@ func (a *adapter) ref(id int) (ref, error) {
 		return ref{}, fmt.Errorf("no variables %d (they last until a rank moves)", id)
 	}
 	return a.handles.refs[id-1], nil
-}
-
-// rankOf is the rank a thread id shows.
-func (j *job) rankOf(thread int) (int, error) {
-	if r := thread - 1; r >= 0 && j.ranks.Contains(r) {
-		return r, nil
-	}
-	return 0, fmt.Errorf("no thread %d: the threads are ranks %v, numbered from 1", thread, j.ranks)
-}
-
-// threads lists the ranks, one thread each.
-func (a *adapter) threads(m *godap.ThreadsRequest) error {
-	var threads []godap.Thread
-	if j := a.current(); j != nil {
-		j.ranks.Each(func(r int) bool {
-			threads = append(threads, godap.Thread{Id: r + 1, Name: fmt.Sprintf("rank %d", r)})
-			return true
-		})
-	}
-	if threads == nil {
-		threads = []godap.Thread{}
-	}
-	return a.send(&godap.ThreadsResponse{Response: ok(m.Request), Body: godap.ThreadsResponseBody{Threads: threads}})
 }
 
 // one runs op on one rank and returns its answer, or its error naming the rank.
@@ -125,11 +108,14 @@ func (a *adapter) stackTrace(m *godap.StackTraceRequest) error {
 	if err != nil {
 		return err
 	}
-	rank, err := j.rankOf(m.Arguments.ThreadId)
+	at, err := a.threadOf(j, m.Arguments.ThreadId)
 	if err != nil {
 		return err
 	}
-	body, err := a.one(j, rank, wire.OpWhere, nil)
+	if err := a.selectThread(j, at); err != nil {
+		return err
+	}
+	body, err := a.one(j, at.rank, wire.OpWhere, nil)
 	if err != nil {
 		return err
 	}
@@ -143,7 +129,8 @@ func (a *adapter) stackTrace(m *godap.StackTraceRequest) error {
 	}
 	out := []godap.StackFrame{}
 	for i, f := range frames {
-		sf := godap.StackFrame{Id: a.frameID(rank, m.Arguments.StartFrame+i), Name: orDefault(f.Func, "??"), Line: f.Line, Column: 1}
+		at.level = m.Arguments.StartFrame + i
+		sf := godap.StackFrame{Id: a.frameID(at), Name: orDefault(f.Func, "??"), Line: f.Line, Column: 1}
 		if f.File != "" {
 			path := j.sourcePath(f.File)
 			sf.Source = &godap.Source{Name: filepath.Base(f.File), Path: path}
@@ -163,20 +150,23 @@ func (a *adapter) scopes(m *godap.ScopesRequest) error {
 	if _, err := a.running(); err != nil {
 		return err
 	}
-	rank, level, err := a.frame(m.Arguments.FrameId)
+	at, err := a.frame(m.Arguments.FrameId)
 	if err != nil {
 		return err
 	}
 	return a.send(&godap.ScopesResponse{Response: ok(m.Request), Body: godap.ScopesResponseBody{Scopes: []godap.Scope{
-		{Name: "Locals", PresentationHint: "locals", VariablesReference: a.refID(ref{rank: rank, level: level, kind: scopeLocals})},
-		{Name: "Arguments", PresentationHint: "arguments", VariablesReference: a.refID(ref{rank: rank, level: level, kind: scopeArgs})},
+		{Name: "Locals", PresentationHint: "locals", VariablesReference: a.refID(ref{place: at, kind: scopeLocals})},
+		{Name: "Arguments", PresentationHint: "arguments", VariablesReference: a.refID(ref{place: at, kind: scopeArgs})},
 	}}})
 }
 
-// selectFrame makes level the selected frame of rank's debugger, where
-// variables and expressions are read.
-func (a *adapter) selectFrame(j *job, rank, level int) error {
-	_, err := a.one(j, rank, wire.OpFrame, wire.MustEncode(wire.Count{N: level}))
+// selectFrame makes a place's thread and frame the selected ones of its
+// rank's debugger, where variables and expressions are read.
+func (a *adapter) selectFrame(j *job, at place) error {
+	if err := a.selectThread(j, at); err != nil {
+		return err
+	}
+	_, err := a.one(j, at.rank, wire.OpFrame, wire.MustEncode(wire.Count{N: at.level}))
 	return err
 }
 
@@ -193,7 +183,7 @@ func (a *adapter) variables(m *godap.VariablesRequest) error {
 	vars := []godap.Variable{}
 	switch r.kind {
 	case scopeLocals, scopeArgs:
-		if err := a.selectFrame(j, r.rank, r.level); err != nil {
+		if err := a.selectFrame(j, r.place); err != nil {
 			return err
 		}
 		name := map[int]string{scopeLocals: wire.OpLocals, scopeArgs: wire.OpArgs}[r.kind]
@@ -210,7 +200,7 @@ func (a *adapter) variables(m *godap.VariablesRequest) error {
 			vars = append(vars, a.variable(r, mb.name, mb.expr, "", mb.value))
 		}
 	case pointer:
-		value, err := a.evaluateOn(j, r.rank, r.level, "*("+r.expr+")")
+		value, err := a.evaluateOn(j, r.place, "*("+r.expr+")")
 		if err != nil {
 			return err
 		}
@@ -246,7 +236,7 @@ func (a *adapter) vars(j *job, rank int, name string) ([]wire.Var, error) {
 // members or what it points to when it has them.
 func (a *adapter) variable(in ref, name, expr, typ, value string) godap.Variable {
 	v := godap.Variable{Name: name, Value: value, Type: typ, EvaluateName: expr}
-	v.VariablesReference = a.childrenOf(in.rank, in.level, expr, typ, value)
+	v.VariablesReference = a.childrenOf(in.place, expr, typ, value)
 	if strings.HasPrefix(value, "0x") {
 		v.MemoryReference = memoryRef(value, in.rank)
 	}
@@ -255,12 +245,12 @@ func (a *adapter) variable(in ref, name, expr, typ, value string) godap.Variable
 
 // childrenOf is the reference to a value's members or pointee, 0 when it
 // has none.
-func (a *adapter) childrenOf(rank, level int, expr, typ, value string) int {
+func (a *adapter) childrenOf(at place, expr, typ, value string) int {
 	if ms, ok := members(expr, value); ok && len(ms) > 0 {
-		return a.refID(ref{rank: rank, level: level, kind: aggregate, expr: expr, value: value})
+		return a.refID(ref{place: at, kind: aggregate, expr: expr, value: value})
 	}
 	if expr != "" && pointsTo(typ, value) {
-		return a.refID(ref{rank: rank, level: level, kind: pointer, expr: expr})
+		return a.refID(ref{place: at, kind: pointer, expr: expr})
 	}
 	return 0
 }
@@ -271,9 +261,10 @@ func memoryRef(value string, rank int) string {
 	return fmt.Sprintf("%s@%d", addr, rank)
 }
 
-// evaluateOn evaluates expr in a frame of rank.
-func (a *adapter) evaluateOn(j *job, rank, level int, expr string) (string, error) {
-	if err := a.selectFrame(j, rank, level); err != nil {
+// evaluateOn evaluates expr in a frame.
+func (a *adapter) evaluateOn(j *job, at place, expr string) (string, error) {
+	rank := at.rank
+	if err := a.selectFrame(j, at); err != nil {
 		return "", err
 	}
 	body, err := a.one(j, rank, wire.OpEvaluate, wire.MustEncode(wire.Exprs{Exprs: []string{expr}}))
@@ -305,18 +296,18 @@ func (a *adapter) evaluate(m *godap.EvaluateRequest) error {
 		}
 		return a.send(&godap.EvaluateResponse{Response: ok(m.Request), Body: godap.EvaluateResponseBody{Result: text}})
 	}
-	rank, level := j.ranks.Min(), 0
+	at := place{rank: j.ranks.Min()}
 	if args.FrameId != 0 {
-		if rank, level, err = a.frame(args.FrameId); err != nil {
+		if at, err = a.frame(args.FrameId); err != nil {
 			return err
 		}
 	}
-	value, err := a.evaluateOn(j, rank, level, args.Expression)
+	value, err := a.evaluateOn(j, at, args.Expression)
 	if err != nil {
 		return err
 	}
 	return a.send(&godap.EvaluateResponse{Response: ok(m.Request), Body: godap.EvaluateResponseBody{
-		Result: value, VariablesReference: a.childrenOf(rank, level, args.Expression, "", value)}})
+		Result: value, VariablesReference: a.childrenOf(at, args.Expression, "", value)}})
 }
 
 // setVariable assigns to a variable of a scope or a member of a value.
@@ -345,7 +336,7 @@ func (a *adapter) setVariable(m *godap.SetVariableRequest) error {
 	if expr == "" {
 		return fmt.Errorf("%s cannot be set: set its members", m.Arguments.Name)
 	}
-	if err := a.selectFrame(j, r.rank, r.level); err != nil {
+	if err := a.selectFrame(j, r.place); err != nil {
 		return err
 	}
 	body, err := a.one(j, r.rank, wire.OpPrint, wire.MustEncode(wire.Expr{Expr: expr + " = " + m.Arguments.Value}))
@@ -399,16 +390,23 @@ func (a *adapter) resume(r godap.Request, thread int, name string, body []byte) 
 	if err != nil {
 		return err
 	}
+	at, err := a.threadOf(j, thread)
+	if err != nil {
+		return err
+	}
 	ranks := j.state.still()
 	if !j.allRanks {
-		rank, err := j.rankOf(thread)
-		if err != nil {
-			return err
-		}
-		ranks = ranks.Intersect(wire.Single(rank))
+		ranks = ranks.Intersect(wire.Single(at.rank))
 	}
 	if ranks.Empty() {
 		return errors.New("no rank is stopped")
+	}
+	if ranks.Contains(at.rank) {
+		// The thread the editor shows moves on its rank; the others'
+		// selected threads move on theirs.
+		if err := a.selectThread(j, at); err != nil {
+			return err
+		}
 	}
 	groups, err := j.s.Command(a.ctx, ranks, name, body, a.opts.Timeout)
 	if err != nil {
@@ -437,11 +435,11 @@ func (a *adapter) pause(m *godap.PauseRequest) error {
 	}
 	ranks := j.state.moving()
 	if !j.allRanks {
-		rank, err := j.rankOf(m.Arguments.ThreadId)
+		at, err := a.threadOf(j, m.Arguments.ThreadId)
 		if err != nil {
 			return err
 		}
-		ranks = ranks.Intersect(wire.Single(rank))
+		ranks = ranks.Intersect(wire.Single(at.rank))
 	}
 	if !ranks.Empty() {
 		groups, err := j.s.Command(a.ctx, ranks, wire.OpHalt, nil, a.opts.Timeout)

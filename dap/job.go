@@ -36,15 +36,21 @@ type LaunchArgs struct {
 	// AllRanks (default true) has continue, next, step and pause move
 	// every rank; false, the editor's selected rank alone.
 	AllRanks *bool `json:"allRanks"`
+	// AllThreads shows every thread of a multi-threaded rank ("rank 3 ·
+	// thread 2"); by default a rank is one thread, the one its debugger
+	// selected, since an MPI library's own threads would otherwise triple
+	// the list.
+	AllThreads bool `json:"allThreads"`
 	// Debugger is gdb (default) or sim, simulated ranks with no program.
 	Debugger string `json:"debugger"`
 }
 
 // AttachArgs are the attach request's arguments.
 type AttachArgs struct {
-	Pid      int    `json:"pid"`      // the starter (mpirun, srun) of a running job, acquired through MPIR
-	Ranks    string `json:"ranks"`    // the ranks to attach (all when empty): 0-3,7
-	AllRanks *bool  `json:"allRanks"` // as LaunchArgs.AllRanks
+	Pid        int    `json:"pid"`        // the starter (mpirun, srun) of a running job, acquired through MPIR
+	Ranks      string `json:"ranks"`      // the ranks to attach (all when empty): 0-3,7
+	AllRanks   *bool  `json:"allRanks"`   // as LaunchArgs.AllRanks
+	AllThreads bool   `json:"allThreads"` // as LaunchArgs.AllThreads
 }
 
 // job is the job of the session, launched or attached.
@@ -53,6 +59,7 @@ type job struct {
 	ranks    wire.RankSet // shown as threads
 	attached bool
 	allRanks bool
+	threads  bool   // show every thread of a multi-threaded rank
 	dir      string // where the program runs, for relative source paths
 	program  string
 	argv     []string
@@ -104,7 +111,7 @@ func (a *adapter) launch(m *godap.LaunchRequest) error {
 	if setting.ReportsLoads() && o.Debugger == backend.GDB {
 		o.GDB = backend.Eager // only gdb sees loads
 	}
-	j := &job{allRanks: args.AllRanks == nil || *args.AllRanks, dir: dir, program: args.Program,
+	j := &job{allRanks: args.AllRanks == nil || *args.AllRanks, threads: args.AllThreads, dir: dir, program: args.Program,
 		argv: args.Args, env: envList(args.Env), entry: args.StopOnEntry}
 	a.output("console", fmt.Sprintf("sdm: starting %d ranks of %s (rm %s)\n", args.Ranks, args.Program, o.RM))
 	if args.MPIR {
@@ -164,7 +171,7 @@ func (a *adapter) attach(m *godap.AttachRequest) error {
 		return fmt.Errorf("attach: %v", err)
 	}
 	dir, _ := os.Getwd()
-	j := &job{s: s, ranks: acquired.Ranks, attached: true, allRanks: args.AllRanks == nil || *args.AllRanks, dir: dir}
+	j := &job{s: s, ranks: acquired.Ranks, attached: true, allRanks: args.AllRanks == nil || *args.AllRanks, threads: args.AllThreads, dir: dir}
 	j.state = newRankState(j.ranks)
 	for _, g := range acquired.Answers {
 		// The ranks of a running job run on once attached.

@@ -306,6 +306,47 @@ func TestDAPClientDies(t *testing.T) {
 	noStraysMarked(t, mark)
 }
 
+// A multi-threaded rank shows each of its threads ("rank 1 · thread 2"),
+// each with its own stack; a single-threaded view stays one per rank.
+func TestDAPThreadsOfEachRank(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	c := startDAP(t)
+	c.call("initialize", map[string]any{"adapterID": "sdm"})
+	c.call("launch", map[string]any{"program": filepath.Join(bin, "threads"), "ranks": 2, "rm": "local", "allThreads": true})
+	c.event("initialized")
+	c.call("setFunctionBreakpoints", map[string]any{"breakpoints": []any{map[string]any{"name": "ready"}}})
+	c.call("configurationDone", nil)
+	stop := c.stopped("breakpoint")
+	threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads
+	var names []string
+	workers := 0
+	for _, th := range threads {
+		names = append(names, th.Name)
+		frames := c.call("stackTrace", map[string]any{"threadId": th.Id}).(*godap.StackTraceResponse).Body.StackFrames
+		switch {
+		case th.Id == stop.Body.ThreadId && frames[0].Name != "ready":
+			t.Errorf("the stopped thread %q is in %q, want ready", th.Name, frames[0].Name)
+		case th.Id != 1 && th.Id != 2 && !strings.Contains(fmt.Sprint(frames), "worker"):
+			t.Errorf("thread %q (%d) is not in worker: %+v", th.Name, th.Id, frames)
+		case th.Id != 1 && th.Id != 2:
+			workers++
+		}
+	}
+	if len(threads) != 6 || workers != 4 || names[0] != "rank 0 · thread 1" || names[5] != "rank 1 · thread 3" {
+		t.Errorf("threads %q (%d workers), want 3 for each of 2 ranks", names, workers)
+	}
+	// The rank's thread shown as rank + 1 stays the stopped one, however
+	// many other threads were looked at.
+	if frames := c.call("stackTrace", map[string]any{"threadId": 1}).(*godap.StackTraceResponse).Body.StackFrames; frames[0].Name != "ready" {
+		t.Errorf("rank 0's stopped thread after the others were read: %+v", frames[0])
+	}
+	c.call("setFunctionBreakpoints", map[string]any{"breakpoints": []any{}})
+	c.call("continue", map[string]any{"threadId": 1})
+	c.event("terminated")
+	c.call("disconnect", nil)
+}
+
 // terminate ends a launched job: terminated, and nothing left behind.
 func TestDAPTerminate(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
