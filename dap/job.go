@@ -66,6 +66,7 @@ type job struct {
 	env      []string
 	entry    bool // stop at main when configured
 	run      bool // the program is loaded and waits for configurationDone to run
+	held     bool // the ranks were acquired stopped and wait for configurationDone to go on
 	repl     *repl
 	state    *rankState
 	pumped   chan struct{} // closed when the event pump has ended
@@ -120,7 +121,7 @@ func (a *adapter) launch(m *godap.LaunchRequest) error {
 		if err != nil {
 			return fmt.Errorf("launch: %v", err)
 		}
-		j.s, j.ranks = s, acquired.Ranks
+		j.s, j.ranks, j.held = s, acquired.Ranks, true
 		j.state = newRankState(j.ranks)
 	} else {
 		s, err := launcher.Launch(a.ctx, o)
@@ -244,6 +245,20 @@ func (a *adapter) configurationDone(m *godap.ConfigurationDoneRequest) error {
 		return errors.New("configurationDone came twice")
 	}
 	a.configured = true
+	if j.held && j.entry {
+		a.send(&godap.ConfigurationDoneResponse{Response: ok(m.Request)})
+		return a.send(&godap.StoppedEvent{Event: godap.Event{Event: "stopped"}, Body: godap.StoppedEventBody{
+			Reason: "entry", ThreadId: j.ranks.Min() + 1, AllThreadsStopped: true, Text: "acquired through MPIR, every rank stopped"}})
+	}
+	if j.held {
+		groups, err := j.s.Command(a.ctx, j.ranks, wire.OpCont, nil, a.opts.Timeout)
+		if err != nil {
+			return err
+		}
+		if err := wire.Failures(groups, "continue", nil); err != nil {
+			return err
+		}
+	}
 	if j.run {
 		if j.entry {
 			groups, err := j.s.Command(a.ctx, j.ranks, wire.OpBreak, wire.MustEncode(wire.Break{Location: "main", Temporary: true}), a.opts.Timeout)

@@ -347,6 +347,33 @@ func TestDAPThreadsOfEachRank(t *testing.T) {
 	c.call("disconnect", nil)
 }
 
+// A launch through MPIR: mpirun starts the ranks, sdm acquires them, and
+// the session goes on as any other.
+func TestDAPLaunchMPIR(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	root, _ := filepath.Abs("..")
+	source := filepath.Join(root, "examples", "ring", "ring.c")
+	mark := marked(t)
+	c := startDAP(t)
+	c.call("initialize", map[string]any{"adapterID": "sdm"})
+	c.call("launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi", "mpir": true,
+		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "cwd": root})
+	c.event("initialized")
+	c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{map[string]any{"line": 8}}})
+	c.call("configurationDone", nil)
+	c.stopped("breakpoint")
+	if threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads; len(threads) != 2 {
+		t.Errorf("threads of 2 ranks acquired through MPIR: %+v", threads)
+	}
+	c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{}})
+	c.call("continue", map[string]any{"threadId": 1})
+	c.event("terminated")
+	c.call("disconnect", nil)
+	noStraysMarked(t, mark)
+}
+
 // terminate ends a launched job: terminated, and nothing left behind.
 func TestDAPTerminate(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
