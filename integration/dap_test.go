@@ -232,6 +232,11 @@ func TestDAPSessionOpenMPI(t *testing.T) {
 	}
 	c.call("next", map[string]any{"threadId": threads[0].Id})
 	c.stopped("step")
+	c.call("stepOut", map[string]any{"threadId": threads[0].Id})
+	c.stopped("step")
+	if top := c.call("stackTrace", map[string]any{"threadId": threads[1].Id}).(*godap.StackTraceResponse).Body.StackFrames[0]; top.Name != "main" || top.Line != 29 {
+		t.Errorf("after stepOut, rank 1 is at %s:%d, want main:29", top.Name, top.Line)
+	}
 	c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{}})
 	c.call("continue", map[string]any{"threadId": threads[0].Id})
 	if code := c.event("exited").(*godap.ExitedEvent).Body.ExitCode; code != 0 {
