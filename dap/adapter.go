@@ -114,16 +114,17 @@ type adapter struct {
 	bps         breakpoints
 }
 
-// codec decodes the standard requests and sdm's own.
-var codec = func() *godap.Codec {
+// codec decodes the standard requests and sdm's own; made at the first
+// message, not at every sdm's start (a rank server has no use for it).
+var codec = sync.OnceValue(func() *godap.Codec {
 	c := godap.NewCodec()
 	c.RegisterRequest(stacksCommand, func() godap.Message { return &StacksRequest{} }, func() godap.Message { return &StacksResponse{} })
 	return c
-}()
+})
 
 // handle answers one message; true when the session is over.
 func (a *adapter) handle(body []byte) bool {
-	msg, err := codec.DecodeMessage(body)
+	msg, err := codec().DecodeMessage(body)
 	if err != nil {
 		var head struct {
 			Seq     int    `json:"seq"`

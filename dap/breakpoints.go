@@ -2,7 +2,6 @@ package dap
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,7 +122,7 @@ func (a *adapter) remove(j *job, numbers []int) {
 	}
 }
 
-var hitCount = regexp.MustCompile(`^\s*(==|>=|>)?\s*(\d+)\s*$`)
+var hitCount = lazyRegexp(`^\s*(==|>=|>)?\s*(\d+)\s*$`)
 
 // plant makes a breakpoint at location on every live rank: verified when
 // every rank planted it, else with a message naming the ranks that could
@@ -131,7 +130,7 @@ var hitCount = regexp.MustCompile(`^\s*(==|>=|>)?\s*(\d+)\s*$`)
 func (a *adapter) plant(j *job, location, condition, hit string) godap.Breakpoint {
 	b := wire.Break{Location: location, Condition: condition}
 	if hit != "" {
-		m := hitCount.FindStringSubmatch(hit)
+		m := hitCount().FindStringSubmatch(hit)
 		if m == nil {
 			return godap.Breakpoint{Message: fmt.Sprintf("hit condition %q: sdm takes N, == N, >= N or > N (stop from the Nth hit on)", hit)}
 		}
@@ -182,13 +181,13 @@ func lineOf(location string) int {
 	return n
 }
 
-var logExpr = regexp.MustCompile(`\{([^{}]+)\}`)
+var logExpr = lazyRegexp(`\{([^{}]+)\}`)
 
 // splitLogMessage splits a logpoint's message into its text, with %s
 // where each {expression} was, and the expressions.
 func splitLogMessage(msg string) (string, []string) {
 	var exprs []string
-	text := logExpr.ReplaceAllStringFunc(strings.ReplaceAll(msg, "%", "%%"), func(m string) string {
+	text := logExpr().ReplaceAllStringFunc(strings.ReplaceAll(msg, "%", "%%"), func(m string) string {
 		exprs = append(exprs, m[1:len(m)-1])
 		return "%s"
 	})

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // member is one member of an aggregate value as gdb prints it: a field
@@ -15,7 +16,7 @@ type member struct {
 	expr  string // how to name it in an expression; "" for none (a base class, repeated elements)
 }
 
-var repeats = regexp.MustCompile(` <repeats (\d+) times>$`)
+var repeats = lazyRegexp(` <repeats (\d+) times>$`)
 
 // members splits value, an aggregate as gdb prints it ("{a = 1, b =
 // {2, 3}}", "{1, 0 <repeats 15 times>}"), into its members, named for
@@ -46,7 +47,7 @@ func members(parent, value string) ([]member, bool) {
 			out = append(out, m)
 			continue
 		}
-		if r := repeats.FindStringSubmatch(p); r != nil {
+		if r := repeats().FindStringSubmatch(p); r != nil {
 			n, _ := strconv.Atoi(r[1])
 			out = append(out, member{name: fmt.Sprintf("[%d..%d]", index, index+n-1), value: strings.TrimSuffix(p, r[0])})
 			index += n
@@ -138,4 +139,9 @@ func pointsTo(typ, value string) bool {
 		return false
 	}
 	return strings.HasPrefix(value, "0x") || strings.HasPrefix(value, "(")
+}
+
+// lazyRegexp compiles expr at its first use, not at every sdm's start.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
