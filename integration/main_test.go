@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 		code := m.Run()
 		testenv.StopSLURM()
 		testenv.StopCluster()
+		testenv.RemoveExamples()
 		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "sdm-bin-")
@@ -43,6 +44,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testenv.StopSLURM()
 	testenv.StopCluster()
+	testenv.RemoveExamples()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

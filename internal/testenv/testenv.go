@@ -68,6 +68,21 @@ func Examples(t testing.TB) string {
 	return buildDir
 }
 
+// RemoveExamples removes what Examples built, once the tests are done.
+func RemoveExamples() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
+
+// Main is the TestMain of a package whose tests use Examples: it runs
+// them, then removes the examples.
+func Main(m *testing.M) {
+	code := m.Run()
+	RemoveExamples()
+	os.Exit(code)
+}
+
 // repoRoot is the directory of the project's Makefile, two levels above
 // this file.
 func repoRoot() string {
