@@ -65,35 +65,43 @@ func members(parent, value string) ([]member, bool) {
 
 // field splits "name = value" at its first top-level " = ".
 func field(p string) (name, value string, ok bool) {
-	depth, quote := 0, byte(0)
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '{' || c == '(' || c == '[' || c == '<':
-			depth++
-		case c == '}' || c == ')' || c == ']' || c == '>':
-			depth--
-		case depth == 0 && strings.HasPrefix(p[i:], " = "):
-			return p[:i], p[i+3:], i > 0
+	eachTop(p, func(i int) bool {
+		if !strings.HasPrefix(p[i:], " = ") {
+			return false
 		}
-	}
-	return "", "", false
+		name, value, ok = p[:i], p[i+3:], i > 0
+		return true
+	})
+	return name, value, ok
 }
 
-// splitTop splits s at its top-level commas: those outside braces,
-// brackets, parentheses, angle brackets and quotes. false when they do
-// not balance.
+// splitTop splits s at its top-level commas. false when its brackets or
+// quotes do not balance.
 func splitTop(s string) ([]string, bool) {
 	var parts []string
-	depth, quote, start := 0, byte(0), 0
+	start := 0
+	balanced := eachTop(s, func(i int) bool {
+		if s[i] == ',' {
+			parts = append(parts, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		}
+		return false
+	})
+	if !balanced {
+		return nil, false
+	}
+	if rest := strings.TrimSpace(s[start:]); rest != "" || len(parts) > 0 {
+		parts = append(parts, rest)
+	}
+	return parts, true
+}
+
+// eachTop calls at with the index of every byte of s at the top level:
+// outside quotes and outside braces, brackets, parentheses and angle
+// brackets, until at says stop. balanced is false when those do not
+// close (unknown when at stopped the scan).
+func eachTop(s string, at func(i int) (stop bool)) (balanced bool) {
+	depth, quote := 0, byte(0)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -105,25 +113,18 @@ func splitTop(s string) ([]string, bool) {
 			}
 		case c == '"' || c == '\'':
 			quote = c
-		case c == '{' || c == '(' || c == '[' || c == '<':
+		case strings.IndexByte("{([<", c) >= 0:
 			depth++
-		case c == '}' || c == ')' || c == ']' || c == '>':
+		case strings.IndexByte("})]>", c) >= 0:
 			depth--
 			if depth < 0 {
-				return nil, false
+				return false
 			}
-		case c == ',' && depth == 0:
-			parts = append(parts, strings.TrimSpace(s[start:i]))
-			start = i + 1
+		case depth == 0 && at(i):
+			return true
 		}
 	}
-	if depth != 0 || quote != 0 {
-		return nil, false
-	}
-	if rest := strings.TrimSpace(s[start:]); rest != "" || len(parts) > 0 {
-		parts = append(parts, rest)
-	}
-	return parts, true
+	return depth == 0 && quote == 0
 }
 
 // pointsTo says whether a value of type typ is a pointer worth following:
