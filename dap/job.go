@@ -130,7 +130,7 @@ func (a *adapter) launch(m *godap.LaunchRequest) error {
 		}
 		j.s, j.ranks = s, wire.All(s.Size())
 		j.state = newRankState(j.ranks)
-		if err := a.load(j); err != nil {
+		if err := s.Load(a.ctx, append([]string{j.program}, j.argv...), j.env, j.dir, a.opts.Timeout); err != nil {
 			s.End(a.opts.Timeout)
 			return fmt.Errorf("launch: %v", err)
 		}
@@ -187,16 +187,6 @@ func (a *adapter) attach(m *godap.AttachRequest) error {
 	a.start(j)
 	a.send(&godap.AttachResponse{Response: ok(m.Request)})
 	return a.send(&godap.InitializedEvent{Event: godap.Event{Event: "initialized"}})
-}
-
-// load has every rank load the program, to run in the job's directory.
-func (a *adapter) load(j *job) error {
-	body := wire.MustEncode(wire.Start{Program: j.program, Args: j.argv, Env: j.env, Dir: j.dir})
-	groups, err := j.s.Command(a.ctx, j.ranks, wire.OpStart, body, a.opts.Timeout)
-	if err != nil {
-		return err
-	}
-	return wire.Failures(groups, "start "+j.program, nil)
 }
 
 // dlopen gives every rank the session's dlopen setting.

@@ -195,7 +195,7 @@ func TestDAPSessionOpenMPI(t *testing.T) {
 	c := startDAP(t)
 	c.call("initialize", map[string]any{"adapterID": "sdm", "linesStartAt1": true})
 	c.call("launch", map[string]any{"program": ring, "args": []string{"2"}, "ranks": 4, "rm": "openmpi",
-		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "cwd": root})
+		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "cwd": root, "env": map[string]string{"SDM_DAP_ENV": "42"}})
 	c.event("initialized")
 	bps := c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{map[string]any{"line": 8}}}).(*godap.SetBreakpointsResponse)
 	if b := bps.Body.Breakpoints; len(b) != 1 || !b[0].Verified || b[0].Line != 8 {
@@ -221,6 +221,9 @@ func TestDAPSessionOpenMPI(t *testing.T) {
 	}
 	if r := c.call("evaluate", map[string]any{"expression": "rank * 10 + size", "frameId": frames[0].Id, "context": "watch"}).(*godap.EvaluateResponse); r.Body.Result != "24" {
 		t.Errorf("watch rank * 10 + size on rank 2: %q", r.Body.Result)
+	}
+	if r := c.call("evaluate", map[string]any{"expression": `(char *)getenv("SDM_DAP_ENV")`, "frameId": frames[0].Id, "context": "watch"}).(*godap.EvaluateResponse); !strings.HasSuffix(r.Body.Result, `"42"`) {
+		t.Errorf("the launch's env in rank 2: %q", r.Body.Result)
 	}
 	repl := c.call("evaluate", map[string]any{"expression": "[1-3] print rank > 0", "context": "repl"}).(*godap.EvaluateResponse).Body.Result
 	if !strings.Contains(repl, "[1-3]") || !strings.Contains(repl, "1") {

@@ -10,10 +10,11 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// Load has every rank load the program argv[0], with its arguments, to
-// run in dir, and fails, naming the ranks, if any cannot.
-func (s *Session) Load(ctx context.Context, argv []string, dir string, timeout time.Duration) error {
-	body, err := wire.Encode(wire.Start{Program: argv[0], Args: argv[1:], Dir: dir})
+// Load has every rank load the program argv[0], with its arguments and
+// env (NAME=VALUE pairs added to the environment), to run in dir, and
+// fails, naming the ranks, if any cannot.
+func (s *Session) Load(ctx context.Context, argv, env []string, dir string, timeout time.Duration) error {
+	body, err := wire.Encode(wire.Start{Program: argv[0], Args: argv[1:], Env: env, Dir: dir})
 	if err != nil {
 		return err
 	}
