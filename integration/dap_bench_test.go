@@ -29,10 +29,7 @@ func BenchmarkDAPStop(b *testing.B) {
 	const n = 64
 	b.Run(fmt.Sprintf("ranks=%d/dap", n), func(b *testing.B) {
 		for b.Loop() {
-			c := startDAP(b)
-			c.call("initialize", map[string]any{"adapterID": "sdm"})
-			c.call("launch", map[string]any{"program": plain, "ranks": n, "rm": "local", "cwd": root})
-			c.event("initialized")
+			c := launchDAP(b, "launch", map[string]any{"program": plain, "ranks": n, "rm": "local", "cwd": root})
 			start := time.Now()
 			c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source},
 				"breakpoints": []any{map[string]any{"line": 15}, map[string]any{"line": 22}}})
@@ -63,10 +60,7 @@ func BenchmarkDAPStop(b *testing.B) {
 	})
 	b.Run("ranks=256/sim", func(b *testing.B) {
 		for b.Loop() {
-			c := startDAP(b)
-			c.call("initialize", map[string]any{"adapterID": "sdm"})
-			c.call("launch", map[string]any{"program": "ring", "ranks": 256, "rm": "local", "debugger": "sim"})
-			c.event("initialized")
+			c := launchDAP(b, "launch", map[string]any{"program": "ring", "ranks": 256, "rm": "local", "debugger": "sim"})
 			c.call("configurationDone", nil)
 			c.call("threads", nil)
 			c.seen = nil

@@ -90,6 +90,17 @@ func startDAP(t testing.TB) *dapClient {
 	return c
 }
 
+// launchDAP starts sdm dap and has it launch or attach (request) with
+// args, up to its initialized event.
+func launchDAP(t testing.TB, request string, args map[string]any) *dapClient {
+	t.Helper()
+	c := startDAP(t)
+	c.call("initialize", map[string]any{"adapterID": "sdm", "linesStartAt1": true})
+	c.call(request, args)
+	c.event("initialized")
+	return c
+}
+
 // request sends a request and returns its seq.
 func (c *dapClient) request(command string, args any) int {
 	c.t.Helper()
@@ -192,11 +203,8 @@ func TestDAPSessionOpenMPI(t *testing.T) {
 	mark := marked(t)
 	root, _ := filepath.Abs("..") // where make built the examples from
 	ring, source := filepath.Join(bin, "ring"), filepath.Join(root, "examples", "ring", "ring.c")
-	c := startDAP(t)
-	c.call("initialize", map[string]any{"adapterID": "sdm", "linesStartAt1": true})
-	c.call("launch", map[string]any{"program": ring, "args": []string{"2"}, "ranks": 4, "rm": "openmpi",
+	c := launchDAP(t, "launch", map[string]any{"program": ring, "args": []string{"2"}, "ranks": 4, "rm": "openmpi",
 		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "cwd": root, "env": map[string]string{"SDM_DAP_ENV": "42"}})
-	c.event("initialized")
 	bps := c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{map[string]any{"line": 8}}}).(*godap.SetBreakpointsResponse)
 	if b := bps.Body.Breakpoints; len(b) != 1 || !b[0].Verified || b[0].Line != 8 {
 		t.Fatalf("setBreakpoints: %+v", b)
@@ -272,10 +280,7 @@ func TestDAPAttachPause(t *testing.T) {
 	const n = 4
 	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
 	p.lines(t, n, "rank ")
-	c := startDAP(t)
-	c.call("initialize", map[string]any{"adapterID": "sdm"})
-	c.call("attach", map[string]any{"pid": pid})
-	c.event("initialized")
+	c := launchDAP(t, "attach", map[string]any{"pid": pid})
 	c.call("configurationDone", nil)
 	threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads
 	if len(threads) != n {
@@ -303,11 +308,8 @@ func TestDAPClientDies(t *testing.T) {
 	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	bin := testenv.Examples(t)
 	mark := marked(t)
-	c := startDAP(t)
-	c.call("initialize", map[string]any{"adapterID": "sdm"})
-	c.call("launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi",
+	c := launchDAP(t, "launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi",
 		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "stopOnEntry": true})
-	c.event("initialized")
 	c.call("configurationDone", nil)
 	c.stopped("entry")
 	c.in.Close() // the editor is gone: its end of the pipe closes
@@ -319,10 +321,7 @@ func TestDAPClientDies(t *testing.T) {
 func TestDAPThreadsOfEachRank(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
-	c := startDAP(t)
-	c.call("initialize", map[string]any{"adapterID": "sdm"})
-	c.call("launch", map[string]any{"program": filepath.Join(bin, "threads"), "ranks": 2, "rm": "local", "allThreads": true})
-	c.event("initialized")
+	c := launchDAP(t, "launch", map[string]any{"program": filepath.Join(bin, "threads"), "ranks": 2, "rm": "local", "allThreads": true})
 	c.call("setFunctionBreakpoints", map[string]any{"breakpoints": []any{map[string]any{"name": "ready"}}})
 	c.call("configurationDone", nil)
 	stop := c.stopped("breakpoint")
@@ -364,11 +363,8 @@ func TestDAPLaunchMPIR(t *testing.T) {
 	root, _ := filepath.Abs("..")
 	source := filepath.Join(root, "examples", "ring", "ring.c")
 	mark := marked(t)
-	c := startDAP(t)
-	c.call("initialize", map[string]any{"adapterID": "sdm"})
-	c.call("launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi", "mpir": true,
+	c := launchDAP(t, "launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi", "mpir": true,
 		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "cwd": root})
-	c.event("initialized")
 	c.call("setBreakpoints", map[string]any{"source": map[string]any{"path": source}, "breakpoints": []any{map[string]any{"line": 8}}})
 	c.call("configurationDone", nil)
 	c.stopped("breakpoint")
@@ -388,11 +384,8 @@ func TestDAPTerminate(t *testing.T) {
 	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	bin := testenv.Examples(t)
 	mark := marked(t)
-	c := startDAP(t)
-	c.call("initialize", map[string]any{"adapterID": "sdm"})
-	c.call("launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi",
+	c := launchDAP(t, "launch", map[string]any{"program": filepath.Join(bin, "ring"), "ranks": 2, "rm": "openmpi",
 		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "stopOnEntry": true})
-	c.event("initialized")
 	c.call("configurationDone", nil)
 	c.stopped("entry")
 	c.call("terminate", nil)
@@ -450,11 +443,8 @@ func TestDAPBreakpointsAndValues(t *testing.T) {
 	bin := testenv.Examples(t)
 	root, _ := filepath.Abs("..")
 	source := filepath.Join(root, "examples", "values", "values.cpp")
-	c := startDAP(t)
-	c.call("initialize", map[string]any{"adapterID": "sdm"})
-	c.call("launch", map[string]any{"program": filepath.Join(bin, "values"), "ranks": 2, "rm": "openmpi",
+	c := launchDAP(t, "launch", map[string]any{"program": filepath.Join(bin, "values"), "ranks": 2, "rm": "openmpi",
 		"launcherArgs": []string{"--allow-run-as-root", "--oversubscribe"}, "cwd": root})
-	c.event("initialized")
 	fbs := c.call("setFunctionBreakpoints", map[string]any{"breakpoints": []any{map[string]any{"name": "advance"}}}).(*godap.SetFunctionBreakpointsResponse)
 	if b := fbs.Body.Breakpoints; len(b) != 1 || !b[0].Verified {
 		t.Fatalf("function breakpoint: %+v", b)
