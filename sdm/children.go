@@ -90,6 +90,7 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	if c.host == "" {
 		c.host, _, _ = net.SplitHostPort(peer.String())
 	}
+	name := c.name()
 	n.mu.Unlock()
 	if again {
 		n.log.Printf("server %d rejoined from %s", c.index, peer)
@@ -99,10 +100,10 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	go func() {
 		defer close(sent)
 		out.run(func(err error) {
-			n.childLost(c, link, fmt.Sprintf("could not send to %s: %v", c.name(), err))
+			n.childLost(c, link, fmt.Sprintf("could not send to %s: %v", name, err))
 		})
 	}()
-	n.serveChild(c, link)
+	n.serveChild(c, link, name)
 	<-sent
 }
 
@@ -114,8 +115,9 @@ func (n *Node) handshakeTimeout() time.Duration {
 }
 
 // serveChild reads c's control and output streams until the link breaks,
-// then declares c's subtree lost.
-func (n *Node) serveChild(c *child, link *wire.Link) {
+// then declares c's subtree lost, naming it name (c.name() as the link
+// was admitted: c's fields change under the node's mutex when it rejoins).
+func (n *Node) serveChild(c *child, link *wire.Link, name string) {
 	go func() {
 		for {
 			m, err := link.RecvOutput()
@@ -128,7 +130,7 @@ func (n *Node) serveChild(c *child, link *wire.Link) {
 	for {
 		m, err := link.Recv()
 		if err != nil {
-			n.childLost(c, link, linkLoss(c.name(), n.cfg.Link, err))
+			n.childLost(c, link, linkLoss(name, n.cfg.Link, err))
 			return
 		}
 		switch m.Kind {
@@ -236,6 +238,7 @@ func (n *Node) watchChildren(ctx context.Context) {
 func (n *Node) checkChildren() {
 	n.mu.Lock()
 	var quiet []*child
+	why := map[*child]string{}
 	for _, c := range n.children {
 		if c.link == nil {
 			continue
@@ -245,6 +248,7 @@ func (n *Node) checkChildren() {
 		case silent >= n.cfg.NotResponding && !c.quiet:
 			c.quiet = true
 			quiet = append(quiet, c)
+			why[c] = notResponding(c.name())
 			n.log.Printf("server %d not responding: nothing heard for %v", c.index, silent.Round(time.Second))
 		case silent < n.cfg.NotResponding && c.quiet:
 			c.quiet = false
@@ -258,7 +262,7 @@ func (n *Node) checkChildren() {
 	n.mu.Unlock()
 	for _, c := range quiet {
 		for _, cl := range calls {
-			n.settle(cl, func(cl *call) { cl.fail(c.index, wire.StatusTimeout, notResponding(c.name())) })
+			n.settle(cl, func(cl *call) { cl.fail(c.index, wire.StatusTimeout, why[c]) })
 		}
 	}
 }
