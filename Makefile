@@ -27,8 +27,11 @@ export CGO_ENABLED := 0
 
 .PHONY: build examples thirdparty test bench demo lint fuzz clean
 
+# sdm-server, the server role alone, runs beside sdm for every server of a
+# job that sdm launches.
 build:
 	$(GO) build -o $(BIN) ./cmd/sdm
+	$(GO) build -o $(dir $(BIN))sdm-server ./cmd/sdm-server
 
 examples: $(EXAMPLES)
 

@@ -17,11 +17,19 @@ import (
 
 var benchSizes = []int{8, 64, 256, 1024}
 
-// benchShapes are the trees the broadcast is measured on: PTP's binomial
-// tree (fanout 0) at every size, and wide k-ary trees at the large ones.
-var benchShapes = []struct{ ranks, fanout int }{
-	{8, 0}, {64, 0}, {256, 0}, {256, 16}, {1024, 0}, {1024, 32},
+// benchShapes are the trees the broadcast is measured on: one node per
+// host (all ranks on this one) at every size, and beside it one node per
+// rank, in PTP's binomial tree (fanout 0) and in wide k-ary trees.
+var benchShapes = []struct {
+	ranks, fanout int
+	tree          string
+}{
+	{8, 0, "hosts"}, {64, 0, "hosts"}, {256, 0, "hosts"}, {1024, 0, "hosts"},
+	{64, 0, "ranks"}, {256, 0, "ranks"}, {256, 16, "ranks"}, {1024, 0, "ranks"}, {1024, 32, "ranks"},
 }
+
+// benchTrees are the two shapes of --tree.
+var benchTrees = []string{"hosts", "ranks"}
 
 // BenchmarkBringUp measures a whole local job: from the launch until the
 // first broadcast is answered by every rank. The local launcher hands every
@@ -52,15 +60,20 @@ func BenchmarkBringUp(b *testing.B) {
 // master before them or after them: children keep trying their parent
 // until it listens, so neither order waits for long.
 func BenchmarkBringUpOrder(b *testing.B) {
-	for _, n := range []int{256, 1024} {
+	for _, c := range []struct {
+		n    int
+		tree string
+	}{{64, "hosts"}, {256, "hosts"}, {1024, "hosts"}, {2048, "hosts"}, {256, "ranks"}, {1024, "ranks"}} {
+		n := c.n
 		for _, masterFirst := range []bool{true, false} {
 			order := "servers-first"
 			if masterFirst {
 				order = "master-first"
 			}
-			b.Run(fmt.Sprintf("%s/ranks=%d", order, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/ranks=%d/tree=%s", order, n, c.tree), func(b *testing.B) {
 				for b.Loop() {
 					s := newSession(b, n)
+					s.tree = c.tree
 					start := time.Now()
 					var procs []*proc
 					if masterFirst {
@@ -104,8 +117,8 @@ func BenchmarkBringUpOrder(b *testing.B) {
 func BenchmarkBroadcast(b *testing.B) {
 	for _, c := range benchShapes {
 		n := c.ranks
-		b.Run(fmt.Sprintf("ranks=%d/fanout=%d", n, c.fanout), func(b *testing.B) {
-			s := benchLaunchFanout(b, n, c.fanout)
+		b.Run(fmt.Sprintf("ranks=%d/fanout=%d/tree=%s", n, c.fanout, c.tree), func(b *testing.B) {
+			s := benchLaunchShape(b, n, c.fanout, c.tree == "ranks")
 			defer s.End(30 * time.Second)
 			var rtts []time.Duration
 			for b.Loop() {
@@ -127,41 +140,48 @@ func BenchmarkBroadcast(b *testing.B) {
 // every process over a quiet period, and the memory of a rank server.
 func BenchmarkIdle(b *testing.B) {
 	for _, n := range []int{256, 1024} {
-		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
-			s := benchLaunch(b, n)
-			defer s.End(30 * time.Second)
-			job := s.Job.(*local.Job)
-			pids := make([]int, 0, n+1)
-			for r := 0; r <= n; r++ {
-				pids = append(pids, job.Process(r).Pid)
-			}
-			const quiet = 5 * time.Second
-			for b.Loop() {
-				before := cpuTicks(b, pids)
-				time.Sleep(quiet) // the quiet period being measured, not a synchronisation
-				after := cpuTicks(b, pids)
-				b.ReportMetric(float64(after-before)/100/quiet.Seconds(), "cores")
-			}
-			var rss, pss int
-			for _, pid := range pids[:n] {
-				rss += statusKB(b, pid, "VmRSS:")
-				pss += rollupKB(b, pid, "Pss:")
-			}
-			b.ReportMetric(float64(rss)/float64(n)/1024, "MB-RSS/server")
-			b.ReportMetric(float64(pss)/float64(n)/1024, "MB-PSS/server")
-		})
+		for _, tree := range benchTrees {
+			b.Run(fmt.Sprintf("ranks=%d/tree=%s", n, tree), func(b *testing.B) {
+				benchIdle(b, n, tree == "ranks")
+			})
+		}
 	}
 }
 
-func benchLaunch(b *testing.B, n int) *launcher.Session {
-	return benchLaunchFanout(b, n, 0)
+// benchIdle measures the idle CPU and the memory of a tree of n ranks.
+func benchIdle(b *testing.B, n int, rankTree bool) {
+	s := benchLaunchShape(b, n, 0, rankTree)
+	defer s.End(30 * time.Second)
+	job := s.Job.(*local.Job)
+	pids := make([]int, 0, n+1)
+	for r := 0; r <= n; r++ {
+		pids = append(pids, job.Process(r).Pid)
+	}
+	const quiet = 5 * time.Second
+	for b.Loop() {
+		before := cpuTicks(b, pids)
+		time.Sleep(quiet) // the quiet period being measured, not a synchronisation
+		after := cpuTicks(b, pids)
+		b.ReportMetric(float64(after-before)/100/quiet.Seconds(), "cores")
+	}
+	var rss, pss int
+	for _, pid := range pids[:n] {
+		rss += statusKB(b, pid, "VmRSS:")
+		pss += rollupKB(b, pid, "Pss:")
+	}
+	b.ReportMetric(float64(rss)/float64(n)/1024, "MB-RSS/server")
+	b.ReportMetric(float64(pss)/float64(n)/1024, "MB-PSS/server")
 }
 
-func benchLaunchFanout(b *testing.B, n, fanout int) *launcher.Session {
+func benchLaunch(b *testing.B, n int) *launcher.Session {
+	return benchLaunchShape(b, n, 0, false)
+}
+
+func benchLaunchShape(b *testing.B, n, fanout int, rankTree bool) *launcher.Session {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Fanout: fanout, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 100 * time.Second})
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Fanout: fanout, RankTree: rankTree, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 100 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

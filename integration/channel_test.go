@@ -291,8 +291,9 @@ func TestTamperedLinkIsDropped(t *testing.T) {
 // versions named: a version 1 child at a server's port, and a master whose
 // front end speaks version 1.
 func TestOldProtocolPeerIsRefused(t *testing.T) {
-	const n = 4 // rank 0 has a child, so it listens
+	const n = 4 // rank 0 has a child, so it listens (one node per rank)
 	s := newSession(t, n)
+	s.tree = "ranks"
 	oldHello := make([]byte, 38)
 	copy(oldHello, "SDM\x00")
 	binary.BigEndian.PutUint16(oldHello[4:], 1)

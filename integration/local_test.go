@@ -18,7 +18,7 @@ import (
 // subtree while the rest keep answering.
 func TestSixtyFourServers(t *testing.T) {
 	const n = 64
-	s := launch(t, n, 0, "groups", "3")
+	s := launchRanks(t, n, 0, "groups", "3")
 	got := describe(command(t, s.Command, wire.All(n), wire.OpWhere, nil))
 	want := "[0,3,6,9,12,15,18,21,24,27,30,33,36,39,42,45,48,51,54,57,60,63] ok work_0_3; " +
 		"[1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,52,55,58,61] ok work_1_3; " +
@@ -27,7 +27,8 @@ func TestSixtyFourServers(t *testing.T) {
 		t.Fatalf("where:\n got %s\nwant %s", got, want)
 	}
 
-	// Server 1 sits in the middle of the binomial tree of 64: its subtree
+	// Server 1 sits in the middle of the binomial tree of 64 (one node
+	// per rank; TestKilledLeaderLosesItsHost has the tree of hosts): its subtree
 	// is every rank r with (r+1) mod 4 == 2.
 	const victim = 1
 	var sub wire.Builder

@@ -32,8 +32,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// sdm-server beside sdm runs the jobs' servers, as an installed sdm's.
 	sdmBin = filepath.Join(dir, "sdm")
-	build, cancel := testenv.CommandTimeout(5*time.Minute, "go", "build", "-o", sdmBin, "github.com/sdm-hpc/sdm/cmd/sdm")
+	build, cancel := testenv.CommandTimeout(5*time.Minute, "go", "build", "-o", dir+"/", "github.com/sdm-hpc/sdm/cmd/sdm", "github.com/sdm-hpc/sdm/cmd/sdm-server")
 	defer cancel()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -65,9 +66,21 @@ func (j *job) end() error {
 // program, and ends it when the test ends unless the test did.
 func launch(t *testing.T, n, fanout int, program ...string) *job {
 	t.Helper()
+	return launchTree(t, n, fanout, false, program...)
+}
+
+// launchRanks is launch in the plain tree of one node per rank
+// (--tree=ranks), where servers other than 0 have subtrees of their own.
+func launchRanks(t *testing.T, n, fanout int, program ...string) *job {
+	t.Helper()
+	return launchTree(t, n, fanout, true, program...)
+}
+
+func launchTree(t *testing.T, n, fanout int, rankTree bool, program ...string) *job {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Fanout: fanout, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 50 * time.Second})
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Fanout: fanout, RankTree: rankTree, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 50 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,8 @@ type session struct {
 	routes  string
 	link    wire.LinkConfig
 	ln      *client.Listener
+	// tree, when set, is the --tree of the master and every server.
+	tree string
 }
 
 func newSession(t testing.TB, n int) *session {
@@ -178,12 +180,19 @@ func (s *session) join(ctx context.Context, n int) *client.Session {
 
 func (s *session) master() *proc {
 	port := strconv.Itoa(s.ln.Addr().Port)
-	return start(s.t, testenv.Command(s.t, sdmBin, "--master", "--host=127.0.0.1", "--port="+port,
-		"--routing_file="+s.routes, "--key-file="+s.keyFile))
+	return start(s.t, testenv.Command(s.t, sdmBin, append([]string{"--master", "--host=127.0.0.1", "--port=" + port,
+		"--routing_file=" + s.routes, "--key-file=" + s.keyFile}, s.treeArgs()...)...))
 }
 
 func (s *session) serverArgs() []string {
-	return []string{sdmBin, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=sim"}
+	return append([]string{sdmBin, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=sim"}, s.treeArgs()...)
+}
+
+func (s *session) treeArgs() []string {
+	if s.tree == "" {
+		return nil
+	}
+	return []string{"--tree=" + s.tree}
 }
 
 // debugHang checks the tree of n ranks: all joined (so every server found

@@ -83,7 +83,8 @@ func maxOf(a, b int64) int64 {
 	return b
 }
 
-// sdmBelow lists the processes named sdm that descend from pid.
+// sdmBelow lists the sdm processes (sdm, or the servers' sdm-server)
+// that descend from pid.
 func sdmBelow(pid int) []int {
 	entries, _ := os.ReadDir("/proc")
 	parent := map[int]int{}
@@ -113,7 +114,7 @@ func sdmBelow(pid int) []int {
 	for p := range parent {
 		for q := parent[p]; q > 1; q = parent[q] {
 			if q == pid {
-				if name[p] == "sdm" {
+				if name[p] == "sdm" || name[p] == "sdm-server" {
 					below = append(below, p)
 				}
 				break

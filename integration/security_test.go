@@ -24,7 +24,8 @@ import (
 // cannot put anything in: the handshake fails before any message.
 func TestTreePortsRefuseStrangers(t *testing.T) {
 	const n = 8
-	s := launch(t, n, 0, "ring")
+	// One node per rank: every server with children listens on TCP.
+	s := launchRanks(t, n, 0, "ring")
 	table, err := routing.ReadFile(s.Dir + "/routes")
 	if err != nil {
 		t.Fatal(err)
@@ -329,6 +330,7 @@ func boundTo(t *testing.T, port int) []string {
 func TestHandStartedMasterBindsLoopback(t *testing.T) {
 	const n = 4
 	s := newSession(t, n)
+	s.tree = "ranks" // rank 0 then listens on TCP for children
 	table, err := routing.ReadFile(s.routes)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,7 +38,7 @@ func groupsWith(groups []wire.Group, status wire.Status) wire.RankSet {
 // they were.
 func TestStoppedServerStallsNobody(t *testing.T) {
 	const n, victim = 16, 1
-	s := launch(t, n, 0, "ring")
+	s := launchRanks(t, n, 0, "ring")
 	stalled := subtree(n, victim)
 	others := wire.All(n).Minus(stalled)
 	before := describe(command(t, s.Command, wire.All(n), wire.OpWhere, nil))
@@ -107,7 +108,7 @@ func TestStoppedServerStallsNobody(t *testing.T) {
 // connection, and the servers below it, orphaned, end.
 func TestKilledServerLostOnce(t *testing.T) {
 	const n, victim = 16, 1
-	s := launch(t, n, 0, "ring")
+	s := launchRanks(t, n, 0, "ring")
 	job := s.Job.(*local.Job)
 	lost := subtree(n, victim)
 	if err := job.Process(victim).Kill(); err != nil {
@@ -199,4 +200,53 @@ func TestHungGDBDelaysOnlyItsRank(t *testing.T) {
 			t.Fatalf("print of the ranks whose gdb runs took %v", d)
 		}
 	}
+}
+
+// In the tree of hosts (all ranks on this one), a killed member loses its
+// own rank only; the killed leader loses the host's every other rank, once,
+// and its members, orphaned, end.
+func TestKilledLeaderLosesItsHost(t *testing.T) {
+	const n, member = 16, 5
+	s := launch(t, n, 0, "ring")
+	job := s.Job.(*local.Job)
+	lostOnce := func(victim int, want wire.RankSet) {
+		t.Helper()
+		if err := job.Process(victim).Kill(); err != nil {
+			t.Fatal(err)
+		}
+		var losses []client.Event
+		events(t, s.Session.Session, func(ev client.Event) bool {
+			if ev.Op == wire.EventLost {
+				losses = append(losses, ev)
+			}
+			return ev.Op == wire.EventLost && ev.Group.Ranks.Equal(want)
+		})
+		prefix := fmt.Sprintf("connection closed by server %d on ", victim)
+		if len(losses) != 1 || !strings.HasPrefix(string(losses[0].Group.Body), prefix) {
+			t.Fatalf("loss of server %d reported as %v, want %v once, %q", victim, losses, want, prefix)
+		}
+	}
+	lostOnce(member, wire.Single(member))
+	groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil)
+	if !groupsWith(groups, wire.StatusLost).Equal(wire.Single(member)) || !okRanks(groups).Equal(wire.All(n).Minus(wire.Single(member))) {
+		t.Fatalf("status after a member's loss: %s", describe(groups))
+	}
+	rest := wire.All(n).Minus(wire.Single(member))
+	lostOnce(0, rest)
+	rest.Minus(wire.Single(0)).Each(func(r int) bool {
+		p := job.Process(r)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for p.Signal(syscall.Signal(0)) == nil && ctx.Err() == nil {
+			waitTick(ctx)
+		}
+		if err := p.Signal(syscall.Signal(0)); err == nil {
+			t.Errorf("server %d still runs 10s after its host's leader was killed", r)
+		}
+		return true
+	})
+	if groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil); !groupsWith(groups, wire.StatusLost).Equal(wire.All(n)) {
+		t.Fatalf("status after the leader's loss: %s", describe(groups))
+	}
+	s.end()
 }

@@ -33,6 +33,7 @@ type Options struct {
 	Adapter  rm.Adapter
 	Size     int              // number of ranks
 	Fanout   int              // tree shape (routing.Tree)
+	RankTree bool             // one tree node per server, not per host (routing.Hosts)
 	Debugger backend.Debugger // the servers' debugger
 	GDB      backend.GDBStart // when their gdb starts ("": the servers' default, eager)
 	SDM      string           // the sdm executable for the servers (default: this one)
@@ -269,7 +270,7 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 		serverArgs = append(serverArgs, "--debug")
 	}
 	spec := rm.Spec{
-		Size: o.Size, Fanout: o.Fanout, SDM: o.SDM, Dir: files, KeyFile: keyFile, Layout: o.Layout,
+		Size: o.Size, Fanout: o.Fanout, RankTree: o.RankTree, SDM: o.SDM, Server: serverBinary(o.SDM, t), Dir: files, KeyFile: keyFile, Layout: o.Layout,
 		Client: clientAddr, ServerArgs: serverArgs,
 		Launcher: o.Launcher, LauncherArgs: o.LauncherArgs, Log: filepath.Join(dir, "servers.log"),
 		// Every process of the session, down to gdb and the program,
@@ -519,4 +520,24 @@ func answered(groups []wire.Group, size int) bool {
 func keptLogs(err error, dir string) error {
 	os.Remove(filepath.Join(dir, "key"))
 	return fmt.Errorf("%w (logs kept in %s)", err, dir)
+}
+
+// ServerBinary is the name of the server role's own executable, which
+// launchers start beside sdm when it is there.
+const ServerBinary = "sdm-server"
+
+// serverBinary is the executable of a job's servers: sdm-server beside
+// sdm when it is there, a build of the server role alone that starts
+// sooner and maps less on each of a node's ranks; else sdm itself
+// ("": rm.Spec.ServerExe). A job on another host (--target) is given
+// sdm's path there, and no more is known of that host.
+func serverBinary(sdm string, t target) string {
+	if t.host != "" {
+		return ""
+	}
+	exe := filepath.Join(filepath.Dir(sdm), ServerBinary)
+	if executable(exe) != nil {
+		return ""
+	}
+	return exe
 }

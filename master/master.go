@@ -21,6 +21,9 @@ type Options struct {
 	// --generate_routes). Servers are then started with --server=ID.
 	Generate []string
 	Fanout   int
+	// RankTree makes the tree one node per server, as the servers were
+	// told (sdm.ServerOptions.RankTree).
+	RankTree bool
 	// Layout says which ranks each server serves (nil: server i, rank i).
 	Layout wire.Layout
 	// Client is the front end's session address (--host/--port). When
@@ -64,7 +67,7 @@ func (o Options) run(ctx context.Context) error {
 		return err
 	}
 	node, err := sdm.New(sdm.Config{
-		Index: table.Size(), Tree: routing.Tree{Size: table.Size(), Fanout: o.Fanout}, Layout: o.Layout,
+		Index: table.Size(), Tree: routing.NewTree(table, o.Fanout, !o.RankTree), Layout: o.Layout,
 		Listener: ln, DialUp: dial, AcceptsFrontEnd: o.Client == "" && o.Stdio == nil,
 		ConnectTimeout: o.Timeout, Link: o.Link, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})

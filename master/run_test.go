@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +26,6 @@ var key = wire.Key{9, 8, 7}
 func servers(t *testing.T, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "routes")
-	shape := routing.Tree{Size: n}
 	listeners := make([]net.Listener, n)
 	entries := make([]routing.Entry, n)
 	for id := range n {
@@ -59,31 +57,11 @@ func servers(t *testing.T, n int) string {
 		}
 	})
 	for id := range n {
-		dial := dialMaster(path, n)
-		if p := shape.Parent(id); p != shape.Master() {
-			dial = sdm.DialTCP(entries[p].Addr())
-		}
-		node, err := sdm.New(sdm.Config{Index: id, Tree: shape, Listener: listeners[id], DialUp: dial,
-			Link: wire.LinkConfig{Key: key}, ConnectTimeout: deadline, Backends: map[int]backend.Backend{id: sim.New(backend.Config{Rank: id, Size: n})}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { ended <- node.Run(ctx) }()
+		o := sdm.ServerOptions{Index: id, RoutingFile: path, Listener: listeners[id], Timeout: deadline, Link: wire.LinkConfig{Key: key},
+			NewBackend: func(c backend.Config) (backend.Backend, error) { return sim.New(c), nil }}
+		go func() { ended <- sdm.Serve(ctx, o) }()
 	}
 	return path
-}
-
-// dialMaster dials the master where its master file says, read afresh on
-// each attempt since the master writes it once it has bound its port.
-func dialMaster(path string, n int) func(context.Context) (net.Conn, error) {
-	return func(ctx context.Context) (net.Conn, error) {
-		e, err := routing.ReadMaster(path, n)
-		if err != nil {
-			return nil, err
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", net.JoinHostPort(e.Host, strconv.Itoa(e.Port)))
-	}
 }
 
 // run runs the master of o in the background; its end is sent on the

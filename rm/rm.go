@@ -24,9 +24,12 @@ import (
 
 // Spec describes the debug servers to start for a job.
 type Spec struct {
-	Size       int      // number of servers: ranks, without a Layout
-	Fanout     int      // tree shape (routing.Tree)
-	SDM        string   // the sdm executable
+	Size   int    // number of servers: ranks, without a Layout
+	Fanout int    // tree shape (routing.Tree)
+	SDM    string // the sdm executable
+	// Server, when set, is the executable of the servers and the master
+	// (sdm-server, the server role alone); SDM otherwise.
+	Server     string
 	ServerArgs []string // extra flags for every server, such as --debugger=gdb-mi
 	Env        []string // extra NAME=VALUE for servers and master
 	Dir        string   // the session directory (0700): routing file, logs
@@ -39,6 +42,9 @@ type Spec struct {
 	// to mpirun, say); LauncherArgs go to it before the server command.
 	Launcher     string
 	LauncherArgs []string
+	// RankTree gives the master and every server --tree=ranks: one tree
+	// node per server rather than per host.
+	RankTree bool
 	// PortBase is the first port of each node's servers, for adapters
 	// whose servers compute the routing table themselves.
 	PortBase int
@@ -61,17 +67,28 @@ func (s Spec) Start(argv []string) (*Process, error) {
 	return StartProcess(argv, env, s.Log)
 }
 
-// ServerCommand is the command line of every server: the sdm executable
+// ServerExe is the executable that runs the servers and the master.
+func (s Spec) ServerExe() string {
+	if s.Server != "" {
+		return s.Server
+	}
+	return s.SDM
+}
+
+// ServerCommand is the command line of every server: the server executable
 // with the flags that find the routing table (routesFrom, the server's
 // --routes_from) and the session key, and the extra ServerArgs.
 func (s Spec) ServerCommand(routesFrom routing.Source) []string {
-	argv := []string{s.SDM, "--routes_from=" + string(routesFrom), "--routing_file=" + s.RoutingFile(),
+	argv := []string{s.ServerExe(), "--routes_from=" + string(routesFrom), "--routing_file=" + s.RoutingFile(),
 		"--key-file=" + s.KeyFile, "--fanout=" + strconv.Itoa(s.Fanout)}
 	if s.PortBase > 0 {
 		argv = append(argv, "--port_base="+strconv.Itoa(s.PortBase))
 	}
 	if s.Layout != nil {
 		argv = append(argv, "--layout="+s.Layout.String())
+	}
+	if s.RankTree {
+		argv = append(argv, "--tree=ranks")
 	}
 	return append(argv, s.ServerArgs...)
 }
@@ -83,10 +100,13 @@ func (s Spec) MasterCommand() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session address %q: %w", s.Client, err)
 	}
-	argv := []string{s.SDM, "--master", "--host=" + host, "--port=" + port, "--routing_file=" + s.RoutingFile(),
+	argv := []string{s.ServerExe(), "--master", "--host=" + host, "--port=" + port, "--routing_file=" + s.RoutingFile(),
 		"--key-file=" + s.KeyFile, "--fanout=" + strconv.Itoa(s.Fanout)}
 	if s.Layout != nil {
 		argv = append(argv, "--layout="+s.Layout.String())
+	}
+	if s.RankTree {
+		argv = append(argv, "--tree=ranks")
 	}
 	return argv, nil
 }

@@ -21,6 +21,10 @@ import (
 type Tree struct {
 	Size   int // N, the number of servers; the master is index N
 	Fanout int // 0: PTP's binomial tree; K >= 2: a K-ary tree whose subtrees are contiguous index ranges
+	// Hosts, when set, makes the tree one of hosts: the shape above is
+	// that of the hosts' leaders, each host's other servers hang below
+	// its leader (Hosts).
+	Hosts *Hosts
 }
 
 // Verify reports whether the tree can be used: Size must be 1..MaxSize and
@@ -31,6 +35,9 @@ func (t Tree) Verify() error {
 	}
 	if t.Fanout < 0 || t.Fanout == 1 {
 		return fmt.Errorf("routing: tree fanout %d: want 0 (binomial) or at least 2", t.Fanout)
+	}
+	if t.Hosts != nil {
+		return t.verifyHosts()
 	}
 	return nil
 }
@@ -64,6 +71,9 @@ func (t Tree) Parent(id int) int {
 	if !t.Valid(id) || id == t.Size {
 		return -1
 	}
+	if t.Hosts != nil {
+		return t.hostParent(id)
+	}
 	if t.Fanout == 0 {
 		return t.id(binomialParent(t.pos(id)))
 	}
@@ -76,6 +86,9 @@ func (t Tree) Parent(id int) int {
 func (t Tree) Children(id int) []int {
 	if !t.Valid(id) {
 		return nil
+	}
+	if t.Hosts != nil {
+		return t.hostChildren(id)
 	}
 	var kids []int
 	add := func(pos int) { kids = append(kids, t.id(pos)) }
@@ -95,6 +108,10 @@ func (t Tree) Walk(id int, fn func(int)) {
 	if !t.Valid(id) || fn == nil {
 		return
 	}
+	if t.Hosts != nil {
+		t.hostWalk(id, fn)
+		return
+	}
 	p := t.pos(id)
 	if t.Fanout == 0 {
 		binomialWalk(p, t.Size+1, func(q int) { fn(t.id(q)) })
@@ -112,6 +129,9 @@ func (t Tree) Walk(id int, fn func(int)) {
 func (t Tree) Depth() int {
 	if !t.ok() {
 		return 0
+	}
+	if t.Hosts != nil {
+		return t.hostDepth()
 	}
 	if t.Fanout == 0 {
 		return binomialDepth(t.Size)

@@ -13,12 +13,12 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// acceptChildren admits children until the listener closes. Each newcomer
-// is authenticated in its own goroutine, so one that stalls mid-handshake
+// acceptChildren admits children until ln closes. Each newcomer is
+// authenticated in its own goroutine, so one that stalls mid-handshake
 // delays no one else.
-func (n *Node) acceptChildren(ctx context.Context, wg *sync.WaitGroup) {
+func (n *Node) acceptChildren(ctx context.Context, ln net.Listener, wg *sync.WaitGroup) {
 	for {
-		conn, err := n.cfg.Listener.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 				n.log.Printf("accept: %v", err)
@@ -36,7 +36,13 @@ func (n *Node) acceptChildren(ctx context.Context, wg *sync.WaitGroup) {
 // admit authenticates conn, learns which child it is and serves it.
 func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	peer := conn.RemoteAddr()
-	link, err := wire.NewLink(conn, wire.FromChild(n.cfg.Index, n.cfg.Tree.Size), n.cfg.Link)
+	var link *wire.Link
+	var err error
+	if _, local := conn.(*net.UnixConn); local {
+		link, err = wire.NewLocalLink(conn, false, n.cfg.Link)
+	} else {
+		link, err = wire.NewLink(conn, wire.FromChild(n.cfg.Index, n.cfg.Tree.Size), n.cfg.Link)
+	}
 	if err != nil {
 		n.log.Printf("dropped connection from %s: %v", peer, err)
 		return
@@ -158,9 +164,9 @@ func (n *Node) forwardEvents(c *child, link *wire.Link, m *wire.Message) {
 			n.mu.Lock()
 			if c.link == link {
 				if m.Op == wire.EventLost {
-					c.joined = c.joined.Minus(g.Ranks)
+					c.joined, c.gone = c.joined.Minus(g.Ranks), c.gone.Union(g.Ranks)
 				} else {
-					c.joined = c.joined.Union(g.Ranks)
+					c.joined, c.gone = c.joined.Union(g.Ranks), c.gone.Minus(g.Ranks)
 				}
 			}
 			n.mu.Unlock()
@@ -195,13 +201,16 @@ func (n *Node) childLost(c *child, link *wire.Link, reason string) {
 		n.mu.Unlock()
 		return // replaced by the child's new link, or lost already
 	}
-	c.link, c.out, c.lost, c.quiet, c.joined = nil, nil, reason, false, wire.RankSet{}
+	lost := c.ranks.Minus(c.gone)
+	c.link, c.out, c.lost, c.quiet, c.joined, c.gone = nil, nil, reason, false, wire.RankSet{}, wire.RankSet{}
 	calls := n.pending()
 	quitting := n.quitting
 	n.mu.Unlock()
 	if !quitting {
 		n.log.Printf("%s (%s)", reason, link.RemoteAddr())
-		n.events.add(wire.EventLost, wire.Group{Ranks: c.ranks, Body: []byte(reason)})
+		if !lost.Empty() {
+			n.events.add(wire.EventLost, wire.Group{Ranks: lost, Body: []byte(reason)})
+		}
 	}
 	for _, cl := range calls {
 		n.settle(cl, func(cl *call) { cl.fail(c.index, wire.StatusLost, reason) })

@@ -63,7 +63,12 @@ func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err e
 		return nil, nil, err
 	}
 	peer = conn.RemoteAddr()
-	if link, err = wire.NewLink(conn, n.upEnds(), n.cfg.Link); err != nil {
+	if _, local := conn.(*net.UnixConn); local {
+		link, err = wire.NewLocalLink(conn, true, n.cfg.Link)
+	} else {
+		link, err = wire.NewLink(conn, n.upEnds(), n.cfg.Link)
+	}
+	if err != nil {
 		return nil, peer, err
 	}
 	host, _ := os.Hostname()
@@ -86,6 +91,15 @@ func (n *Node) upEnds() wire.Ends {
 		return wire.Ends{Kind: wire.FrontEndLink, Initiator: !n.cfg.AcceptsFrontEnd}
 	}
 	return wire.ToParent(n.cfg.Tree.Parent(n.cfg.Index), n.cfg.Tree.Size)
+}
+
+// DialLocal returns a Config.DialUp that dials addr, the Unix socket of
+// this host's leader (wire.LocalAddress).
+func DialLocal(addr *net.UnixAddr) func(context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", addr.Name)
+	}
 }
 
 // DialTCP returns a Config.DialUp that dials addr.

@@ -34,6 +34,10 @@ type Config struct {
 	Tree  routing.Tree // the shape of the whole tree
 	// Listener is where children connect; nil for a node without children.
 	Listener net.Listener
+	// Local is where the servers of this node's host connect, when it is
+	// their leader (routing.Hosts): a Unix socket, whose peers are linked
+	// without the handshake (wire.NewLocalLink).
+	Local net.Listener
 	// DialUp connects to the parent (for the master: to the front end).
 	// It is retried until ConnectTimeout passes.
 	DialUp func(ctx context.Context) (net.Conn, error)
@@ -126,7 +130,10 @@ type child struct {
 	// joined is what of its subtree has joined through this link, as its
 	// connected and rejoined events said: what this node, rejoining its
 	// own parent, says is back.
-	joined    wire.RankSet
+	joined wire.RankSet
+	// gone is what of its subtree its link reported lost (and not back
+	// since): its own loss does not report those ranks again.
+	gone      wire.RankSet
 	connected bool   // it has connected before: a new link is a rejoin
 	host      string // where it connected from: its hello's host, else its address
 }
@@ -172,7 +179,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	kids := cfg.Tree.Children(cfg.Index)
-	if len(kids) > 0 && cfg.Listener == nil {
+	if len(kids) > 0 && cfg.Listener == nil && cfg.Local == nil {
 		return nil, fmt.Errorf("sdm: index %d has children %v but no listener", cfg.Index, kids)
 	}
 	if cfg.ConnectTimeout <= 0 {
@@ -247,17 +254,23 @@ func (n *Node) Run(ctx context.Context) error {
 		n.shutdown(graceful)
 		wg.Wait()
 	}()
-	if n.cfg.Listener != nil {
-		wg.Add(2)
+	for _, ln := range []net.Listener{n.cfg.Listener, n.cfg.Local} {
+		if ln == nil {
+			continue
+		}
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.acceptChildren(ctx, &wg)
+			n.acceptChildren(ctx, ln, &wg)
 		}()
+		context.AfterFunc(ctx, func() { ln.Close() })
+	}
+	if len(n.children) > 0 {
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			n.watchChildren(ctx)
 		}()
-		context.AfterFunc(ctx, func() { n.cfg.Listener.Close() })
 	}
 	up, err := n.connectUp(ctx, false)
 	if err != nil {

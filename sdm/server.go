@@ -23,6 +23,10 @@ type ServerOptions struct {
 	// for it lasts at most Timeout.
 	RoutesFrom RoutesFrom
 	Fanout     int // tree shape, the same for every server (routing.Tree)
+	// RankTree makes the tree one node per server (routing.Tree without
+	// Hosts), where otherwise the servers of a host share one node
+	// (routing.Hosts). Every server and the master must agree.
+	RankTree bool
 	// Layout, when set, says which ranks each server serves: this one
 	// runs a backend for each of its own.
 	Layout wire.Layout
@@ -74,7 +78,7 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tree := routing.Tree{Size: table.Size(), Fanout: o.Fanout}
+	tree := routing.NewTree(table, o.Fanout, !o.RankTree)
 	if err := tree.Verify(); err != nil {
 		return err
 	}
@@ -88,17 +92,20 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	if o.Layout != nil && len(o.Layout) != table.Size() {
 		return fmt.Errorf("routing file %s has %d servers, the layout %d", o.RoutingFile, table.Size(), len(o.Layout))
 	}
-	if ln == nil && len(tree.Children(o.Index)) > 0 {
-		entry, _ := table.Lookup(o.Index)
-		if ln, err = Listen(BindHost(entry.Host), entry.Port); err != nil {
-			return fmt.Errorf("routing file %s: %w", o.RoutingFile, err)
+	ln, local, err := o.listen(tree, table, ln)
+	if err != nil {
+		return err
+	}
+	closeListeners := func() {
+		for _, l := range []net.Listener{ln, local} {
+			if l != nil {
+				l.Close()
+			}
 		}
 	}
 	parent := tree.Parent(o.Index)
 	if err := resolves(table, parent); err != nil {
-		if ln != nil {
-			ln.Close()
-		}
+		closeListeners()
 		return err
 	}
 	dial := func(ctx context.Context) (net.Conn, error) {
@@ -112,15 +119,16 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		}
 		return DialTCP(net.JoinHostPort(dialHost(entry.Host), strconv.Itoa(entry.Port)))(ctx)
 	}
+	if tree.Local(o.Index) {
+		dial = DialLocal(wire.LocalAddress(o.Link.Key, parent))
+	}
 	backends, err := o.backends(o.Layout.Size(tree.Size), o.Layout.Ranks(o.Index))
 	if err != nil {
-		if ln != nil {
-			ln.Close()
-		}
+		closeListeners()
 		return err
 	}
 	node, err := New(Config{
-		Index: o.Index, Tree: tree, Listener: ln, DialUp: dial, ConnectTimeout: o.Timeout,
+		Index: o.Index, Tree: tree, Listener: ln, Local: local, DialUp: dial, ConnectTimeout: o.Timeout,
 		Link: o.Link, Layout: o.Layout, Backends: backends, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})
 	if err != nil {
@@ -128,6 +136,42 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		return err
 	}
 	return node.Run(ctx)
+}
+
+// listen opens what the server's children reach it on: ln, the TCP port
+// of its routing entry (bound here unless it was handed one), when a
+// child is on another host; local, the Unix socket of the host's leader
+// (wire.LocalAddress), when a child is on this one. A port handed to a
+// server that no child dials is closed.
+func (o ServerOptions) listen(tree routing.Tree, table *routing.Table, ln net.Listener) (_, local net.Listener, err error) {
+	var remote, here bool
+	for _, k := range tree.Children(o.Index) {
+		if tree.Local(k) {
+			here = true
+		} else {
+			remote = true
+		}
+	}
+	if ln != nil && !remote {
+		ln.Close()
+		ln = nil
+	}
+	if ln == nil && remote {
+		entry, _ := table.Lookup(o.Index)
+		if ln, err = Listen(BindHost(entry.Host), entry.Port); err != nil {
+			return nil, nil, fmt.Errorf("routing file %s: %w", o.RoutingFile, err)
+		}
+	}
+	if here {
+		addr := wire.LocalAddress(o.Link.Key, o.Index)
+		if local, err = net.ListenUnix("unix", addr); err != nil {
+			if ln != nil {
+				ln.Close()
+			}
+			return nil, nil, fmt.Errorf("cannot listen for the servers of this host on %s: %w", addr, err)
+		}
+	}
+	return ln, local, nil
 }
 
 // resolves says why the host of index's entry in table does not resolve,

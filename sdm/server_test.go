@@ -41,7 +41,7 @@ func TestUnresolvableParentNamesItsLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err := sdm.Serve(context.Background(), sdm.ServerOptions{Index: 2, RoutingFile: file, Timeout: 30 * time.Second,
+	err := sdm.Serve(context.Background(), sdm.ServerOptions{Index: 2, RoutingFile: file, Timeout: 30 * time.Second, RankTree: true,
 		NewBackend: func(backend.Config) (backend.Backend, error) { t.Fatal("a backend was made"); return nil, nil }})
 	want := file + `:4: server 0's host "no-such-host.invalid" does not resolve`
 	if err == nil || !strings.Contains(err.Error(), want) || time.Since(start) > 10*time.Second {

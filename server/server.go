@@ -160,7 +160,7 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		return sdm.ServerOptions{}, err
 	}
 	return sdm.ServerOptions{
-		Index: index, RoutingFile: c.RoutingFile, Fanout: c.Fanout, Layout: c.Layout, Listener: c.Listener,
+		Index: index, RoutingFile: c.RoutingFile, Fanout: c.Fanout, RankTree: c.RankTree, Layout: c.Layout, Listener: c.Listener,
 		RoutesFrom: sdm.RoutesFrom{Publish: source == routing.SourcePublish, Compute: compute},
 		NewBackend: func(bc backend.Config) (backend.Backend, error) {
 			bc.Path = c.DebuggerPath

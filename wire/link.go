@@ -90,7 +90,7 @@ func (c LinkConfig) yamux() *yamux.Config {
 // program output can never delay a command or its reply: Control for
 // commands, replies and events, Output for the program's output.
 type Link struct {
-	conn    *secureConn
+	conn    carrier
 	session *yamux.Session
 	streams [2]net.Conn
 	control *Codec
@@ -114,31 +114,47 @@ func NewLink(conn net.Conn, e Ends, cfg LinkConfig) (l *Link, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return newLink(sc, &sc.heard, e.Initiator, cfg)
+}
+
+// carrier is what a link's streams run over: a secureConn, or a
+// localConn between two processes of one host.
+type carrier interface {
+	net.Conn
+	// Err says why the carrier cannot go on (ErrTampered), or nil.
+	Err() error
+}
+
+// newLink opens the link's streams over c, whose last arrival heard
+// records. On error c is closed.
+func newLink(c carrier, heard *atomic.Int64, initiator bool, cfg LinkConfig) (*Link, error) {
 	var session *yamux.Session
-	mux := &coalescedConn{Conn: sc}
-	if e.Initiator {
+	var err error
+	mux := &coalescedConn{Conn: c}
+	if initiator {
 		session, err = yamux.Client(mux, cfg.yamux())
 	} else {
 		session, err = yamux.Server(mux, cfg.yamux())
 	}
 	if err != nil {
+		c.Close()
 		return nil, err
 	}
-	streams, err := openStreams(session, e.Initiator, cfg.yamux().StreamOpenTimeout)
+	streams, err := openStreams(session, initiator, cfg.yamux().StreamOpenTimeout)
 	if err != nil {
 		session.Close()
-		if sc.Err() != nil {
-			err = sc.Err()
+		if c.Err() != nil {
+			err = c.Err()
 		}
 		return nil, err
 	}
-	l = &Link{
-		conn:    sc,
+	l := &Link{
+		conn:    c,
 		session: session,
 		streams: streams,
 		control: NewCodec(streams[0], cfg.MaxFrame),
 		output:  NewCodec(streams[1], cfg.MaxFrame),
-		live:    liveness{heard: &sc.heard, interval: cfg.keepAlive()},
+		live:    liveness{heard: heard, interval: cfg.keepAlive()},
 	}
 	go l.watch(cfg.SilenceLimit())
 	return l, nil

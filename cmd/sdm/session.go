@@ -15,6 +15,7 @@ import (
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/server"
 )
 
 // sessionFlags are the flags of every command that ends in a session:
@@ -36,6 +37,7 @@ func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
 	fs.Var((*console.ExitStatus)(&c.ProgramStatus), "exit-status", "what sdm's exit status tells: sdm (whether every command and answer went well), or program (the ranks' worst exit status, 128+N for a rank signal N ended, for CI)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per line: one reply per command, and the events (docs/JSON.md)")
 	fs.IntVar(&o.Fanout, "fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree (--fanout 32 for thousands of ranks)")
+	fs.Var((*server.TreeShape)(&o.RankTree), "tree", "hosts: the ranks of a host share one node of the tree, whose links to it never leave the host; ranks: one node per rank, as PTP's tree")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "how long a command waits for its ranks (--timeout 2m)")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", 60*time.Second, "how long to wait for every rank's server to join (--connect-timeout 5m)")
 	fs.BoolVar(&o.Debug, "debug", false, "servers trace what they do into the session's log")

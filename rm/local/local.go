@@ -156,7 +156,7 @@ func startProc(spec rm.Spec, name string, logFile *os.File, ln *net.TCPListener,
 		return nil, fmt.Errorf("local: %s: %w", name, err)
 	}
 	defer f.Close()
-	cmd := exec.Command(spec.SDM, args...)
+	cmd := exec.Command(spec.ServerExe(), args...)
 	cmd.Env = append(append(os.Environ(), spec.Env...), handover.ListenFDEnv+"=3")
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set && spec.Layout == nil {
 		// A server of one rank mostly waits for its links and its

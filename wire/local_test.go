@@ -1,0 +1,143 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// localPair is a local link's two ends over an abstract Unix socket.
+func localPair(tb testing.TB) (*Link, *Link) {
+	tb.Helper()
+	ln, err := net.ListenUnix("unix", LocalAddress(testKey(tb, 1), os.Getpid()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan *Link, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- nil
+			return
+		}
+		l, _ := NewLocalLink(c, false, LinkConfig{})
+		done <- l
+	}()
+	c, err := net.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a, err := NewLocalLink(c, true, LinkConfig{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := <-done
+	if b == nil {
+		tb.Fatal("accept failed")
+	}
+	tb.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func TestLocalLink(t *testing.T) {
+	a, b := localPair(t)
+	if err := a.Send(&Message{Kind: KindCommand, ID: 7, Op: "status", Ranks: Single(3), Timeout: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Recv()
+	if err != nil || m.ID != 7 || m.Op != "status" || !m.Ranks.Equal(Single(3)) {
+		t.Fatalf("got %+v, %v", m, err)
+	}
+	if err := b.SendOutput(&Message{Kind: KindEvent, Op: EventOutput}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := a.RecvOutput(); err != nil || m.Op != EventOutput {
+		t.Fatalf("output: %+v, %v", m, err)
+	}
+	if s := b.Silence(); s > time.Second {
+		t.Errorf("silence %v right after a message", s)
+	}
+	a.Close()
+	if _, err := b.Recv(); err == nil {
+		t.Fatal("read from a closed peer succeeded")
+	}
+}
+
+func TestLocalLinkRefusesTCP(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	if _, err := NewLocalLink(a, true, LinkConfig{}); !errors.Is(err, ErrAuth) {
+		t.Fatalf("a local link over a pipe: %v, want ErrAuth", err)
+	}
+}
+
+// A process of another user that reaches the socket is refused.
+func TestLocalLinkRefusesAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as another user")
+	}
+	addr := LocalAddress(testKey(t, 2), os.Getpid())
+	ln, err := net.ListenUnix("unix", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The test binary under another user (TestMain), dialling and then
+	// waiting for this end to hang up; copied where that user may run it.
+	dir, err := os.MkdirTemp("", "sdm-wire-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "wire.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err == nil {
+		err = os.WriteFile(bin, data, 0o755)
+	}
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = append(os.Environ(), "SDM_WIRE_DIAL="+addr.Name)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	ln.SetDeadline(time.Now().Add(30 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewLocalLink(c, false, LinkConfig{})
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "uid 65534") {
+		t.Fatalf("a peer of uid 65534: %v, want ErrAuth naming its uid", err)
+	}
+}
+
+// TestMain is also the helper of TestLocalLinkRefusesAnotherUser.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("SDM_WIRE_DIAL"); addr != "" {
+		c, err := net.Dial("unix", addr)
+		if err == nil {
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			c.Read(make([]byte, 1))
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
