@@ -35,11 +35,21 @@ func groupsWith(groups []wire.Group, status wire.Status) wire.RankSet {
 
 // A stopped interior server holds up no command beyond its deadline and
 // no command to the other ranks at all; woken, its ranks answer again as
-// they were.
+// they were. In the tree of hosts a stopped member (its local link pings
+// only while an answer is due) stalls its own rank alone.
 func TestStoppedServerStallsNobody(t *testing.T) {
-	const n, victim = 16, 1
-	s := launchRanks(t, n, 0, "ring")
-	stalled := subtree(n, victim)
+	t.Run("tree=ranks", func(t *testing.T) {
+		stoppedServer(t, launchRanks(t, 16, 0, "ring"), 16, 1, subtree(16, 1))
+	})
+	t.Run("tree=hosts", func(t *testing.T) {
+		stoppedServer(t, launch(t, 16, 0, "ring"), 16, 5, wire.Single(5))
+	})
+}
+
+// stoppedServer stops server victim of s, whose n ranks run ring, and
+// checks that the ranks stalled alone wait for it, and only as long as
+// a command's deadline.
+func stoppedServer(t *testing.T, s *job, n, victim int, stalled wire.RankSet) {
 	others := wire.All(n).Minus(stalled)
 	before := describe(command(t, s.Command, wire.All(n), wire.OpWhere, nil))
 	server := s.Job.(*local.Job).Process(victim)
@@ -66,7 +76,7 @@ func TestStoppedServerStallsNobody(t *testing.T) {
 		t.Fatalf("a command with a deadline of %v took %v", deadline, d)
 	}
 	if !groupsWith(groups, wire.StatusTimeout).Equal(stalled) || !okRanks(groups).Equal(others) ||
-		!strings.Contains(describe(groups), "server 1 on ") || !strings.Contains(describe(groups), " not responding") {
+		!strings.Contains(describe(groups), fmt.Sprintf("server %d on ", victim)) || !strings.Contains(describe(groups), " not responding") {
 		t.Fatalf("status of all with server %d stopped: %s", victim, describe(groups))
 	}
 

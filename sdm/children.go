@@ -217,6 +217,17 @@ func (n *Node) childLost(c *child, link *wire.Link, reason string) {
 	}
 }
 
+// awaited are the children that a call in flight waits for; n.mu is held.
+func (n *Node) awaited() map[int]bool {
+	due := map[int]bool{}
+	for _, cl := range n.calls {
+		for i := range cl.waiting {
+			due[i] = true
+		}
+	}
+	return due
+}
+
 // pending lists the calls in flight; n.mu is held.
 func (n *Node) pending() []*call {
 	calls := make([]*call, 0, len(n.calls))
@@ -248,9 +259,17 @@ func (n *Node) checkChildren() {
 	n.mu.Lock()
 	var quiet []*child
 	why := map[*child]string{}
+	awaited := n.awaited()
 	for _, c := range n.children {
 		if c.link == nil {
 			continue
+		}
+		if c.link.OnDemand() {
+			// A local link is asked for a word only while an answer is
+			// due from it, or it was found silent: idle, it wakes no one.
+			if c.link.Expect(c.quiet || awaited[c.index]) {
+				c.link.Ping()
+			}
 		}
 		silent := c.link.Silence()
 		switch {

@@ -114,7 +114,7 @@ func NewLink(conn net.Conn, e Ends, cfg LinkConfig) (l *Link, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return newLink(sc, &sc.heard, e.Initiator, cfg)
+	return newLink(sc, &sc.heard, e.Initiator, cfg, false)
 }
 
 // carrier is what a link's streams run over: a secureConn, or a
@@ -126,8 +126,9 @@ type carrier interface {
 }
 
 // newLink opens the link's streams over c, whose last arrival heard
-// records. On error c is closed.
-func newLink(c carrier, heard *atomic.Int64, initiator bool, cfg LinkConfig) (*Link, error) {
+// records; a link onDemand pings only when asked (Expect, Ping), else
+// every cfg.KeepAlive. On error c is closed.
+func newLink(c carrier, heard *atomic.Int64, initiator bool, cfg LinkConfig, onDemand bool) (*Link, error) {
 	var session *yamux.Session
 	var err error
 	mux := &coalescedConn{Conn: c}
@@ -154,9 +155,11 @@ func newLink(c carrier, heard *atomic.Int64, initiator bool, cfg LinkConfig) (*L
 		streams: streams,
 		control: NewCodec(streams[0], cfg.MaxFrame),
 		output:  NewCodec(streams[1], cfg.MaxFrame),
-		live:    liveness{heard: heard, interval: cfg.keepAlive()},
+		live:    liveness{heard: heard, interval: cfg.keepAlive(), onDemand: onDemand},
 	}
-	go l.watch(cfg.SilenceLimit())
+	if !onDemand {
+		go l.watch(cfg.SilenceLimit())
+	}
 	return l, nil
 }
 

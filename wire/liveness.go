@@ -30,6 +30,11 @@ func clock() time.Duration { return time.Since(epoch) }
 type liveness struct {
 	heard    *atomic.Int64 // the last record (secureConn.heard)
 	interval time.Duration
+	// onDemand: no watchdog; silence counts only while an answer is
+	// expected, from expect (Link.Expect), 0 when none is.
+	onDemand bool
+	expect   atomic.Int64
+	pinging  atomic.Bool  // a ping is out: one at a time
 	ticked   atomic.Int64 // the watchdog's last tick
 	woke     atomic.Int64 // when the watchdog last found that this process had not run
 	dropped  atomic.Pointer[error]
@@ -40,6 +45,13 @@ type liveness struct {
 func (l *Link) Silence() time.Duration {
 	now := clock()
 	lv := &l.live
+	if lv.onDemand {
+		since := time.Duration(lv.expect.Load())
+		if since == 0 {
+			return 0
+		}
+		return max(now-max(time.Duration(lv.heard.Load()), since), 0)
+	}
 	if ticked := time.Duration(lv.ticked.Load()); ticked > 0 && now-ticked > 2*lv.interval {
 		return 0 // the watchdog is late: this process is only now running again
 	}
@@ -54,7 +66,6 @@ func (l *Link) watch(limit time.Duration) {
 	ticker := time.NewTicker(lv.interval)
 	defer ticker.Stop()
 	lv.ticked.Store(int64(clock()))
-	var pinging atomic.Bool
 	for {
 		select {
 		case <-l.session.CloseChan():
@@ -72,14 +83,43 @@ func (l *Link) watch(limit time.Duration) {
 			l.Close()
 			return
 		}
-		// One ping at a time: a peer that does not answer gets no more.
-		if pinging.CompareAndSwap(false, true) {
-			go func() {
-				defer pinging.Store(false)
-				l.session.Ping()
-			}()
-		}
+		l.Ping()
 	}
+}
+
+// Ping asks the peer for a word, which Silence then counts from; one
+// ping at a time, so that a peer that does not answer gets no more.
+func (l *Link) Ping() {
+	if l.live.pinging.CompareAndSwap(false, true) {
+		go func() {
+			defer l.live.pinging.Store(false)
+			l.session.Ping()
+		}()
+	}
+}
+
+// OnDemand says whether the link pings only when asked (NewLocalLink).
+func (l *Link) OnDemand() bool { return l.live.onDemand }
+
+// Expect says, on a link that pings on demand, whether an answer is
+// awaited from the peer, and returns whether the link expects a word
+// from it now. While it does, Silence counts from the moment it began to
+// (or from the peer's last word, if later). An answer that was awaited
+// and never came keeps it expecting until the peer is heard from, so that
+// a peer that went silent stays silent. A link that expects nothing
+// finds its peer not silent, whatever the time since its last word.
+func (l *Link) Expect(awaited bool) bool {
+	lv := &l.live
+	if awaited {
+		lv.expect.CompareAndSwap(0, int64(max(clock(), 1)))
+		return true
+	}
+	since := lv.expect.Load()
+	if since != 0 && lv.heard.Load() >= since {
+		lv.expect.CompareAndSwap(since, 0)
+		return false
+	}
+	return since != 0
 }
 
 // err is why the watchdog dropped the link, or nil.

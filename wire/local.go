@@ -36,8 +36,13 @@ func (c *localConn) Err() error { return nil }
 // host, without the handshake: the peer's credentials, which the kernel
 // gives (SO_PEERCRED), must be this process's user, else the link is
 // refused with an error wrapping ErrAuth. It costs one system call where
-// NewLink costs a key exchange, and its records no encryption. On error
-// conn is closed.
+// NewLink costs a key exchange, and its records no encryption.
+//
+// A local link pings on demand only (Link.Expect, Link.Ping): a peer that
+// exits or is killed closes the socket, which is noticed at once, and no
+// host can vanish between the two ends; what is left to find out, a peer
+// that is stopped or stuck, matters only while an answer is awaited from
+// it. An idle link then wakes neither process. On error conn is closed.
 func NewLocalLink(conn net.Conn, initiator bool, cfg LinkConfig) (*Link, error) {
 	if err := checkPeer(conn); err != nil {
 		conn.Close()
@@ -45,7 +50,7 @@ func NewLocalLink(conn net.Conn, initiator bool, cfg LinkConfig) (*Link, error) 
 	}
 	c := &localConn{Conn: conn}
 	c.heard.Store(int64(clock()))
-	return newLink(c, &c.heard, initiator, cfg)
+	return newLink(c, &c.heard, initiator, cfg, true)
 }
 
 // checkPeer says why conn's peer may not be linked to: it is no Unix
