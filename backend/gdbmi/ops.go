@@ -725,7 +725,7 @@ func breakInsert(run func(string) (Record, string, error), br wire.Break, p load
 	}
 	r, _, err := run(cmd + " " + Quote(br.Location))
 	if err != nil && refused(err) {
-		if m := sourceLine.FindStringSubmatch(br.Location); m != nil {
+		if m := sourceLine().FindStringSubmatch(br.Location); m != nil {
 			switch {
 			case p.symbols && !errors.Is(err, ErrNoSource):
 				return wire.Breakpoint{}, err // the file is the program's: no such line

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 )
 
 // A program's sources, as far as breakpoints and its start need them.
@@ -23,8 +24,9 @@ import (
 // them, and gdb knows no library's functions before it loads.
 
 // sourceLine is a FILE:LINE location: the file has an extension, and no
-// function name or address is meant.
-var sourceLine = regexp.MustCompile(`^([^:*\s]+\.[A-Za-z0-9+]+):\d+$`)
+// function name or address is meant. This file's patterns are compiled at
+// their first use, not by every server as it starts.
+var sourceLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([^:*\s]+\.[A-Za-z0-9+]+):\d+$`) })
 
 // loadedProgram is what the backend knows of the program loaded: its path as
 // given and as found, the directory it runs in, and whether it has

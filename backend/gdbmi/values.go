@@ -3,6 +3,7 @@ package gdbmi
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // gdb prints a C++ reference as its address, "@0x7ffe4a8: 42" with the
@@ -13,14 +14,14 @@ import (
 // the value, and so does sdm.
 
 // refValue is a reference's type and address before the value it refers to.
-var refValue = regexp.MustCompile(`^(\([^@]*\) )?@0x[0-9a-f]+: `)
+var refValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\([^@]*\) )?@0x[0-9a-f]+: `) })
 
 // bareRef is a reference printed as its address alone.
-var bareRef = regexp.MustCompile(`^@(0x[0-9a-f]+)$`)
+var bareRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^@(0x[0-9a-f]+)$`) })
 
 // dereferenced is value without a reference's type and address before it.
 func dereferenced(value string) string {
-	return refValue.ReplaceAllString(value, "")
+	return refValue().ReplaceAllString(value, "")
 }
 
 // referred is value, the value of expr, with a reference printed as its
@@ -29,7 +30,7 @@ func dereferenced(value string) string {
 // reference runs once), and the value is read at the address. Should
 // either fail, value stands.
 func referred(run func(string) (Record, string, error), expr, value string) string {
-	m := bareRef.FindStringSubmatch(value)
+	m := bareRef().FindStringSubmatch(value)
 	if m == nil {
 		return value
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -128,13 +129,13 @@ func (b *Backend) Up(ctx context.Context, n wire.Count) (wire.Level, error) {
 
 // numberedLine is a line of source as the CLI prints it: its number, a
 // tab, its text.
-var numberedLine = regexp.MustCompile(`^\d+\t(.*)$`)
+var numberedLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+\t(.*)$`) })
 
 // sourceText picks the text of the source line out of what the CLI's
 // frame commands print after the frame.
 func sourceText(out string) string {
 	for _, line := range strings.Split(out, "\n") {
-		if m := numberedLine.FindStringSubmatch(line); m != nil {
+		if m := numberedLine().FindStringSubmatch(line); m != nil {
 			return m[1]
 		}
 	}
