@@ -54,6 +54,22 @@ func TestRoutesTreeCommand(t *testing.T) {
 	if _, stderr, code := run(t, "", "routes", "tree", "-n", "0"); code == 0 || !strings.Contains(stderr, "tree of 0 servers") {
 		t.Errorf("-n 0: exit %d, %q", code, stderr)
 	}
+	// A routing file's servers, two on each of four hosts: a tree of
+	// hosts, or of servers with --tree ranks.
+	routes := filepath.Join(t.TempDir(), "routes")
+	if err := os.WriteFile(routes, []byte("8\n0 a 1\n1 a 2\n2 b 3\n3 b 4\n4 c 5\n5 c 6\n6 d 7\n7 d 8\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = run(t, "", "routes", "tree", routes)
+	if want := "8 - 0,2,6\n0 8 1,4\n1 0 -\n2 8 3\n3 2 -\n4 0 5\n5 4 -\n6 8 7\n7 6 -\n"; out != want {
+		t.Errorf("routes tree of a file of 4 hosts:\n%s\nwant\n%s", out, want)
+	}
+	if out, _, _ = run(t, "", "routes", "tree", "--tree", "ranks", routes); !strings.HasPrefix(out, "8 - 0,1,3,7\n") {
+		t.Errorf("routes tree --tree ranks:\n%s", out)
+	}
+	if _, stderr, code := run(t, "", "routes", "tree", "-n", "3", routes); code != 2 || !strings.Contains(stderr, "usage") {
+		t.Errorf("-n with a file: exit %d, %q", code, stderr)
+	}
 }
 
 func TestRoutesCheckCommand(t *testing.T) {

@@ -19,6 +19,10 @@ import (
 var sdmBin string
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(localDialEnv); addr != "" {
+		localDial(addr)
+		os.Exit(0)
+	}
 	// SDM_TEST_BINARY runs the tests against a given build, for profiling.
 	if sdmBin = os.Getenv("SDM_TEST_BINARY"); sdmBin != "" {
 		code := m.Run()

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -360,4 +361,76 @@ func TestHandStartedMasterBindsLoopback(t *testing.T) {
 	if got := boundTo(t, port); len(got) != 1 || got[0] != "0100007F" {
 		t.Errorf("rank 0 (routing entry %s) bound to %v, want 127.0.0.1 only", table.Entries[0].Addr(), got)
 	}
+}
+
+// A process of another user that finds a host leader's Unix socket (its
+// name is no secret) is refused before a byte is read, and the host's
+// servers go on answering.
+func TestLocalSocketRefusesOtherUsers(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as another user")
+	}
+	const n = 4 // all on this host: server 0 leads, 1-3 link to it over its socket
+	s := newSession(t, n)
+	s.master()
+	leader := s.startServer(s.serverArgs(), 0)
+	for i := 1; i < n; i++ {
+		s.startServer(s.serverArgs(), i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := s.join(ctx, n)
+
+	// This test's binary, as user nobody, dials the socket and reports
+	// what it read (TestMain: localDialEnv).
+	dir, err := os.MkdirTemp("", "sdm-stranger-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "stranger")
+	data, err := os.ReadFile(os.Args[0])
+	if err == nil {
+		err = os.WriteFile(bin, data, 0o755)
+	}
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := testenv.Command(t, bin)
+	stranger.Env = append(os.Environ(), localDialEnv+"="+wire.LocalAddress(s.link.Key, 0).Name)
+	stranger.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+	out, err := stranger.CombinedOutput()
+	// Nothing came back: the leader hung up (EOF), or reset the
+	// connection, the stranger's bytes unread.
+	if err != nil || !strings.Contains(string(out), "read 0 bytes: ") {
+		t.Fatalf("a stranger at the leader's socket (%s, from %s): %v\n%s", bin, os.Args[0], err, out)
+	}
+	leader.lines(t, 1, "runs as uid 65534")
+	if g, err := cs.Command(ctx, wire.All(n), wire.OpStatus, nil, 10*time.Second); err != nil || !okRanks(g).Equal(wire.All(n)) {
+		t.Fatalf("status after the stranger: %s %v", describe(g), err)
+	}
+}
+
+// localDialEnv makes the integration test binary dial the Unix socket it
+// names, say what it read until the peer hung up, and exit.
+const localDialEnv = "SDM_TEST_LOCAL_DIAL"
+
+// localDial is the stranger of TestLocalSocketRefusesOtherUsers.
+func localDial(addr string) {
+	c, err := net.Dial("unix", addr)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	c.Write([]byte("SDM\x00"))
+	got, err := io.ReadAll(c)
+	if err == nil {
+		err = io.EOF
+	}
+	fmt.Printf("read %d bytes: %v\n", len(got), err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/server"
 )
 
 func runRoutes(args []string) error {
@@ -42,10 +43,22 @@ func runRoutes(args []string) error {
 func routesTree(args []string) error {
 	fs := pflag.NewFlagSet("routes tree", pflag.ContinueOnError)
 	var tree routing.Tree
-	fs.IntVarP(&tree.Size, "size", "n", 0, "number of servers")
+	var rankTree bool
+	fs.IntVarP(&tree.Size, "size", "n", 0, "number of servers (or a routing file as the argument: the tree its servers form)")
 	fs.IntVar(&tree.Fanout, "fanout", 0, "0 for PTP's binomial tree, K >= 2 for a K-ary tree")
+	fs.Var((*server.TreeShape)(&rankTree), "tree", "with a routing file: hosts (its servers grouped by host) or ranks (one node per server)")
 	if err := fs.Parse(args); err != nil {
 		return exit.Usage(err)
+	}
+	switch {
+	case fs.NArg() > 1 || fs.NArg() == 1 && tree.Size != 0:
+		return exit.Usage(fmt.Errorf("usage: sdm routes tree -n N [--fanout K], or sdm routes tree [--fanout K] [--tree hosts|ranks] FILE"))
+	case fs.NArg() == 1:
+		table, err := routing.ReadFile(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		tree = routing.NewTree(table, tree.Fanout, !rankTree)
 	}
 	if err := tree.Verify(); err != nil {
 		return exit.Usage(err)
