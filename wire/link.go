@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,12 +91,16 @@ func (c LinkConfig) yamux() *yamux.Config {
 // program output can never delay a command or its reply: Control for
 // commands, replies and events, Output for the program's output.
 type Link struct {
-	conn    carrier
+	conn carrier
+	// session multiplexes the streams over conn; nil on a local link,
+	// whose streams are two sockets of their own (NewLocalLink).
 	session *yamux.Session
 	streams [2]net.Conn
 	control *Codec
 	output  *Codec
 	closed  atomic.Bool
+	done    chan struct{} // a local link's Done
+	shut    sync.Once
 	live    liveness
 }
 
@@ -114,21 +119,20 @@ func NewLink(conn net.Conn, e Ends, cfg LinkConfig) (l *Link, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return newLink(sc, &sc.heard, e.Initiator, cfg, false)
+	return newLink(sc, &sc.heard, e.Initiator, cfg)
 }
 
-// carrier is what a link's streams run over: a secureConn, or a
-// localConn between two processes of one host.
+// carrier is what a link's control stream runs over: a secureConn, or
+// a localConn between two processes of one host.
 type carrier interface {
 	net.Conn
 	// Err says why the carrier cannot go on (ErrTampered), or nil.
 	Err() error
 }
 
-// newLink opens the link's streams over c, whose last arrival heard
-// records; a link onDemand pings only when asked (Expect, Ping), else
-// every cfg.KeepAlive. On error c is closed.
-func newLink(c carrier, heard *atomic.Int64, initiator bool, cfg LinkConfig, onDemand bool) (*Link, error) {
+// newLink opens the link's two streams over c, multiplexed by yamux, c's
+// last arrival recorded in heard. On error c is closed.
+func newLink(c carrier, heard *atomic.Int64, initiator bool, cfg LinkConfig) (*Link, error) {
 	var session *yamux.Session
 	var err error
 	mux := &coalescedConn{Conn: c}
@@ -155,11 +159,9 @@ func newLink(c carrier, heard *atomic.Int64, initiator bool, cfg LinkConfig, onD
 		streams: streams,
 		control: NewCodec(streams[0], cfg.MaxFrame),
 		output:  NewCodec(streams[1], cfg.MaxFrame),
-		live:    liveness{heard: heard, interval: cfg.keepAlive(), onDemand: onDemand},
+		live:    liveness{heard: heard, interval: cfg.keepAlive()},
 	}
-	if !onDemand {
-		go l.watch(cfg.SilenceLimit())
-	}
+	go l.watch(cfg.SilenceLimit())
 	return l, nil
 }
 
@@ -209,16 +211,32 @@ func (l *Link) write(c *Codec, m *Message) error {
 func (l *Link) RecvOutput() (*Message, error) { return l.recv(l.output) }
 
 func (l *Link) recv(c *Codec) (*Message, error) {
-	m, err := c.Read()
-	switch {
-	case err == nil:
-	case l.Err() != nil:
-		// yamux reports only that its session ended; the reason is ours.
-		err = l.Err()
-	case l.closed.Load():
-		err = net.ErrClosed
+	for {
+		m, err := c.Read()
+		switch {
+		case err == nil:
+		case l.Err() != nil:
+			// yamux reports only that its session ended; the reason is ours.
+			err = l.Err()
+		case l.closed.Load():
+			err = net.ErrClosed
+		}
+		if l.session != nil {
+			return m, err
+		}
+		// A local link: a broken stream is a broken link, as a yamux
+		// session ends with its connection; pings are the link's own.
+		switch {
+		case err != nil:
+			l.close()
+		case m.Kind == KindPing:
+			l.write(l.control, &Message{Kind: KindPong})
+			continue
+		case m.Kind == KindPong:
+			continue
+		}
+		return m, err
 	}
-	return m, err
 }
 
 // Close tears the link down; pending reads return net.ErrClosed.
@@ -228,14 +246,33 @@ func (l *Link) Close() error {
 	// receive loop has stopped: in between, the reader spins. Expiring the
 	// readers' deadlines first sends them away before that window opens.
 	l.closed.Store(true)
+	if l.session == nil {
+		l.close()
+		return nil
+	}
 	for _, st := range l.streams {
 		st.SetReadDeadline(time.Unix(1, 0))
 	}
 	return l.session.Close()
 }
 
+// close ends a local link: its sockets and Done.
+func (l *Link) close() {
+	l.shut.Do(func() {
+		close(l.done)
+		for _, st := range l.streams {
+			st.Close()
+		}
+	})
+}
+
 // Done is closed when the link is gone, for whatever reason.
-func (l *Link) Done() <-chan struct{} { return l.session.CloseChan() }
+func (l *Link) Done() <-chan struct{} {
+	if l.session == nil {
+		return l.done
+	}
+	return l.session.CloseChan()
+}
 
 // Err says why the link broke when this end found it broken: bytes on it
 // were altered or forged (wrapping ErrTampered), or the peer fell silent

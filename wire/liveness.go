@@ -68,7 +68,7 @@ func (l *Link) watch(limit time.Duration) {
 	lv.ticked.Store(int64(clock()))
 	for {
 		select {
-		case <-l.session.CloseChan():
+		case <-l.Done():
 			return
 		case <-ticker.C:
 		}
@@ -93,6 +93,10 @@ func (l *Link) Ping() {
 	if l.live.pinging.CompareAndSwap(false, true) {
 		go func() {
 			defer l.live.pinging.Store(false)
+			if l.session == nil {
+				l.write(l.control, &Message{Kind: KindPing})
+				return
+			}
 			l.session.Ping()
 		}()
 	}

@@ -143,9 +143,19 @@ func TestMain(m *testing.M) {
 }
 
 // A local link pings on demand: idle, its peer is never silent; awaited,
-// the link expects a word until the peer answers a ping.
+// the link expects a word until the peer answers a ping (both ends read
+// their control streams, as nodes always do).
 func TestLocalLinkPingsOnDemand(t *testing.T) {
-	a, _ := localPair(t)
+	a, b := localPair(t)
+	for _, l := range []*Link{a, b} {
+		go func() {
+			for {
+				if _, err := l.Recv(); err != nil {
+					return
+				}
+			}
+		}()
+	}
 	if !a.OnDemand() || a.Silence() != 0 || a.Expect(false) {
 		t.Fatalf("an idle local link: on demand %v, silence %v", a.OnDemand(), a.Silence())
 	}
@@ -167,5 +177,37 @@ func TestLocalLinkPingsOnDemand(t *testing.T) {
 	}
 	if a.Silence() != 0 {
 		t.Fatalf("silence %v once nothing is expected", a.Silence())
+	}
+}
+
+// A local peer that connects and does not pass its output socket (a
+// stray client of this user, or a version without local links) is
+// refused, and nothing is left open.
+func TestLocalLinkWithoutOutputSocket(t *testing.T) {
+	ln, err := net.ListenUnix("unix", LocalAddress(testKey(t, 3), os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, err = NewLocalLink(c, false, LinkConfig{HandshakeTimeout: 5 * time.Second})
+		}
+		done <- err
+	}()
+	c, err := net.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("SDM\x00\x00\x02"))
+	if err := <-done; !errors.Is(err, ErrNotSDM) {
+		t.Fatalf("a peer without an output socket: %v, want ErrNotSDM", err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 8)); n != 0 || err == nil {
+		t.Fatalf("the refused peer read %d bytes, %v; want the connection closed", n, err)
 	}
 }

@@ -18,6 +18,10 @@ const (
 	KindCommand Kind = 2 // Ranks, Op, Timeout and Body are set
 	KindReply   Kind = 3 // answers command ID in Groups
 	KindEvent   Kind = 4 // unsolicited news in Groups, Op names it
+	// A local link's ping and its answer (NewLocalLink), which the link
+	// itself sends and takes: its reader never returns them.
+	KindPing Kind = 5
+	KindPong Kind = 6
 )
 
 func (k Kind) String() string {
@@ -30,6 +34,10 @@ func (k Kind) String() string {
 		return "reply"
 	case KindEvent:
 		return "event"
+	case KindPing:
+		return "ping"
+	case KindPong:
+		return "pong"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -97,7 +105,7 @@ var ErrMessage = errors.New("malformed message")
 // message from a confused peer cannot push the node into a bad state.
 func (m *Message) Validate() error {
 	switch m.Kind {
-	case KindHello:
+	case KindHello, KindPing, KindPong:
 	case KindCommand:
 		if m.Op == "" {
 			return fmt.Errorf("%w: command %d has no op", ErrMessage, m.ID)
