@@ -121,32 +121,9 @@ func TestKilledServerLostOnce(t *testing.T) {
 	s := launchRanks(t, n, 0, "ring")
 	job := s.Job.(*local.Job)
 	lost := subtree(n, victim)
-	if err := job.Process(victim).Kill(); err != nil {
-		t.Fatal(err)
-	}
-	var losses []client.Event
-	events(t, s.Session.Session, func(ev client.Event) bool {
-		if ev.Op == wire.EventLost {
-			losses = append(losses, ev)
-		}
-		return ev.Op == wire.EventLost && ev.Group.Ranks.Equal(lost)
-	})
-	if len(losses) != 1 || !strings.HasPrefix(string(losses[0].Group.Body), "connection closed by server 1 on ") {
-		t.Fatalf("loss of server %d reported as %v", victim, losses)
-	}
+	killLostOnce(t, s, victim, lost)
 	// The orphans end: each finds its parent gone when it dials again.
-	lost.Minus(wire.Single(victim)).Each(func(r int) bool {
-		p := job.Process(r)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for p.Signal(syscall.Signal(0)) == nil && ctx.Err() == nil {
-			waitTick(ctx)
-		}
-		if err := p.Signal(syscall.Signal(0)); err == nil {
-			t.Errorf("server %d still runs 10s after its parent was killed", r)
-		}
-		return true
-	})
+	orphansEnd(t, job, lost.Minus(wire.Single(victim)), "its parent")
 	// Whatever came since is news of other things: nothing more is lost.
 	groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil)
 	if !groupsWith(groups, wire.StatusLost).Equal(lost) {
@@ -219,31 +196,45 @@ func TestKilledLeaderLosesItsHost(t *testing.T) {
 	const n, member = 16, 5
 	s := launch(t, n, 0, "ring")
 	job := s.Job.(*local.Job)
-	lostOnce := func(victim int, want wire.RankSet) {
-		t.Helper()
-		if err := job.Process(victim).Kill(); err != nil {
-			t.Fatal(err)
-		}
-		var losses []client.Event
-		events(t, s.Session.Session, func(ev client.Event) bool {
-			if ev.Op == wire.EventLost {
-				losses = append(losses, ev)
-			}
-			return ev.Op == wire.EventLost && ev.Group.Ranks.Equal(want)
-		})
-		prefix := fmt.Sprintf("connection closed by server %d on ", victim)
-		if len(losses) != 1 || !strings.HasPrefix(string(losses[0].Group.Body), prefix) {
-			t.Fatalf("loss of server %d reported as %v, want %v once, %q", victim, losses, want, prefix)
-		}
-	}
-	lostOnce(member, wire.Single(member))
+	killLostOnce(t, s, member, wire.Single(member))
 	groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil)
 	if !groupsWith(groups, wire.StatusLost).Equal(wire.Single(member)) || !okRanks(groups).Equal(wire.All(n).Minus(wire.Single(member))) {
 		t.Fatalf("status after a member's loss: %s", describe(groups))
 	}
 	rest := wire.All(n).Minus(wire.Single(member))
-	lostOnce(0, rest)
-	rest.Minus(wire.Single(0)).Each(func(r int) bool {
+	killLostOnce(t, s, 0, rest)
+	orphansEnd(t, job, rest.Minus(wire.Single(0)), "its host's leader")
+	if groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil); !groupsWith(groups, wire.StatusLost).Equal(wire.All(n)) {
+		t.Fatalf("status after the leader's loss: %s", describe(groups))
+	}
+	s.end()
+}
+
+// killLostOnce kills server victim of s and checks that the front end
+// hears of the loss of ranks want once, as a closed connection.
+func killLostOnce(t *testing.T, s *job, victim int, want wire.RankSet) {
+	t.Helper()
+	if err := s.Job.(*local.Job).Process(victim).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var losses []client.Event
+	events(t, s.Session.Session, func(ev client.Event) bool {
+		if ev.Op == wire.EventLost {
+			losses = append(losses, ev)
+		}
+		return ev.Op == wire.EventLost && ev.Group.Ranks.Equal(want)
+	})
+	prefix := fmt.Sprintf("connection closed by server %d on ", victim)
+	if len(losses) != 1 || !strings.HasPrefix(string(losses[0].Group.Body), prefix) {
+		t.Fatalf("loss of server %d reported as %v, want %v once, %q", victim, losses, want, prefix)
+	}
+}
+
+// orphansEnd checks that the servers of ranks end within 10 s of the
+// loss of their parent (named so in errors).
+func orphansEnd(t *testing.T, job *local.Job, ranks wire.RankSet, parent string) {
+	t.Helper()
+	ranks.Each(func(r int) bool {
 		p := job.Process(r)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -251,12 +242,8 @@ func TestKilledLeaderLosesItsHost(t *testing.T) {
 			waitTick(ctx)
 		}
 		if err := p.Signal(syscall.Signal(0)); err == nil {
-			t.Errorf("server %d still runs 10s after its host's leader was killed", r)
+			t.Errorf("server %d still runs 10s after %s was killed", r, parent)
 		}
 		return true
 	})
-	if groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil); !groupsWith(groups, wire.StatusLost).Equal(wire.All(n)) {
-		t.Fatalf("status after the leader's loss: %s", describe(groups))
-	}
-	s.end()
 }

@@ -108,19 +108,23 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		closeListeners()
 		return err
 	}
-	dial := func(ctx context.Context) (net.Conn, error) {
-		entry, _ := table.Lookup(parent)
-		if parent == tree.Master() {
-			// Read afresh on every attempt: a master file left over from an
-			// earlier run is replaced when this run's master starts.
-			if entry, err = routing.ReadMaster(o.RoutingFile, tree.Size); err != nil {
-				return nil, err
-			}
-		}
-		return DialTCP(net.JoinHostPort(dialHost(entry.Host), strconv.Itoa(entry.Port)))(ctx)
-	}
+	// A member dials its host's leader on the host; the others dial
+	// their parent's routing entry (the master's in the master file).
+	var dial func(context.Context) (net.Conn, error)
 	if tree.Local(o.Index) {
 		dial = DialLocal(wire.LocalAddress(o.Link.Key, parent))
+	} else {
+		dial = func(ctx context.Context) (net.Conn, error) {
+			entry, _ := table.Lookup(parent)
+			if parent == tree.Master() {
+				// Read afresh on every attempt: a master file left over from an
+				// earlier run is replaced when this run's master starts.
+				if entry, err = routing.ReadMaster(o.RoutingFile, tree.Size); err != nil {
+					return nil, err
+				}
+			}
+			return DialTCP(net.JoinHostPort(dialHost(entry.Host), strconv.Itoa(entry.Port)))(ctx)
+		}
 	}
 	backends, err := o.backends(o.Layout.Size(tree.Size), o.Layout.Ranks(o.Index))
 	if err != nil {

@@ -6,14 +6,27 @@ import (
 	"time"
 )
 
+// linkPair is a TCP link's two ends on the loopback.
 func linkPair(tb testing.TB) (*Link, *Link) {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
 	cfg := LinkConfig{Key: testKey(tb, 1)}
+	return pairOn(tb, ln, func(c net.Conn, dialer bool) (*Link, error) {
+		if dialer {
+			return NewLink(c, ToParent(3, 8), cfg)
+		}
+		return NewLink(c, FromChild(3, 8), cfg)
+	})
+}
+
+// pairOn dials ln once and makes a link's two ends of the connection
+// with open, the dialer's first; it closes ln.
+func pairOn(tb testing.TB, ln net.Listener, open func(c net.Conn, dialer bool) (*Link, error)) (*Link, *Link) {
+	tb.Helper()
+	defer ln.Close()
 	done := make(chan *Link, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -21,14 +34,14 @@ func linkPair(tb testing.TB) (*Link, *Link) {
 			done <- nil
 			return
 		}
-		l, _ := NewLink(c, FromChild(3, 8), cfg)
+		l, _ := open(c, false)
 		done <- l
 	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := net.Dial(ln.Addr().Network(), ln.Addr().String())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a, err := NewLink(c, ToParent(3, 8), cfg)
+	a, err := open(c, true)
 	if err != nil {
 		tb.Fatal(err)
 	}

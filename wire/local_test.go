@@ -20,31 +20,7 @@ func localPair(tb testing.TB) (*Link, *Link) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	done := make(chan *Link, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			done <- nil
-			return
-		}
-		l, _ := NewLocalLink(c, false, LinkConfig{})
-		done <- l
-	}()
-	c, err := net.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a, err := NewLocalLink(c, true, LinkConfig{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b := <-done
-	if b == nil {
-		tb.Fatal("accept failed")
-	}
-	tb.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
+	return pairOn(tb, ln, func(c net.Conn, dialer bool) (*Link, error) { return NewLocalLink(c, dialer, LinkConfig{}) })
 }
 
 func TestLocalLink(t *testing.T) {
