@@ -17,41 +17,52 @@ import (
 // BenchmarkStacksRunning64 is the merged stacks tree of 64 running ranks
 // on the local launcher, at the front end, for two programs: hang (each
 // rank a one-rank MPI job of its own that computes for ever: 64 processes
-// that want the CPU) and plain 600 (64 ranks that wait, in usleep). Lazy
-// servers
-// sample the running ranks (after a first stacks, of halted ranks, that
-// read the modules);
-// eager ones need what a user of gdb does: halt, wait for every stop,
-// where, continue.
+// that want the CPU) and plain 600 (64 ranks that wait, in usleep), three
+// ways:
+//   - lazy: the servers sample the running ranks (after a first stacks,
+//     of halted ranks, that read the modules);
+//   - eager: every rank's gdb, started with the job, does what a user of
+//     gdb does: halt, wait for every stop, where, continue;
+//   - attach: the gdb path from ranks that run without one, as the
+//     servers had before the sampler: each server starts gdb, attaches
+//     it, stops the rank, takes its backtrace and lets it go on. One
+//     session per round, each round timed alone.
 func BenchmarkStacksRunning64(b *testing.B) {
 	testenv.RequireTool(b, "gdb")
 	bin := testenv.Examples(b)
 	const n = 64
 	all := wire.All(n)
-	programs := []struct {
+	for _, prog := range []struct {
 		name  string
 		args  []string
 		ready string // what each rank writes once it is where it stays
-	}{{"hang", nil, "computing"}, {"plain", []string{"600"}, "hello"}}
-	for _, prog := range programs {
+	}{{"hang", nil, "computing"}, {"plain", []string{"600"}, "hello"}} {
+		// run launches a session of the program's ranks, running, with
+		// their gdb started as start says.
+		run := func(ctx context.Context, b *testing.B, start backend.GDBStart) *launcher.Session {
+			s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: start, SDM: sdmBin, ConnectTimeout: 2 * time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, prog.name), Args: prog.args})
+			for _, c := range []struct {
+				op   string
+				body []byte
+			}{{wire.OpStart, body}, {wire.OpRun, nil}} {
+				if g, err := s.Command(ctx, all, c.op, c.body, 2*time.Minute); err != nil || !okRanks(g).Equal(all) {
+					s.End(30 * time.Second)
+					b.Fatalf("%s: %s %v", c.op, describe(g), err)
+				}
+			}
+			wrote(ctx, b, s, all, prog.ready)
+			return s
+		}
 		for _, start := range []backend.GDBStart{backend.Lazy, backend.Eager} {
 			b.Run(prog.name+"/"+string(start), func(b *testing.B) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: start, SDM: sdmBin, ConnectTimeout: 2 * time.Minute})
-				if err != nil {
-					b.Fatal(err)
-				}
+				s := run(ctx, b, start)
 				defer s.End(30 * time.Second)
-				body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, prog.name), Args: prog.args})
-				for _, c := range []struct {
-					op   string
-					body []byte
-				}{{wire.OpStart, body}, {wire.OpRun, nil}} {
-					if g, err := s.Command(ctx, all, c.op, c.body, 2*time.Minute); err != nil || !okRanks(g).Equal(all) {
-						b.Fatalf("%s: %s %v", c.op, describe(g), err)
-					}
-				}
 				stacks := func(warm bool) {
 					if start == backend.Eager || warm {
 						haltAll(ctx, b, s, all)
@@ -69,7 +80,6 @@ func BenchmarkStacksRunning64(b *testing.B) {
 						}
 					}
 				}
-				wrote(ctx, b, s, all, prog.ready)
 				// The servers read the modules (gdb its symbols) once, while
 				// the ranks, stopped, leave them the CPUs.
 				stacks(true)
@@ -79,6 +89,22 @@ func BenchmarkStacksRunning64(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms-stacks")
 			})
 		}
+		b.Run(prog.name+"/attach", func(b *testing.B) {
+			var took time.Duration
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				s := run(ctx, b, backend.Lazy)
+				begin := time.Now()
+				g, err := s.Command(ctx, all, wire.OpBacktrace, wire.MustEncode(wire.Backtrace{Full: true}), 3*time.Minute)
+				took += time.Since(begin)
+				s.End(30 * time.Second)
+				cancel()
+				if err != nil || !okRanks(g).Equal(all) {
+					b.Fatalf("backtrace: %s %v", describe(g), err)
+				}
+			}
+			b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms-stacks")
+		})
 	}
 }
 

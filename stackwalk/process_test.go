@@ -254,3 +254,34 @@ func TestTracedProcess(t *testing.T) {
 		t.Errorf("sample of a traced process: %v, want a PermissionError naming its tracer %d", err, os.Getpid())
 	}
 }
+
+// A refusal under Yama names the setting and what would lift it. Kernels
+// without Yama (the test machine's) cannot refuse for it, so the setting
+// is read from a file of the test's.
+func TestRefusalNamesYama(t *testing.T) {
+	target := testenv.Command(t, testenv.RequireTool(t, "sleep"), "600")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	scope := filepath.Join(t.TempDir(), "ptrace_scope")
+	saved := yamaScope
+	yamaScope = scope
+	defer func() { yamaScope = saved }()
+	for _, c := range []struct {
+		setting string
+		want    string
+	}{
+		{"1\n", "kernel.yama.ptrace_scope is 1: run as root, or as the process's user with ptrace_scope 0"},
+		{"3\n", "kernel.yama.ptrace_scope is 3"},
+		{"0\n", "ptrace refused"},
+	} {
+		if err := os.WriteFile(scope, []byte(c.setting), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := seizeError(target.Process.Pid, unix.EPERM)
+		var pe *PermissionError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("refusal with ptrace_scope %q: %v, want a PermissionError saying %q", strings.TrimSpace(c.setting), err, c.want)
+		}
+	}
+}

@@ -190,6 +190,11 @@ func seizeError(pid int, err error) error {
 	return &PermissionError{PID: pid, Reason: refusal(pid)}
 }
 
+// yamaScope is the setting of the Yama security module, which forbids
+// tracing a process that is not a descendant unless it is 0 (absent from
+// kernels built without Yama).
+var yamaScope = "/proc/sys/kernel/yama/ptrace_scope"
+
 // refusal says, as far as /proc tells, why the kernel will not let this
 // process trace pid, and what would.
 func refusal(pid int) string {
@@ -207,7 +212,7 @@ func refusal(pid int) string {
 		}
 		return "it is traced by process " + tracer + " (a process has one tracer at a time)"
 	}
-	if scope, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+	if scope, err := os.ReadFile(yamaScope); err == nil {
 		if s := strings.TrimSpace(string(scope)); s != "0" {
 			return "kernel.yama.ptrace_scope is " + s +
 				": run as root, or as the process's user with ptrace_scope 0 (sysctl kernel.yama.ptrace_scope=0)"

@@ -2,11 +2,14 @@ package lazy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/internal/testenv"
@@ -174,5 +177,37 @@ func TestBreakBeforeRun(t *testing.T) {
 	}
 	if st, err := do(t, b, op.Where, op.None{}); err != nil || st.Frames[0].Func != "compute" {
 		t.Fatalf("where under gdb: %+v %v", st, err)
+	}
+}
+
+// The program runs in the server's session (one scheduler autogroup with
+// its server), in a process group of its own (a signal to the server's
+// group leaves it), with the rank's terminal as its output.
+func TestProgramInServersSession(t *testing.T) {
+	bin := testenv.Examples(t)
+	b := newBackend(t)
+	if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"60"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := do(t, b, op.Run, op.None{}); err != nil || st.State != wire.StateRunning {
+		t.Fatalf("run: %+v %v", st, err)
+	}
+	pid := b.PID()
+	sid, err := unix.Getsid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid, err := unix.Getpgid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own, _ := unix.Getsid(0); sid != own {
+		t.Errorf("program %d is in session %d, the server in %d", pid, sid, own)
+	}
+	if pgid != pid {
+		t.Errorf("program %d is in process group %d, want its own", pid, pgid)
+	}
+	if fd, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", pid)); err != nil || !strings.HasPrefix(fd, "/dev/pts/") {
+		t.Errorf("program's output goes to %q (%v), want the rank's terminal", fd, err)
 	}
 }

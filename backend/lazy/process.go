@@ -43,8 +43,13 @@ type process struct {
 const signalWait = 10 * time.Second
 
 // startProcess starts the loaded program on the rank's terminal, in a
-// session of its own with the terminal as its controlling one, as gdb
-// starts it.
+// process group of its own but in the server's session, without a
+// controlling terminal, as a launcher's ranks run. (gdb gives its
+// program a session of its own. Linux's autogroups share the processors
+// equally between sessions: a session per rank leaves the servers of a
+// node, all in their launcher's session, one share against each rank's;
+// while the ranks spin, a stack sample of 64 then waits seconds for the
+// processor instead of tenths.)
 func (b *Backend) startProcess(st wire.Start) (*process, error) {
 	path, err := program.Find(st.Program, st.Dir)
 	if err != nil {
@@ -67,7 +72,7 @@ func (b *Backend) startProcess(st wire.Start) (*process, error) {
 	cmd.Env = append(os.Environ(), "SDM_RANK="+strconv.Itoa(b.cfg.Rank), "SDM_SIZE="+strconv.Itoa(b.cfg.Size))
 	cmd.Env = append(cmd.Env, st.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = term.Slave(), term.Slave(), term.Slave()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
