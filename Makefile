@@ -134,6 +134,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'DlopenMPI' -benchtime 5x -timeout 60m ./integration/
 	$(GO) test -run '^$$' -bench 'Flood' -benchtime 1x ./integration/
 	$(GO) test -run '^$$' -bench 'StacksPid' -benchtime 3x ./integration/
+	$(GO) test -run '^$$' -bench 'StacksRunning64' -benchtime 5x -timeout 30m ./integration/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
 # 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run
