@@ -20,7 +20,7 @@ type lineIndex struct {
 	file *elf.File
 
 	once sync.Once
-	d    *dwarf.Data
+	src  unitSource // nil without usable DWARF
 	cus  []cuRange
 
 	mu    sync.Mutex
@@ -42,6 +42,7 @@ type cuRange struct {
 }
 
 type unit struct {
+	d      *dwarf.Data
 	dir    string // the compilation directory, for relative file names
 	lr     *dwarf.LineReader
 	files  []*dwarf.LineFile
@@ -69,31 +70,13 @@ func (s *scope) holds(pc uint64) bool {
 
 func (x *lineIndex) init() {
 	x.once.Do(func() {
-		d, err := x.file.DWARF()
+		src, cus, err := unitsOf(x.file)
 		if err != nil {
 			return
 		}
-		x.d = d
+		x.src, x.cus = src, cus
 		x.units = map[dwarf.Offset]*unit{}
 		x.memo = map[uint64][]place{}
-		r := d.Reader()
-		for {
-			e, err := r.Next()
-			if err != nil || e == nil {
-				break
-			}
-			if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
-				if rs, err := d.Ranges(e); err == nil {
-					for _, rg := range rs {
-						if rg[1] > rg[0] {
-							x.cus = append(x.cus, cuRange{rg[0], rg[1], e.Offset})
-						}
-					}
-				}
-			}
-			r.SkipChildren()
-		}
-		sort.Slice(x.cus, func(i, j int) bool { return x.cus[i].low < x.cus[j].low })
 	})
 }
 
@@ -101,7 +84,7 @@ func (x *lineIndex) init() {
 // innermost inlined call first, or nil.
 func (x *lineIndex) places(pc uint64) []place {
 	x.init()
-	if x.d == nil {
+	if x.src == nil {
 		return nil
 	}
 	x.mu.Lock()
@@ -110,8 +93,10 @@ func (x *lineIndex) places(pc uint64) []place {
 		return p
 	}
 	var p []place
+	// Ranges can hold others (a unit's range around another unit's code):
+	// every range that starts at or before pc is looked at, nearest first.
 	i := sort.Search(len(x.cus), func(i int) bool { return x.cus[i].low > pc })
-	for j := i - 1; j >= 0 && j >= i-16; j-- {
+	for j := i - 1; j >= 0; j-- {
 		if c := x.cus[j]; pc >= c.low && pc < c.high {
 			if u := x.unit(c.cu); u != nil {
 				p = u.places(pc)
@@ -130,8 +115,13 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 	}
 	u := &unit{}
 	x.units[off] = u
-	r := x.d.Reader()
-	r.Seek(off)
+	d, at, err := x.src.unit(off)
+	if err != nil {
+		return u
+	}
+	u.d = d
+	r := d.Reader()
+	r.Seek(at)
 	cu, err := r.Next()
 	if err != nil || cu == nil {
 		return u
@@ -139,7 +129,7 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 	if dir, ok := cu.Val(dwarf.AttrCompDir).(string); ok && filepath.IsAbs(dir) {
 		u.dir = dir
 	}
-	if lr, err := x.d.LineReader(cu); err == nil && lr != nil {
+	if lr, err := d.LineReader(cu); err == nil && lr != nil {
 		u.lr = lr
 		u.files = lr.Files()
 	}
@@ -174,14 +164,14 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 		var s *scope
 		switch e.Tag {
 		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
-			rs, _ := x.d.Ranges(e)
+			rs, _ := d.Ranges(e)
 			if len(rs) == 0 {
 				if e.Children {
 					r.SkipChildren()
 				}
 				continue
 			}
-			s = &scope{ranges: rs, name: x.name(e), inlined: e.Tag == dwarf.TagInlinedSubroutine}
+			s = &scope{ranges: rs, name: u.name(e), inlined: e.Tag == dwarf.TagInlinedSubroutine}
 			if s.inlined {
 				if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && int(f) < len(u.files) && u.files[f] != nil {
 					s.callFile = u.path(u.files[f])
@@ -209,7 +199,7 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 // name is a function's name: the demangled linkage name when there is one
 // (C++ says more with it), else its DWARF name, following the entries an
 // inlined call or an out-of-line definition points at.
-func (x *lineIndex) name(e *dwarf.Entry) string {
+func (u *unit) name(e *dwarf.Entry) string {
 	for hops := 0; e != nil && hops < 4; hops++ {
 		for _, a := range []dwarf.Attr{dwarf.AttrLinkageName, 0x2007 /* DW_AT_MIPS_linkage_name */} {
 			if n, ok := e.Val(a).(string); ok && n != "" {
@@ -226,7 +216,7 @@ func (x *lineIndex) name(e *dwarf.Entry) string {
 		if !ok {
 			return ""
 		}
-		r := x.d.Reader()
+		r := u.d.Reader()
 		r.Seek(off)
 		e, _ = r.Next()
 	}

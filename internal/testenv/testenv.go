@@ -32,11 +32,18 @@ func RequireTool(t testing.TB, names ...string) string {
 			return path
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s not found, and CI=true: .ci/run must install it", strings.Join(names, " or "))
-	}
-	t.Skipf("%s not found", strings.Join(names, " or "))
+	Missing(t, strings.Join(names, " or "))
 	return ""
+}
+
+// Missing skips the test for want of what on a developer's machine and
+// fails it in CI (CI=true), where .ci/run must have installed it.
+func Missing(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s not found, and CI=true: .ci/run must install it", what)
+	}
+	t.Skipf("%s not found", what)
 }
 
 var (
