@@ -1,7 +1,9 @@
 package stackwalk
 
 import (
+	"cmp"
 	"debug/elf"
+	"slices"
 	"sort"
 	"strings"
 
@@ -56,11 +58,16 @@ func newSymtab(tables ...[]elf.Symbol) symtab {
 
 // oneEach sorts symbols by address and keeps the preferred one of each.
 func oneEach(s []symbol) []symbol {
-	sort.Slice(s, func(i, j int) bool {
-		if s[i].addr != s[j].addr {
-			return s[i].addr < s[j].addr
+	slices.SortFunc(s, func(a, b symbol) int {
+		switch {
+		case a.addr != b.addr:
+			return cmp.Compare(a.addr, b.addr)
+		case preferred(a, b):
+			return -1
+		case preferred(b, a):
+			return 1
 		}
-		return preferred(s[i], s[j])
+		return 0
 	})
 	out := s[:0]
 	for _, e := range s {
