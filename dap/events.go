@@ -101,7 +101,7 @@ func (a *adapter) pump(j *job) {
 		switch ev.Op {
 		case wire.EventRunning:
 			j.state.ran(ev.Group.Ranks)
-			a.forget()
+			a.forget(ev.Group.Ranks)
 			live := j.state.live()
 			a.send(&godap.ContinuedEvent{Event: godap.Event{Event: "continued"}, Body: godap.ContinuedEventBody{
 				ThreadId: ev.Group.Ranks.Min() + 1, AllThreadsContinued: ev.Group.Ranks.Intersect(live).Equal(live)}})
@@ -144,7 +144,11 @@ func mergeOutput(outs []wire.Group, g wire.Group) []wire.Group {
 // biggest group's first rank is the thread to show, and the text says
 // where every group is.
 func (a *adapter) stopped(j *job, stops []stop) {
-	a.forget()
+	var moved wire.RankSet
+	for _, s := range stops {
+		moved = moved.Union(s.ranks)
+	}
+	a.forget(moved)
 	big := stops[0]
 	var where []string
 	for _, s := range stops {

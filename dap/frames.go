@@ -36,8 +36,10 @@ type ref struct {
 	value string // its value as gdb printed it (aggregate)
 }
 
-// handles number the frames and variables the client saw; they last
-// until a rank moves (DAP's rule), when forget drops them.
+// handles number the frames and variables the client saw; those of a
+// rank last until it moves (DAP's rule: while its thread stays stopped),
+// when forget drops them. The other ranks' stay: a rank that stops after
+// the others (after the window that gathers stops) leaves theirs valid.
 type handles struct {
 	frames []place
 	refs   []ref
@@ -48,11 +50,38 @@ type handles struct {
 
 func newHandles() *handles { return &handles{current: make(map[int]int)} }
 
-// forget drops every frame and variable handle.
-func (a *adapter) forget() {
+// forget drops the frames and variables of ranks, which moved.
+func (a *adapter) forget(ranks wire.RankSet) {
 	a.mu.Lock()
-	a.handles = newHandles()
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	a.handles.forget(ranks)
+}
+
+// forget drops the handles of ranks: their numbers stay taken, so that
+// a client that asks for one gets an error, not another frame. Once
+// every handle is dropped the numbering starts again.
+func (h *handles) forget(ranks wire.RankSet) {
+	live := false
+	for i, p := range h.frames {
+		if p.rank >= 0 && ranks.Contains(p.rank) {
+			h.frames[i] = place{rank: -1}
+		}
+		live = live || h.frames[i].rank >= 0
+	}
+	for i, r := range h.refs {
+		if r.rank >= 0 && ranks.Contains(r.rank) {
+			h.refs[i] = ref{place: place{rank: -1}}
+		}
+		live = live || h.refs[i].rank >= 0
+	}
+	for r := range h.current {
+		if ranks.Contains(r) {
+			delete(h.current, r)
+		}
+	}
+	if !live {
+		h.frames, h.refs = nil, nil
+	}
 }
 
 func (a *adapter) frameID(p place) int {
@@ -65,7 +94,7 @@ func (a *adapter) frameID(p place) int {
 func (a *adapter) frame(id int) (place, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if id < 1 || id > len(a.handles.frames) {
+	if id < 1 || id > len(a.handles.frames) || a.handles.frames[id-1].rank < 0 {
 		return place{}, fmt.Errorf("no frame %d (frames last until a rank moves)", id)
 	}
 	return a.handles.frames[id-1], nil
@@ -81,7 +110,7 @@ func (a *adapter) refID(r ref) int {
 func (a *adapter) ref(id int) (ref, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if id < 1 || id > len(a.handles.refs) {
+	if id < 1 || id > len(a.handles.refs) || a.handles.refs[id-1].rank < 0 {
 		return ref{}, fmt.Errorf("no variables %d (they last until a rank moves)", id)
 	}
 	return a.handles.refs[id-1], nil

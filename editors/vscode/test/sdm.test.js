@@ -43,7 +43,13 @@ describe('sdm dap under the VS Code test client', function () {
   });
 
   it('stops every rank at a breakpoint, steps, and runs them to the end', async function () {
+    // The ranks reach the breakpoint in their own time: a rank that stops
+    // after the others is told in a stopped event of its own.
+    const everyRankStopped = new Promise((resolve) => {
+      dc.on('stopped', (e) => { if (e.body.allThreadsStopped) resolve(); });
+    });
     await dc.hitBreakpoint(launch, { path: source, line: 8 });
+    await everyRankStopped;
     const threads = (await dc.threadsRequest()).body.threads;
     assert.deepStrictEqual(threads.map((t) => t.name), ['rank 0', 'rank 1', 'rank 2', 'rank 3']);
     const frames = (await dc.stackTraceRequest({ threadId: threads[2].id })).body.stackFrames;
