@@ -100,6 +100,7 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 	}
 	var stacks []walked
 	var stopErr error
+	var jobStopped bool
 	done := make(chan struct{})
 	// Every ptrace call on the process comes from this goroutine's thread:
 	// a tracer is a thread, and Go would otherwise move the goroutine.
@@ -120,7 +121,7 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 		// A process stopped by a signal (job control) stays stopped: a
 		// detach that races with its group-stop can let it run, and it is
 		// then stopped again.
-		jobStopped := strings.HasPrefix(statusField(pid, "State"), "T")
+		jobStopped = strings.HasPrefix(statusField(pid, "State"), "T")
 		threads, stuckNow, err := stopThreads(ctx, pid)
 		if err != nil {
 			stuck, stopErr = stuckNow, err
@@ -145,6 +146,9 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 		snap.Stopped = time.Since(begin)
 	}()
 	<-done
+	if jobStopped {
+		stoppedAgain(ctx, pid)
+	}
 	if stopErr != nil {
 		return snap, stopErr
 	}
@@ -152,6 +156,24 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 		snap.Threads = append(snap.Threads, Thread{TID: w.tid, Name: threadName(pid, w.tid), Frames: symbolize(w.frames)})
 	}
 	return snap, nil
+}
+
+// stoppedAgain waits, for at most a second, until a process that was in
+// a job-control stop before a sample is in it again. A detach wakes every
+// thread, which goes back into the stop only once the scheduler runs it:
+// on a busy node that takes milliseconds, during which the process looks
+// running to whoever asks, and a sample must leave it as it found it.
+func stoppedAgain(ctx context.Context, pid int) {
+	deadline := time.Now().Add(time.Second)
+	pause := 50 * time.Microsecond
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		st := statusField(pid, "State")
+		if st == "" || strings.HasPrefix(st, "T") || strings.HasPrefix(st, "Z") {
+			return // stopped again, or gone
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 5*time.Millisecond)
+	}
 }
 
 // unmapped reports a walk that met a pc outside every known mapping.

@@ -72,6 +72,28 @@ func event(t *testing.T, b *Backend, name string) wire.State {
 	}
 }
 
+// wrote waits until the program has written text: it is past its start
+// (the dynamic loader), in main.
+func wrote(t *testing.T, b *Backend, text string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	var got string
+	for !strings.Contains(got, text) {
+		select {
+		case ev := <-b.Events():
+			if ev.Sent != nil {
+				ev.Sent()
+			}
+			var o wire.Output
+			if ev.Op == wire.EventOutput && wire.Decode(ev.Body, &o) == nil {
+				got += o.Text
+			}
+		case <-deadline:
+			t.Fatalf("the program did not write %q within 30 s (it wrote %q)", text, got)
+		}
+	}
+}
+
 // A program run without gdb is sampled running, halted with SIGSTOP,
 // sampled stopped, continued and killed; no gdb starts on the way.
 func TestRunSampleHaltKill(t *testing.T) {
@@ -83,6 +105,7 @@ func TestRunSampleHaltKill(t *testing.T) {
 	if st, err := do(t, b, op.Run, op.None{}); err != nil || st.State != wire.StateRunning {
 		t.Fatalf("run: %+v %v", st, err)
 	}
+	wrote(t, b, "hello")
 	tree, err := do(t, b, op.Sample, wire.Sample{Count: 3, Interval: 20 * time.Millisecond})
 	if err != nil || tree.Samples != 3 || len(tree.Roots) == 0 || tree.Roots[0].Frame.Func != "main" {
 		t.Fatalf("sample: %+v %v", tree, err)
