@@ -50,6 +50,7 @@ type Backend struct {
 	loaded  *wire.Start // the program start loaded, not yet given to gdb
 	proc    *process    // the rank's process while it is not gdb's
 	state   wire.State
+	telling chan struct{} // closed once the state being told is state
 	term    *program.Terminal
 	out     *program.Output
 	closed  bool
@@ -218,12 +219,37 @@ func (b *Backend) PID() int {
 }
 
 // emit sends news of the process up, then makes st the state, so that
-// an answer saying st comes after the news.
+// an answer saying st comes after the news. Meanwhile the state is
+// being told (telling): an answer that reads it waits (settled), or it
+// would say the old state after the news of the new, and whoever waits
+// for news would wait in vain.
 func (b *Backend) emit(op string, st wire.State) {
+	told := make(chan struct{})
+	b.mu.Lock()
+	b.telling = told
+	b.mu.Unlock()
 	b.Send(backend.Event{Op: op, Body: wire.MustEncode(st)})
 	b.mu.Lock()
 	b.state = st
+	if b.telling == told {
+		b.telling = nil
+	}
 	b.mu.Unlock()
+	close(told)
+}
+
+// settled waits until no state is being told (emit), or ctx ends.
+func (b *Backend) settled(ctx context.Context) {
+	b.mu.Lock()
+	told := b.telling
+	b.mu.Unlock()
+	if told != nil {
+		select {
+		case <-told:
+		case <-ctx.Done():
+		case <-b.stopped:
+		}
+	}
 }
 
 // rankErr names the rank in an error a user reads among many ranks'.

@@ -234,3 +234,70 @@ func TestProgramInServersSession(t *testing.T) {
 		t.Errorf("program's output goes to %q (%v), want the rank's terminal", fd, err)
 	}
 }
+
+// A status asked while an exit is being told (its event not yet taken up:
+// here the events channel is full) waits for it, and says exited: an
+// answer saying running after the news would leave a wait for news
+// waiting in vain.
+func TestStatusWaitsForTheNewsBeingTold(t *testing.T) {
+	bin := testenv.Examples(t)
+	b := newBackend(t)
+	if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := do(t, b, op.Run, op.None{}); err != nil || st.State != wire.StateRunning {
+		t.Fatalf("run: %+v %v", st, err)
+	}
+	wrote(t, b, "hello") // its only output: then it rests a second and exits
+	// Nothing takes the events up from here on (until the end, so that
+	// Close ends): once the channel is full, the exit's news waits in Send.
+	t.Cleanup(func() {
+		go func() {
+			for range b.Events() {
+			}
+		}()
+	})
+	filler := backend.Event{Op: wire.EventWarning, Body: wire.MustEncode("filler")}
+	for full := false; !full; {
+		select {
+		case b.events <- filler:
+		default:
+			full = true
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b.mu.Lock()
+		telling := b.telling != nil
+		b.mu.Unlock()
+		if telling {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the program's exit was not being told within 30 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	answer := make(chan wire.State, 1)
+	go func() {
+		st, _ := b.native().Status(context.Background())
+		answer <- st
+	}()
+	select {
+	case st := <-answer:
+		t.Fatalf("status answered %+v while the exit was being told", st)
+	case <-time.After(100 * time.Millisecond):
+	}
+	go func() {
+		for range b.Events() {
+		}
+	}()
+	select {
+	case st := <-answer:
+		if st.State != wire.StateExited {
+			t.Errorf("status after the exit's news: %+v, want exited", st)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no status within 30 s of the exit's news")
+	}
+}

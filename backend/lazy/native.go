@@ -89,8 +89,9 @@ func (n native) Run(ctx context.Context) (wire.State, error) {
 // Status implements backend.Ops: the state as the backend left it, or
 // stopped when /proc says a signal from outside (not a halt) stopped the
 // process meanwhile.
-func (n native) Status(context.Context) (wire.State, error) {
+func (n native) Status(ctx context.Context) (wire.State, error) {
 	b := n.b
+	b.settled(ctx)
 	b.mu.Lock()
 	st, p := b.state, b.proc
 	// A halt's stop is told by its event, which status must not overtake.
@@ -108,6 +109,7 @@ func (n native) Status(context.Context) (wire.State, error) {
 // has stopped.
 func (n native) Halt(ctx context.Context) (wire.State, error) {
 	b := n.b
+	b.settled(ctx)
 	b.mu.Lock()
 	st, p := b.state, b.proc
 	if p == nil || st.State != wire.StateRunning {
@@ -151,8 +153,9 @@ func (b *Backend) announceStop(ctx context.Context, p *process) {
 }
 
 // Continue implements backend.Ops: SIGCONT lets a stopped process go on.
-func (n native) Continue(context.Context) (wire.State, error) {
+func (n native) Continue(ctx context.Context) (wire.State, error) {
 	b := n.b
+	b.settled(ctx)
 	b.mu.Lock()
 	st, p := b.state, b.proc
 	b.mu.Unlock()
