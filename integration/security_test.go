@@ -383,22 +383,7 @@ func TestLocalSocketRefusesOtherUsers(t *testing.T) {
 
 	// This test's binary, as user nobody, dials the socket and reports
 	// what it read (TestMain: localDialEnv).
-	dir, err := os.MkdirTemp("", "sdm-stranger-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "stranger")
-	data, err := os.ReadFile(os.Args[0])
-	if err == nil {
-		err = os.WriteFile(bin, data, 0o755)
-	}
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testenv.SelfCopy(t)
 	stranger := testenv.Command(t, bin)
 	stranger.Env = append(os.Environ(), localDialEnv+"="+wire.LocalAddress(s.link.Key, 0).Name)
 	stranger.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}

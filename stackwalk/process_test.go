@@ -166,21 +166,7 @@ func TestPermissionRefused(t *testing.T) {
 		return
 	}
 	// The test binary again, as nobody, from a directory nobody can read.
-	dir, err := os.MkdirTemp("", "stackwalk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	self, _ := os.Executable()
-	exe := filepath.Join(dir, "stackwalk.test")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(exe, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
+	exe := testenv.SelfCopy(t)
 	cmd := testenv.Command(t, exe, "-test.run=^TestPermissionRefused$")
 	cmd.Env = append(os.Environ(), "STACKWALK_SAMPLE_PID="+strconv.Itoa(target.Process.Pid))
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}

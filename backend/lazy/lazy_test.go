@@ -72,6 +72,17 @@ func event(t *testing.T, b *Backend, name string) wire.State {
 	}
 }
 
+// runPlain starts and runs the example plain with args on b, without gdb.
+func runPlain(t *testing.T, b *Backend, args ...string) {
+	t.Helper()
+	if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(testenv.Examples(t), "plain"), Args: args}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := do(t, b, op.Run, op.None{}); err != nil || st.State != wire.StateRunning {
+		t.Fatalf("run: %+v %v", st, err)
+	}
+}
+
 // wrote waits until the program has written text: it is past its start
 // (the dynamic loader), in main.
 func wrote(t *testing.T, b *Backend, text string) {
@@ -97,14 +108,8 @@ func wrote(t *testing.T, b *Backend, text string) {
 // A program run without gdb is sampled running, halted with SIGSTOP,
 // sampled stopped, continued and killed; no gdb starts on the way.
 func TestRunSampleHaltKill(t *testing.T) {
-	bin := testenv.Examples(t)
 	b := newBackend(t)
-	if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"60"}}); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := do(t, b, op.Run, op.None{}); err != nil || st.State != wire.StateRunning {
-		t.Fatalf("run: %+v %v", st, err)
-	}
+	runPlain(t, b, "60")
 	wrote(t, b, "hello")
 	tree, err := do(t, b, op.Sample, wire.Sample{Count: 3, Interval: 20 * time.Millisecond})
 	if err != nil || tree.Samples != 3 || len(tree.Roots) == 0 || tree.Roots[0].Frame.Func != "main" {
@@ -207,14 +212,8 @@ func TestBreakBeforeRun(t *testing.T) {
 // its server), in a process group of its own (a signal to the server's
 // group leaves it), with the rank's terminal as its output.
 func TestProgramInServersSession(t *testing.T) {
-	bin := testenv.Examples(t)
 	b := newBackend(t)
-	if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"60"}}); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := do(t, b, op.Run, op.None{}); err != nil || st.State != wire.StateRunning {
-		t.Fatalf("run: %+v %v", st, err)
-	}
+	runPlain(t, b, "60")
 	pid := b.PID()
 	sid, err := unix.Getsid(pid)
 	if err != nil {
@@ -240,14 +239,8 @@ func TestProgramInServersSession(t *testing.T) {
 // answer saying running after the news would leave a wait for news
 // waiting in vain.
 func TestStatusWaitsForTheNewsBeingTold(t *testing.T) {
-	bin := testenv.Examples(t)
 	b := newBackend(t)
-	if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"1"}}); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := do(t, b, op.Run, op.None{}); err != nil || st.State != wire.StateRunning {
-		t.Fatalf("run: %+v %v", st, err)
-	}
+	runPlain(t, b, "1")
 	wrote(t, b, "hello") // its only output: then it rests a second and exits
 	// Nothing takes the events up from here on (until the end, so that
 	// Close ends): once the channel is full, the exit's news waits in Send.

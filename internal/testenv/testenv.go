@@ -36,6 +36,30 @@ func RequireTool(t testing.TB, names ...string) string {
 	return ""
 }
 
+// SelfCopy copies the running test binary where another user (nobody,
+// say) may run it: a directory of its own, readable by all, which a
+// test's temporary directory is not. The copy is removed when t ends.
+func SelfCopy(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sdm-self-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, filepath.Base(os.Args[0]))
+	data, err := os.ReadFile(os.Args[0])
+	if err == nil {
+		err = os.WriteFile(bin, data, 0o755)
+	}
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // Missing skips the test for want of what on a developer's machine and
 // fails it in CI (CI=true), where .ci/run must have installed it.
 func Missing(t testing.TB, what string) {
