@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -29,7 +30,8 @@ import (
 // for input alone, and the runtime's poller watches that instance. Reads
 // and writes are raw system calls on the non-blocking socket, as a Go
 // system call made after an idle spell wakes the runtime's monitor thread
-// too.
+// too. A write that finds no room waits on a second epoll instance, which
+// watches the socket for room only while it waits.
 type localConn struct {
 	sock, input       *os.File // the socket; the epoll instance watching it
 	sockRaw, inputRaw syscall.RawConn
@@ -37,42 +39,75 @@ type localConn struct {
 	heard             *atomic.Int64
 	limit             time.Duration
 	closed            atomic.Bool
+
+	// room is the epoll instance a write waits on for room, made at the
+	// first wait: most links never wait.
+	mu      sync.Mutex // guards room against Close
+	room    *os.File
+	roomRaw syscall.RawConn
 }
 
 // newLocalConn takes fd, a socket in blocking mode that no poller
 // watches. On error fd is closed.
 func newLocalConn(fd int, local, remote net.Addr, heard *atomic.Int64, limit time.Duration) (*localConn, error) {
-	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err == nil {
-		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)})
-		if err == nil {
-			err = unix.SetNonblock(ep, true)
-		}
-		if err != nil {
-			unix.Close(ep)
-		}
-	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("local link: watching the socket: %w", err)
-	}
+	c := &localConn{local: local, remote: remote, heard: heard, limit: limit}
 	// os.NewFile leaves a blocking descriptor out of the runtime's poller
 	// and puts a non-blocking one in: the socket is made non-blocking only
-	// once it is a file, the epoll instance before.
-	c := &localConn{local: local, remote: remote, heard: heard, limit: limit}
+	// once it is a file.
 	c.sock = os.NewFile(uintptr(fd), "sdm local link")
-	c.input = os.NewFile(uintptr(ep), "sdm local link input")
-	if err = unix.SetNonblock(fd, true); err == nil {
+	err := unix.SetNonblock(fd, true)
+	if err == nil {
 		c.sockRaw, err = c.sock.SyscallConn()
 	}
 	if err == nil {
-		c.inputRaw, err = c.input.SyscallConn()
+		c.input, c.inputRaw, err = newWatcher("sdm local link input")
+	}
+	if err == nil {
+		err = c.watch(c.input, unix.EPOLL_CTL_ADD, unix.EPOLLIN|unix.EPOLLRDHUP)
 	}
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("local link: %w", err)
+		return nil, fmt.Errorf("local link: watching the socket: %w", err)
 	}
 	return c, nil
+}
+
+// newWatcher makes an epoll instance that the runtime's poller watches.
+func newWatcher(name string) (*os.File, syscall.RawConn, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.SetNonblock(ep, true); err != nil {
+		unix.Close(ep)
+		return nil, nil, err
+	}
+	f := os.NewFile(uintptr(ep), name)
+	raw, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, raw, nil
+}
+
+// watch adds the socket to the epoll instance ep for events, or takes
+// it out (op).
+func (c *localConn) watch(ep *os.File, op int, events uint32) error {
+	raw, err := ep.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	err = raw.Control(func(epfd uintptr) {
+		err := c.sockRaw.Control(func(fd uintptr) {
+			werr = unix.EpollCtl(int(epfd), op, int(fd), &unix.EpollEvent{Events: events, Fd: int32(fd)})
+		})
+		if err != nil {
+			werr = err
+		}
+	})
+	return errors.Join(err, werr)
 }
 
 // takeConn moves uc's socket out of the runtime's poller into a
@@ -129,48 +164,70 @@ func (c *localConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// roomPoll is how long a write that waits for room sleeps before it looks
-// whether the connection was closed meanwhile.
-const roomPoll = 100 * time.Millisecond
-
 // Write waits for room in the socket, when it has none, until the silence
 // limit.
 func (c *localConn) Write(p []byte) (int, error) {
 	done := 0
 	var errno syscall.Errno
-	var by time.Time
-	err := c.sockRaw.Write(func(fd uintptr) bool {
-		for done < len(p) && !c.closed.Load() {
-			var n int
-			n, errno = rawIO(unix.SYS_WRITE, fd, p[done:])
-			switch {
-			case errno == unix.EAGAIN:
-				if by.IsZero() {
-					by = time.Now().Add(c.limit)
+	write := func() bool {
+		if err := c.sockRaw.Write(func(fd uintptr) bool {
+			for done < len(p) {
+				var n int
+				if n, errno = rawIO(unix.SYS_WRITE, fd, p[done:]); errno != 0 {
+					break
 				}
-				if time.Now().After(by) {
-					return true
-				}
-				unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}, int(roomPoll.Milliseconds()))
-			case errno != 0:
-				return true
-			default:
 				done += n
 			}
+			return true
+		}); err != nil {
+			errno = unix.EBADF
 		}
-		return true
-	})
+		return errno != unix.EAGAIN
+	}
+	var err error
+	if !write() {
+		err = c.waitRoom(write)
+	}
 	switch {
 	case c.closed.Load():
 		return done, net.ErrClosed
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return done, fmt.Errorf("local link: the peer read nothing for %v: %w", c.limit, err)
 	case err != nil:
 		return done, err
-	case errno == unix.EAGAIN:
-		return done, fmt.Errorf("local link: the peer read nothing for %v: %w", c.limit, os.ErrDeadlineExceeded)
 	case errno != 0:
 		return done, os.NewSyscallError("write", errno)
 	}
 	return done, nil
+}
+
+// waitRoom calls write, which says whether it is done, each time the
+// socket has room, until the silence limit. Writes are one at a time
+// (the codec's lock), so only one waits here.
+func (c *localConn) waitRoom(write func() bool) error {
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return net.ErrClosed
+	}
+	if c.room == nil {
+		room, raw, err := newWatcher("sdm local link room")
+		if err != nil {
+			c.mu.Unlock()
+			return fmt.Errorf("local link: waiting for room: %w", err)
+		}
+		c.room, c.roomRaw = room, raw
+	}
+	room, raw := c.room, c.roomRaw
+	c.mu.Unlock()
+	if err := c.watch(room, unix.EPOLL_CTL_ADD, unix.EPOLLOUT); err != nil {
+		return fmt.Errorf("local link: waiting for room: %w", err)
+	}
+	room.SetReadDeadline(time.Now().Add(c.limit))
+	err := raw.Read(func(uintptr) bool { return write() })
+	room.SetReadDeadline(time.Time{})
+	c.watch(room, unix.EPOLL_CTL_DEL, 0)
+	return err
 }
 
 // Close closes the socket once no read or write is using it; one that is
@@ -179,9 +236,13 @@ func (c *localConn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	if c.input != nil {
-		c.input.Close()
+	c.mu.Lock()
+	for _, f := range []*os.File{c.input, c.room} {
+		if f != nil {
+			f.Close()
+		}
 	}
+	c.mu.Unlock()
 	return c.sock.Close()
 }
 

@@ -113,6 +113,72 @@ func TestLocalConnWaitsForRoom(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the write did not return once everything was read")
 	}
+	// Once the write is done, nothing watches for room any more.
+	var fd int
+	a.sockRaw.Control(func(s uintptr) { fd = int(s) })
+	for _, watched := range pollers(t) {
+		if ev, ok := watched[fd]; ok && ev&unix.EPOLLOUT != 0 {
+			t.Errorf("after the write, the socket is still watched for room (events %#x)", ev)
+		}
+	}
+}
+
+// threads is the number of threads of this process.
+func threads(t *testing.T) int {
+	t.Helper()
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for _, line := range strings.Split(string(status), "\n") {
+		if _, err := fmt.Sscanf(line, "Threads: %d", &n); err == nil {
+			return n
+		}
+	}
+	t.Fatal("no thread count in /proc/self/status")
+	return 0
+}
+
+func TestLocalConnWaitsForRoomWithoutAThread(t *testing.T) {
+	// A leader whose members are all stopped has a write waiting on each
+	// link: a thousand of them must not hold a thousand threads.
+	const waiting = 64
+	before := threads(t)
+	started := make(chan struct{}, waiting)
+	var conns []*localConn
+	for range waiting {
+		a, _ := connPair(t, time.Minute)
+		conns = append(conns, a)
+		go func() {
+			started <- struct{}{}
+			a.Write(make([]byte, 8<<20))
+		}()
+	}
+	for range waiting {
+		<-started
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		blocked := 0
+		for _, a := range conns {
+			a.mu.Lock()
+			if a.room != nil {
+				blocked++
+			}
+			a.mu.Unlock()
+		}
+		if blocked == waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d writes are waiting for room after 10 s", blocked, waiting)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a state, with a deadline
+	}
+	if now := threads(t); now-before > waiting/4 {
+		t.Fatalf("%d writes waiting for room took %d threads more (%d, then %d)", waiting, now-before, before, now)
+	}
 }
 
 func TestLocalConnWriteGivesUpAtTheLimit(t *testing.T) {
