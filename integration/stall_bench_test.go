@@ -136,7 +136,8 @@ const consoleWait = 90 * time.Second
 
 func startConsole(b *testing.B, n int, timeout string) *consoleProc {
 	b.Helper()
-	args := []string{"debug", "--json", "-n", strconv.Itoa(n), "--backend", "sim"}
+	// An interior server with a subtree of its own: one node per rank.
+	args := []string{"debug", "--json", "-n", strconv.Itoa(n), "--backend", "sim", "--tree", "ranks"}
 	if timeout != "" {
 		args = append(args, "--timeout", timeout)
 	}
