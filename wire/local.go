@@ -110,12 +110,26 @@ func takeOutputSocket(uc *net.UnixConn) (int, error) {
 		}
 		return -1, fmt.Errorf("%w: the local peer did not pass its output socket", ErrNotSDM)
 	}
+	if !isStreamSocket(fds[0]) {
+		unix.Close(fds[0])
+		return -1, fmt.Errorf("%w: the local peer passed something else than a Unix stream socket for output", ErrNotSDM)
+	}
 	// Blocking, as the peer made it, whatever it did: newLocalConn needs it so.
 	if err := unix.SetNonblock(fds[0], false); err != nil {
 		unix.Close(fds[0])
 		return -1, fmt.Errorf("local link: the output socket: %w", err)
 	}
 	return fds[0], nil
+}
+
+// isStreamSocket says whether fd is a Unix stream socket.
+func isStreamSocket(fd int) bool {
+	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil || domain != unix.AF_UNIX {
+		return false
+	}
+	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	return err == nil && typ == unix.SOCK_STREAM
 }
 
 // checkPeer returns conn as a Unix socket whose peer runs as this

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // localPair is a local link's two ends over an abstract Unix socket.
@@ -185,5 +187,40 @@ func TestLocalLinkWithoutOutputSocket(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := c.Read(make([]byte, 8)); n != 0 || err == nil {
 		t.Fatalf("the refused peer read %d bytes, %v; want the connection closed", n, err)
+	}
+}
+
+func TestLocalLinkRefusesAnOutputThatIsNoSocket(t *testing.T) {
+	ln, err := net.ListenUnix("unix", LocalAddress(testKey(t, 4), os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, err = NewLocalLink(c, false, LinkConfig{HandshakeTimeout: 5 * time.Second})
+		}
+		done <- err
+	}()
+	c, err := net.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	// The tag and a descriptor, as a member passes its output socket, but
+	// the descriptor a pipe's.
+	if _, _, err := c.WriteMsgUnix([]byte{outputTag}, unix.UnixRights(int(w.Fd())), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrNotSDM) || !strings.Contains(err.Error(), "socket") {
+		t.Fatalf("a peer that passed a pipe for output: %v, want ErrNotSDM naming the socket", err)
 	}
 }
