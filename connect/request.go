@@ -196,31 +196,6 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// Find returns the request whose ID is id (or starts with it, when that
-// names one request only).
-func Find(reqs []*Request, id string) (*Request, error) {
-	var found []*Request
-	for _, r := range reqs {
-		if r.ID == id {
-			return r, nil
-		}
-		if strings.HasPrefix(r.ID, id) {
-			found = append(found, r)
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return nil, fmt.Errorf("no request %s", id)
-	}
-	ids := make([]string, len(found))
-	for i, r := range found {
-		ids[i] = r.ID
-	}
-	return nil, fmt.Errorf("request %s is ambiguous: %s", id, strings.Join(ids, ", "))
-}
-
 // WaitRequests waits until dir holds requests that are not in seen and
 // returns them, oldest first; files skipped on the way are reported to
 // skip, once each.
