@@ -158,15 +158,16 @@ func TestLocalLinkPingsOnDemand(t *testing.T) {
 	}
 }
 
-// A local peer that connects and does not pass its output socket (a
-// stray client of this user, or a version without local links) is
-// refused, and nothing is left open.
-func TestLocalLinkWithoutOutputSocket(t *testing.T) {
-	ln, err := net.ListenUnix("unix", LocalAddress(testKey(t, 3), os.Getpid()))
+// localResponder dials a leader's end of a local link (NewLocalLink as
+// the responder) in the background, and returns the dialled socket and
+// where the leader's outcome comes.
+func localResponder(t *testing.T, key byte) (*net.UnixConn, <-chan error) {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", LocalAddress(testKey(t, key), os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	done := make(chan error, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -179,7 +180,15 @@ func TestLocalLinkWithoutOutputSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c, done
+}
+
+// A local peer that connects and does not pass its output socket (a
+// stray client of this user, or a version without local links) is
+// refused, and nothing is left open.
+func TestLocalLinkWithoutOutputSocket(t *testing.T) {
+	c, done := localResponder(t, 3)
 	c.Write([]byte("SDM\x00\x00\x02"))
 	if err := <-done; !errors.Is(err, ErrNotSDM) {
 		t.Fatalf("a peer without an output socket: %v, want ErrNotSDM", err)
@@ -191,24 +200,7 @@ func TestLocalLinkWithoutOutputSocket(t *testing.T) {
 }
 
 func TestLocalLinkRefusesAnOutputThatIsNoSocket(t *testing.T) {
-	ln, err := net.ListenUnix("unix", LocalAddress(testKey(t, 4), os.Getpid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			_, err = NewLocalLink(c, false, LinkConfig{HandshakeTimeout: 5 * time.Second})
-		}
-		done <- err
-	}()
-	c, err := net.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, done := localResponder(t, 4)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
