@@ -63,7 +63,7 @@ func newLocalConn(fd int, local, remote net.Addr, heard *atomic.Int64, limit tim
 		c.input, c.inputRaw, err = newWatcher("sdm local link input")
 	}
 	if err == nil {
-		err = c.watch(c.input, unix.EPOLL_CTL_ADD, unix.EPOLLIN|unix.EPOLLRDHUP)
+		err = c.watch(c.inputRaw, unix.EPOLL_CTL_ADD, unix.EPOLLIN|unix.EPOLLRDHUP)
 	}
 	if err != nil {
 		c.Close()
@@ -93,13 +93,9 @@ func newWatcher(name string) (*os.File, syscall.RawConn, error) {
 
 // watch adds the socket to the epoll instance ep for events, or takes
 // it out (op).
-func (c *localConn) watch(ep *os.File, op int, events uint32) error {
-	raw, err := ep.SyscallConn()
-	if err != nil {
-		return err
-	}
+func (c *localConn) watch(ep syscall.RawConn, op int, events uint32) error {
 	var werr error
-	err = raw.Control(func(epfd uintptr) {
+	err := ep.Control(func(epfd uintptr) {
 		err := c.sockRaw.Control(func(fd uintptr) {
 			werr = unix.EpollCtl(int(epfd), op, int(fd), &unix.EpollEvent{Events: events, Fd: int32(fd)})
 		})
@@ -220,13 +216,13 @@ func (c *localConn) waitRoom(write func() bool) error {
 	}
 	room, raw := c.room, c.roomRaw
 	c.mu.Unlock()
-	if err := c.watch(room, unix.EPOLL_CTL_ADD, unix.EPOLLOUT); err != nil {
+	if err := c.watch(raw, unix.EPOLL_CTL_ADD, unix.EPOLLOUT); err != nil {
 		return fmt.Errorf("local link: waiting for room: %w", err)
 	}
 	room.SetReadDeadline(time.Now().Add(c.limit))
 	err := raw.Read(func(uintptr) bool { return write() })
 	room.SetReadDeadline(time.Time{})
-	c.watch(room, unix.EPOLL_CTL_DEL, 0)
+	c.watch(raw, unix.EPOLL_CTL_DEL, 0)
 	return err
 }
 
