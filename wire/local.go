@@ -12,6 +12,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// localConn is one of a local link's two sockets, its bytes as they
+// are: the kernel vouched for the peer when the link opened (its user is
+// ours), and the bytes never leave the host, so there is nothing to
+// encrypt or authenticate on the way. A read notes when the peer was last
+// heard from, for the link's liveness; a write that cannot go out within
+// the link's silence limit fails, as yamux's do on other links.
+type localConn struct {
+	net.Conn
+	heard *atomic.Int64
+	limit time.Duration
+}
+
+func (c *localConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.heard.Store(int64(clock()))
+	}
+	return n, err
+}
+
+func (c *localConn) Write(p []byte) (int, error) {
+	c.Conn.SetWriteDeadline(time.Now().Add(c.limit))
+	return c.Conn.Write(p)
+}
+
+// Err is nil: nothing on a Unix socket can alter the bytes.
+func (c *localConn) Err() error { return nil }
+
 // NewLocalLink opens a link over conn, a Unix socket to a process of this
 // host, without the handshake: the peer's credentials, which the kernel
 // gives (SO_PEERCRED), must be this process's user, else the link is
@@ -40,7 +68,7 @@ func NewLocalLink(conn net.Conn, initiator bool, cfg LinkConfig) (*Link, error) 
 		timeout = DefaultHandshakeTimeout
 	}
 	uc.SetDeadline(time.Now().Add(timeout))
-	var out int
+	var out net.Conn
 	if initiator {
 		out, err = sendOutputSocket(uc)
 	} else {
@@ -53,16 +81,8 @@ func NewLocalLink(conn net.Conn, initiator bool, cfg LinkConfig) (*Link, error) 
 	uc.SetDeadline(time.Time{})
 	heard := new(atomic.Int64)
 	heard.Store(int64(clock()))
-	output, err := newLocalConn(out, uc.LocalAddr(), uc.RemoteAddr(), heard, cfg.SilenceLimit())
-	if err != nil {
-		uc.Close()
-		return nil, err
-	}
-	control, err := takeConn(uc, heard, cfg.SilenceLimit())
-	if err != nil {
-		output.Close()
-		return nil, err
-	}
+	control := &localConn{Conn: uc, heard: heard, limit: cfg.SilenceLimit()}
+	output := &localConn{Conn: out, heard: heard, limit: cfg.SilenceLimit()}
 	return &Link{
 		conn:    control,
 		streams: [2]net.Conn{control, output},
@@ -78,27 +98,27 @@ const outputTag = 'O'
 
 // sendOutputSocket makes a socket pair, passes one end over uc and
 // returns the other.
-func sendOutputSocket(uc *net.UnixConn) (int, error) {
+func sendOutputSocket(uc *net.UnixConn) (net.Conn, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, fmt.Errorf("local link: output socket: %w", err)
+		return nil, fmt.Errorf("local link: output socket: %w", err)
 	}
 	_, _, err = uc.WriteMsgUnix([]byte{outputTag}, unix.UnixRights(fds[1]), nil)
 	unix.Close(fds[1])
 	if err != nil {
 		unix.Close(fds[0])
-		return -1, fmt.Errorf("local link: passing the output socket: %w", err)
+		return nil, fmt.Errorf("local link: passing the output socket: %w", err)
 	}
-	return fds[0], nil
+	return fileConn(fds[0])
 }
 
 // takeOutputSocket receives the output stream's socket over uc.
-func takeOutputSocket(uc *net.UnixConn) (int, error) {
+func takeOutputSocket(uc *net.UnixConn) (net.Conn, error) {
 	var tag [1]byte
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := uc.ReadMsgUnix(tag[:], oob)
 	if err != nil {
-		return -1, fmt.Errorf("local link: waiting for the output socket: %w", err)
+		return nil, fmt.Errorf("local link: waiting for the output socket: %w", err)
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
@@ -108,18 +128,13 @@ func takeOutputSocket(uc *net.UnixConn) (int, error) {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return -1, fmt.Errorf("%w: the local peer did not pass its output socket", ErrNotSDM)
+		return nil, fmt.Errorf("%w: the local peer did not pass its output socket", ErrNotSDM)
 	}
 	if !isStreamSocket(fds[0]) {
 		unix.Close(fds[0])
-		return -1, fmt.Errorf("%w: the local peer passed something else than a Unix stream socket for output", ErrNotSDM)
+		return nil, fmt.Errorf("%w: the local peer passed something else than a Unix stream socket for output", ErrNotSDM)
 	}
-	// Blocking, as the peer made it, whatever it did: newLocalConn needs it so.
-	if err := unix.SetNonblock(fds[0], false); err != nil {
-		unix.Close(fds[0])
-		return -1, fmt.Errorf("local link: the output socket: %w", err)
-	}
-	return fds[0], nil
+	return fileConn(fds[0])
 }
 
 // isStreamSocket says whether fd is a Unix stream socket.
@@ -130,6 +145,13 @@ func isStreamSocket(fd int) bool {
 	}
 	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
 	return err == nil && typ == unix.SOCK_STREAM
+}
+
+// fileConn makes a net.Conn of fd, which it takes.
+func fileConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "sdm local link")
+	defer f.Close()
+	return net.FileConn(f)
 }
 
 // checkPeer returns conn as a Unix socket whose peer runs as this
