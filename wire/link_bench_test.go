@@ -34,7 +34,10 @@ func pairOn(tb testing.TB, ln net.Listener, open func(c net.Conn, dialer bool) (
 			done <- nil
 			return
 		}
-		l, _ := open(c, false)
+		l, err := open(c, false)
+		if err != nil {
+			tb.Log(err)
+		}
 		done <- l
 	}()
 	c, err := net.Dial(ln.Addr().Network(), ln.Addr().String())
