@@ -153,6 +153,12 @@ func benchIdle(b *testing.B, n int, rankTree bool) {
 	s := benchLaunchShape(b, n, 0, rankTree)
 	defer s.End(30 * time.Second)
 	job := s.Job.(*local.Job)
+	// Memory as steady work leaves it: a few broadcasts after the start.
+	for range 20 {
+		if _, err := s.Command(context.Background(), wire.All(n), wire.OpWhere, nil, 30*time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
 	pids := make([]int, 0, n+1)
 	for r := 0; r <= n; r++ {
 		pids = append(pids, job.Process(r).Pid)

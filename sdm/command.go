@@ -141,4 +141,7 @@ func (n *Node) reply(cl *call) {
 		n.log.Printf("output still queued when the session ended at %v was dropped: the front end did not take it", cl.flushBy.Format(time.TimeOnly))
 	}
 	n.sendUp(cl.reply(), (*wire.Link).Send)
+	if n.cfg.AfterStart != nil {
+		n.started.Do(n.cfg.AfterStart)
+	}
 }

@@ -42,6 +42,7 @@ type ServerOptions struct {
 	EventWindow time.Duration
 	Log         *log.Logger
 	Trace       *log.Logger // what the node does, for --debug
+	AfterStart  func()      // Config.AfterStart
 }
 
 // Serve runs a rank server: it waits for the routing file, listens for its
@@ -134,6 +135,7 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	node, err := New(Config{
 		Index: o.Index, Tree: tree, Listener: ln, Local: local, DialUp: dial, ConnectTimeout: o.Timeout,
 		Link: o.Link, Layout: o.Layout, Backends: backends, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
+		AfterStart: o.AfterStart,
 	})
 	if err != nil {
 		closeAll(backends)

@@ -27,6 +27,7 @@ import (
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/internal/handover"
+	"github.com/sdm-hpc/sdm/internal/resident"
 	"github.com/sdm-hpc/sdm/master"
 	"github.com/sdm-hpc/sdm/rm/routes"
 	"github.com/sdm-hpc/sdm/routing"
@@ -167,5 +168,14 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 			return newBackend(bc)
 		},
 		Timeout: c.Timeout, Link: c.Link, EventWindow: c.EventWindow, Log: c.Log, Trace: c.Trace,
+		// A host's hundred servers share the pages of one executable, but
+		// each one's RSS counts those it mapped, and resource managers add
+		// up RSS: once a server has answered its first command, it keeps
+		// mapped only what it uses from then on.
+		AfterStart: func() {
+			if err := resident.DropExecutable(); err != nil {
+				c.Log.Printf("%v", err)
+			}
+		},
 	}, nil
 }
