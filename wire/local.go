@@ -267,13 +267,18 @@ func sendPipes(uc *net.UnixConn) (ends [3]*os.File, err error) {
 func takePipes(uc *net.UnixConn) (ends [3]*os.File, err error) {
 	var tag [1]byte
 	oob := make([]byte, unix.CmsgSpace(4*len(ends)))
-	n, oobn, _, _, err := uc.ReadMsgUnix(tag[:], oob)
+	n, oobn, flags, _, err := uc.ReadMsgUnix(tag[:], oob)
 	if err != nil {
 		return ends, fmt.Errorf("local link: waiting for its pipes: %w", err)
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
 		fds, _ = unix.ParseUnixRights(&msgs[0])
+	}
+	if flags&unix.MSG_CTRUNC != 0 && n == 1 && tag[0] == pipesTag {
+		// The kernel drops what it cannot give: a full descriptor table.
+		closeFds(fds)
+		return ends, fmt.Errorf("local link: the peer's pipes could not be taken: this process has as many files open as it may (ulimit -n)")
 	}
 	if n != 1 || tag[0] != pipesTag || len(fds) != len(ends) {
 		closeFds(fds)

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -108,8 +109,12 @@ func TestLocalLinkRefusesAnotherUser(t *testing.T) {
 	}
 }
 
-// TestMain is also the helper of TestLocalLinkRefusesAnotherUser.
+// TestMain is also the helper of TestLocalLinkRefusesAnotherUser and
+// TestLocalLinkWithFilesFull.
 func TestMain(m *testing.M) {
+	if addr := os.Getenv("SDM_WIRE_TAKE"); addr != "" {
+		os.Exit(takeWithFewFiles(addr))
+	}
 	if addr := os.Getenv("SDM_WIRE_DIAL"); addr != "" {
 		c, err := net.Dial("unix", addr)
 		if err == nil {
@@ -273,4 +278,77 @@ func pipe(t *testing.T) (*os.File, *os.File) {
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
 	return r, w
+}
+
+// A leader that has as many files open as it may cannot take a member's
+// pipes: it says so, instead of blaming the member.
+func TestLocalLinkWithFilesFull(t *testing.T) {
+	addr := LocalAddress(testKey(t, 9), os.Getpid()+1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), "SDM_WIRE_TAKE="+addr.Name)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	line := make([]byte, 512)
+	n, _ := out.Read(line) // the helper listens, then says so
+	if string(line[:n]) != "listening\n" {
+		t.Fatalf("helper: %q", line[:n])
+	}
+	c, err := net.DialUnix("unix", nil, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLocalLink(c, true, LinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	n, _ = io.ReadFull(out, line)
+	if got := string(line[:n]); !strings.Contains(got, "ulimit -n") {
+		t.Fatalf("the leader with its files full: %q, want an error naming ulimit -n", got)
+	}
+}
+
+// takeWithFewFiles is TestLocalLinkWithFilesFull's leader: it accepts one
+// member with room for one more file only, and prints what that gave.
+func takeWithFewFiles(name string) int {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Net: "unix", Name: name})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("listening")
+	ln.SetDeadline(time.Now().Add(30 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	// The lowest free descriptor is the next one the kernel gives.
+	probe, err := unix.Dup(0)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	unix.Close(probe)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	lim.Cur = uint64(probe) + 1
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	_, err = NewLocalLink(c, false, LinkConfig{HandshakeTimeout: 10 * time.Second})
+	fmt.Println(err)
+	return 0
 }
