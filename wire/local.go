@@ -124,16 +124,13 @@ func takeOutputSocket(uc *net.UnixConn) (net.Conn, error) {
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
 		fds, _ = unix.ParseUnixRights(&msgs[0])
 	}
-	if flags&unix.MSG_CTRUNC != 0 && n == 1 && tag[0] == outputTag {
-		// The kernel drops what it cannot give: a full descriptor table.
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return nil, fmt.Errorf("local link: the peer's output socket could not be taken: this process has as many files open as it may (ulimit -n)")
-	}
 	if n != 1 || tag[0] != outputTag || len(fds) != 1 {
 		for _, fd := range fds {
 			unix.Close(fd)
+		}
+		if n == 1 && tag[0] == outputTag && flags&unix.MSG_CTRUNC != 0 {
+			// The kernel drops what it cannot give: a full descriptor table.
+			return nil, fmt.Errorf("local link: the peer's output socket could not be taken: this process has as many files open as it may (ulimit -n)")
 		}
 		return nil, fmt.Errorf("%w: the local peer did not pass its output socket", ErrNotSDM)
 	}
