@@ -65,12 +65,24 @@ const outputBuffer = 1 << 20
 
 // budget is the output a session holds and its reader has not read.
 type budget struct {
-	mu    sync.Mutex
-	used  int
-	freed chan struct{} // closed and replaced when used drops
+	mu      sync.Mutex
+	used    int
+	waiting int           // readers waiting for room
+	freed   chan struct{} // closed and replaced when used drops
+	stalled chan struct{} // closed and replaced when a reader starts waiting
 }
 
-func newBudget() *budget { return &budget{freed: make(chan struct{})} }
+func newBudget() *budget {
+	return &budget{freed: make(chan struct{}), stalled: make(chan struct{})}
+}
+
+// stuck says whether a reader waits for room, and returns a channel
+// closed when one starts to.
+func (b *budget) stuck() (bool, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting > 0, b.stalled
+}
 
 // acquire waits until the budget has room, then counts n bytes against
 // it: a session holds at most outputBuffer and one piece more. It says
@@ -84,11 +96,21 @@ func (b *budget) acquire(n int, done <-chan struct{}) bool {
 			return true
 		}
 		freed := b.freed
+		b.waiting++
+		close(b.stalled)
+		b.stalled = make(chan struct{})
 		b.mu.Unlock()
 		select {
 		case <-freed:
 		case <-done:
+		}
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+		select {
+		case <-done:
 			return false
+		default:
 		}
 	}
 }

@@ -159,7 +159,7 @@ func (s *Session) Command(ctx context.Context, ranks wire.RankSet, op string, bo
 	}
 	select {
 	case r := <-ch:
-		s.awaitOutput(ranks)
+		s.awaitOutput(ranks, timeout)
 		return r.Groups, nil
 	case <-s.ended:
 		// The answer may have come just before the end (quit's does):
@@ -266,28 +266,32 @@ func (s *Session) Close() error {
 	return err
 }
 
-// markWait bounds how long an answer waits for the output that its ranks
-// wrote before news that came before it. The mark that lets such news go
-// follows it closely unless the output stream is backed up; then the
-// answer goes first, and the news follows the output.
-const markWait = 100 * time.Millisecond
+// markWait bounds how long an answer waits for the marks of its ranks'
+// news. A stop's mark is on its way whenever the stop is, so the wait
+// ends sooner unless something broke; a loaded machine takes far less.
+const markWait = 5 * time.Second
 
 // awaitOutput lets news of ranks that arrived before their answer, and
-// waits for the output before it, be queued before the answer is given
-// (for at most markWait): once the answer to status is back, the stops it
-// reports can be read.
-func (s *Session) awaitOutput(ranks wire.RankSet) {
-	timer := time.NewTimer(markWait)
+// waits for the output before it, be queued before the answer is given:
+// once the answer to status is back, the stops it reports can be read.
+// It waits while the output stream moves; once the stream stops because
+// the output the session holds is not read (budget), the mark is stuck
+// behind that output, and the answer goes first. It waits at most
+// markWait, or the command's timeout when that is shorter.
+func (s *Session) awaitOutput(ranks wire.RankSet, timeout time.Duration) {
+	timer := time.NewTimer(min(timeout, markWait))
 	defer timer.Stop()
 	for {
 		s.order.mu.Lock()
 		held, changed := s.order.holds(ranks), s.order.changed
 		s.order.mu.Unlock()
-		if !held {
+		stuck, stalled := s.output.stuck()
+		if !held || stuck {
 			return
 		}
 		select {
 		case <-changed:
+		case <-stalled:
 		case <-timer.C:
 			return
 		case <-s.done:
@@ -345,6 +349,9 @@ func (s *Session) readOutput() {
 		m, err := s.link.RecvOutput()
 		if err != nil {
 			return
+		}
+		if m.Op == wire.EventOutputEnd {
+			continue // the master hangs up after it; reading on finds that
 		}
 		if m.Op == wire.EventOutputMark {
 			s.order.mu.Lock()

@@ -124,11 +124,21 @@ func (n *Node) handshakeTimeout() time.Duration {
 // then declares c's subtree lost, naming it name (c.name() as the link
 // was admitted: c's fields change under the node's mutex when it rejoins).
 func (n *Node) serveChild(c *child, link *wire.Link, name string) {
+	// ended is closed once c's output stream has nothing more to give:
+	// its end was read, or the stream broke.
+	ended := make(chan struct{})
+	var endOnce sync.Once
+	end := func() { endOnce.Do(func() { close(ended) }) }
 	go func() {
+		defer end()
 		for {
 			m, err := link.RecvOutput()
 			if err != nil {
 				return
+			}
+			if m.Op == wire.EventOutputEnd {
+				end()
+				continue
 			}
 			n.forwardOutput(c, m)
 		}
@@ -141,7 +151,7 @@ func (n *Node) serveChild(c *child, link *wire.Link, name string) {
 		}
 		switch m.Kind {
 		case wire.KindReply:
-			n.childReply(c, m)
+			n.childReply(c, m, ended)
 		case wire.KindEvent:
 			n.forwardEvents(c, link, m)
 		default:
@@ -175,7 +185,12 @@ func (n *Node) forwardEvents(c *child, link *wire.Link, m *wire.Message) {
 	}
 }
 
-func (n *Node) childReply(c *child, m *wire.Message) {
+// childReply counts c's answer in its call. An answer to quit counts
+// once c's output stream has ended (or the call's flushBy has passed):
+// c sent its output before the answer, but the two streams are read
+// apart, and what is still unread would otherwise miss this node's own
+// flush before it answers.
+func (n *Node) childReply(c *child, m *wire.Message, outputEnded <-chan struct{}) {
 	if m.ID == shutdownID {
 		select {
 		case n.quitAcks <- c.index:
@@ -186,6 +201,18 @@ func (n *Node) childReply(c *child, m *wire.Message) {
 	n.mu.Lock()
 	cl := n.calls[m.ID]
 	n.mu.Unlock()
+	if cl != nil && cl.op == wire.OpQuit {
+		t := time.NewTimer(time.Until(cl.flushBy))
+		select {
+		case <-outputEnded:
+		case <-t.C:
+			n.mu.Lock()
+			name := c.name()
+			n.mu.Unlock()
+			n.log.Printf("output of %s still unread when the session ended at %v was dropped", name, cl.flushBy.Format(time.TimeOnly))
+		}
+		t.Stop()
+	}
 	if cl != nil {
 		n.settle(cl, func(cl *call) { cl.answer(c.index, m.Groups) })
 	}

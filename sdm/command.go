@@ -134,11 +134,16 @@ func (n *Node) settle(cl *call, update func(*call)) {
 // the answer to status has every stop that status reports, and the loss
 // of a subtree before the answer that says those ranks are lost. Output
 // does not hold answers up, except quit's: the session ends with it, and
-// what the ranks wrote before should reach the front end first.
+// what the ranks wrote before should reach the front end first. The end
+// of the output stream (wire.EventOutputEnd) then tells the parent that
+// nothing more of it is on its way.
 func (n *Node) reply(cl *call) {
 	n.events.flush()
-	if cl.op == wire.OpQuit && !n.output.flush(cl.flushBy) {
-		n.log.Printf("output still queued when the session ended at %v was dropped: the front end did not take it", cl.flushBy.Format(time.TimeOnly))
+	if cl.op == wire.OpQuit {
+		if !n.output.flush(cl.flushBy) {
+			n.log.Printf("output still queued when the session ended at %v was dropped: the front end did not take it", cl.flushBy.Format(time.TimeOnly))
+		}
+		n.sendUp(&wire.Message{Kind: wire.KindEvent, Op: wire.EventOutputEnd}, (*wire.Link).SendOutput)
 	}
 	n.sendUp(cl.reply(), (*wire.Link).Send)
 	if n.cfg.AfterStart != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +118,106 @@ func TestAnswerAfterNews(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(joined)
+}
+
+// flood is a backend that, asked anything, writes pieces of output of
+// pieceSize bytes each and then answers.
+type flood struct {
+	events chan backend.Event
+	pieces int
+}
+
+const pieceSize = 16 << 10
+
+func (b *flood) Do(_ context.Context, _ string, _ []byte, done func([]byte, error)) {
+	text := strings.Repeat("x", pieceSize-1) + "\n"
+	for range b.pieces {
+		b.events <- backend.Event{Op: wire.EventOutput, Body: wire.MustEncode(wire.Output{Stream: "stdout", Text: text})}
+	}
+	done(nil, nil)
+}
+
+func (b *flood) Events() <-chan backend.Event { return b.events }
+
+func (b *flood) Close() error {
+	close(b.events)
+	return nil
+}
+
+// Quit ends the session only after everything the ranks wrote before it
+// has reached the front end, through every level of the tree, even when
+// the output streams are full as the quit goes down.
+func TestQuitDeliversAllOutput(t *testing.T) {
+	const size, pieces = 4, 200
+	cfg := wire.LinkConfig{Key: testKey(3)}
+	ln, err := client.Listen("127.0.0.1:0", cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tr := routing.Tree{Size: size, Fanout: 2}
+	listeners := make([]net.Listener, size+1)
+	for id := range listeners {
+		if listeners[id], err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, size+1)
+	for id := 0; id <= size; id++ {
+		up := ln.Addr().String()
+		if p := tr.Parent(id); p >= 0 {
+			up = listeners[p].Addr().String()
+		}
+		nc := sdm.Config{Index: id, Tree: tr, Listener: listeners[id], DialUp: sdm.DialTCP(up), Link: cfg}
+		if id != tr.Master() {
+			nc.Backends = map[int]backend.Backend{id: &flood{events: make(chan backend.Event, pieces), pieces: pieces}}
+		}
+		node, err := sdm.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- node.Run(ctx) }()
+	}
+	defer func() {
+		cancel()
+		for range size + 1 {
+			<-done
+		}
+	}()
+	s, err := ln.Accept(ctx, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.WaitConnected(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan int)
+	go func() {
+		bytes := 0
+		for {
+			ev, err := s.NextEvent(ctx)
+			if err != nil {
+				read <- bytes
+				return
+			}
+			if ev.Op == wire.EventOutput {
+				var o wire.Output
+				if err := wire.Decode(ev.Group.Body, &o); err == nil {
+					bytes += len(o.Text) * ev.Group.Ranks.Count()
+				}
+			}
+		}
+	}()
+	if _, err := s.Command(ctx, wire.All(size), wire.OpStatus, nil, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Quit(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := <-read, size*pieces*pieceSize; got != want {
+		t.Fatalf("the front end got %d bytes of output before the session ended, of the %d the ranks wrote", got, want)
+	}
 }

@@ -99,6 +99,12 @@ const (
 	// stop or exit, so that the front end can print that news after it
 	// however far the output lags behind. No body.
 	EventOutputMark = "output-mark"
+	// EventOutputEnd travels on the output stream too: a server sends it
+	// after the output queued before its answer to quit has gone up, and
+	// its parent counts that answer only once it has read it, so that
+	// output still in the stream is passed on before the session ends.
+	// No groups.
+	EventOutputEnd = "output-end"
 )
 
 // Attach names the processes of a job to debug: rank r takes Pids[r], or
