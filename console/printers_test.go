@@ -30,10 +30,10 @@ func TestEveryOpHasAPrinter(t *testing.T) {
 }
 
 // TestEveryEventHasAPrinter enumerates the table's events: the console
-// prints every event but the two it takes as news of the tree and of the
+// prints every event but the three it takes as news of the tree and of the
 // output's order, and each printer takes the body type the table gives.
 func TestEveryEventHasAPrinter(t *testing.T) {
-	notPrinted := map[string]bool{op.Connected.Name: true, op.OutputMark.Name: true}
+	notPrinted := map[string]bool{op.Connected.Name: true, op.OutputMark.Name: true, op.OutputEnd.Name: true}
 	for _, e := range op.Events {
 		p, ok := printers[e.Name]
 		if ok == notPrinted[e.Name] {

@@ -114,7 +114,7 @@ func TestEventTable(t *testing.T) {
 		}
 	}
 	for _, name := range []string{wire.EventConnected, wire.EventLost, wire.EventRejoined, wire.EventRunning,
-		wire.EventStopped, wire.EventExited, wire.EventOutput, wire.EventOutputMark, wire.EventError,
+		wire.EventStopped, wire.EventExited, wire.EventOutput, wire.EventOutputMark, wire.EventOutputEnd, wire.EventError,
 		wire.EventLoaded, wire.EventWarning} {
 		if !seen[name] {
 			t.Errorf("event %s is not in the table", name)

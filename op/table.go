@@ -82,7 +82,8 @@ var Table = []Spec{
 // The events, by the names package wire gives them (wire/ops.go says when
 // each is sent). Connected, Lost and Rejoined are the tree's own news of
 // its servers; OutputMark travels on the output stream after the output
-// a rank wrote before a stop or an exit; the others come from a backend.
+// a rank wrote before a stop or an exit, OutputEnd after a server's last
+// output; the others come from a backend.
 // Like answers, they merge when their bytes are equal.
 var (
 	Connected  = Event[None]{Name: wire.EventConnected}
@@ -93,6 +94,7 @@ var (
 	Exited     = Event[wire.State]{Name: wire.EventExited}
 	Output     = Event[wire.Output]{Name: wire.EventOutput}
 	OutputMark = Event[None]{Name: wire.EventOutputMark}
+	OutputEnd  = Event[None]{Name: wire.EventOutputEnd}
 	Error      = Event[Reason]{Name: wire.EventError}
 	Loaded     = Event[wire.Loaded]{Name: wire.EventLoaded}
 	Warning    = Event[Reason]{Name: wire.EventWarning}
@@ -101,5 +103,5 @@ var (
 // Events lists every event.
 var Events = []EventSpec{
 	Connected.Spec(), Lost.Spec(), Rejoined.Spec(), Running.Spec(), Stopped.Spec(), Exited.Spec(),
-	Output.Spec(), OutputMark.Spec(), Error.Spec(), Loaded.Spec(), Warning.Spec(),
+	Output.Spec(), OutputMark.Spec(), OutputEnd.Spec(), Error.Spec(), Loaded.Spec(), Warning.Spec(),
 }
