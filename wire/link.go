@@ -93,7 +93,7 @@ func (c LinkConfig) yamux() *yamux.Config {
 type Link struct {
 	conn carrier
 	// session multiplexes the streams over conn; nil on a local link,
-	// whose streams are two sockets of their own (NewLocalLink).
+	// whose streams are pipes of their own (NewLocalLink).
 	session *yamux.Session
 	streams [2]net.Conn
 	control *Codec
@@ -256,7 +256,7 @@ func (l *Link) Close() error {
 	return l.session.Close()
 }
 
-// close ends a local link: its sockets and Done.
+// close ends a local link: its pipes and Done.
 func (l *Link) close() {
 	l.shut.Do(func() {
 		close(l.done)

@@ -12,77 +12,64 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// localConn is one of a local link's two sockets, its bytes as they
-// are: the kernel vouched for the peer when the link opened (its user is
-// ours), and the bytes never leave the host, so there is nothing to
-// encrypt or authenticate on the way. A read notes when the peer was last
-// heard from, for the link's liveness; a write that cannot go out within
-// the link's silence limit fails, as yamux's do on other links.
-type localConn struct {
-	net.Conn
-	heard *atomic.Int64
-	limit time.Duration
-}
-
-func (c *localConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		c.heard.Store(int64(clock()))
-	}
-	return n, err
-}
-
-func (c *localConn) Write(p []byte) (int, error) {
-	c.Conn.SetWriteDeadline(time.Now().Add(c.limit))
-	return c.Conn.Write(p)
-}
-
-// Err is nil: nothing on a Unix socket can alter the bytes.
-func (c *localConn) Err() error { return nil }
-
 // NewLocalLink opens a link over conn, a Unix socket to a process of this
 // host, without the handshake: the peer's credentials, which the kernel
 // gives (SO_PEERCRED), must be this process's user, else the link is
 // refused with an error wrapping ErrAuth. It costs one system call where
 // NewLink costs a key exchange, and its records no encryption.
 //
-// Its two streams are two sockets, not a multiplexer's: conn carries the
-// control stream, and the initiator passes the responder one end of a
-// socket pair of its own making (SCM_RIGHTS) for the output stream. A
-// message is then one write and one read, with no session's goroutines
-// or window updates between, on either side.
+// The link runs over pipes, not over conn: the initiator makes three, the
+// control stream's two and the output stream's one, which goes from the
+// initiator to the responder only, and passes the responder its ends
+// over conn (SCM_RIGHTS); conn is closed then. A message is one write
+// and one read, with no session's goroutines or window updates between,
+// and a peer that exits or is killed closes its ends, which is noticed
+// at once.
 //
-// A local link pings on demand only (Link.Expect, Link.Ping): a peer that
-// exits or is killed closes the socket, which is noticed at once, and no
-// host can vanish between the two ends; what is left to find out, a peer
-// that is stopped or stuck, matters only while an answer is awaited from
-// it. An idle link then wakes neither process. On error conn is closed.
+// A local link pings on demand only (Link.Expect, Link.Ping): no host can
+// vanish between the two ends; what is left to find out, a peer that is
+// stopped or stuck, matters only while an answer is awaited from it. An
+// idle link then wakes neither process. On error conn is closed.
 func NewLocalLink(conn net.Conn, initiator bool, cfg LinkConfig) (*Link, error) {
 	uc, err := checkPeer(conn)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
+	defer uc.Close()
 	timeout := cfg.HandshakeTimeout
 	if timeout <= 0 {
 		timeout = DefaultHandshakeTimeout
 	}
 	uc.SetDeadline(time.Now().Add(timeout))
-	var out net.Conn
+	var ends [3]*os.File
 	if initiator {
-		out, err = sendOutputSocket(uc)
+		ends, err = sendPipes(uc)
 	} else {
-		out, err = takeOutputSocket(uc)
+		ends, err = takePipes(uc)
 	}
 	if err != nil {
-		uc.Close()
 		return nil, err
 	}
-	uc.SetDeadline(time.Time{})
 	heard := new(atomic.Int64)
 	heard.Store(int64(clock()))
-	control := &localConn{Conn: uc, heard: heard, limit: cfg.SilenceLimit()}
-	output := &localConn{Conn: out, heard: heard, limit: cfg.SilenceLimit()}
+	limit := cfg.SilenceLimit()
+	local, remote := uc.LocalAddr(), uc.RemoteAddr()
+	outR, outW := ends[2], (*os.File)(nil)
+	if initiator {
+		outR, outW = nil, ends[2]
+	}
+	control, err := newLocalConn(ends[0], ends[1], local, remote, heard, limit)
+	if err != nil {
+		closeFiles(ends[:])
+		return nil, err
+	}
+	output, err := newLocalConn(outR, outW, local, remote, heard, limit)
+	if err != nil {
+		control.Close()
+		closeFiles(ends[2:])
+		return nil, err
+	}
 	return &Link{
 		conn:    control,
 		streams: [2]net.Conn{control, output},
@@ -93,69 +80,95 @@ func NewLocalLink(conn net.Conn, initiator bool, cfg LinkConfig) (*Link, error) 
 	}, nil
 }
 
-// outputTag is the byte that carries the output stream's socket.
-const outputTag = 'O'
+// pipesTag is the byte that carries the responder's ends of the pipes.
+const pipesTag = 'P'
 
-// sendOutputSocket makes a socket pair, passes one end over uc and
-// returns the other.
-func sendOutputSocket(uc *net.UnixConn) (net.Conn, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("local link: output socket: %w", err)
+// sendPipes makes the link's pipes, passes the responder its ends over
+// uc and returns the initiator's: the control stream's read and write
+// ends, then the output stream's write end.
+func sendPipes(uc *net.UnixConn) (ends [3]*os.File, err error) {
+	// down carries the control stream to the initiator, up from it, out
+	// its output.
+	var down, up, out [2]int
+	for i, p := range []*[2]int{&down, &up, &out} {
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+			for _, q := range []*[2]int{&down, &up, &out}[:i] {
+				closeFds(q[:])
+			}
+			return ends, fmt.Errorf("local link: making its pipes: %w", err)
+		}
 	}
-	_, _, err = uc.WriteMsgUnix([]byte{outputTag}, unix.UnixRights(fds[1]), nil)
-	unix.Close(fds[1])
+	mine := [3]int{down[0], up[1], out[1]}
+	theirs := [3]int{up[0], down[1], out[0]}
+	_, _, err = uc.WriteMsgUnix([]byte{pipesTag}, unix.UnixRights(theirs[:]...), nil)
+	closeFds(theirs[:])
 	if err != nil {
-		unix.Close(fds[0])
-		return nil, fmt.Errorf("local link: passing the output socket: %w", err)
+		closeFds(mine[:])
+		return ends, fmt.Errorf("local link: passing its pipes: %w", err)
 	}
-	return fileConn(fds[0])
+	return pipeFiles(mine), nil
 }
 
-// takeOutputSocket receives the output stream's socket over uc.
-func takeOutputSocket(uc *net.UnixConn) (net.Conn, error) {
+// takePipes receives the responder's ends of the link's pipes over uc:
+// the control stream's read and write ends, then the output stream's
+// read end.
+func takePipes(uc *net.UnixConn) (ends [3]*os.File, err error) {
 	var tag [1]byte
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(4*len(ends)))
 	n, oobn, flags, _, err := uc.ReadMsgUnix(tag[:], oob)
 	if err != nil {
-		return nil, fmt.Errorf("local link: waiting for the output socket: %w", err)
+		return ends, fmt.Errorf("local link: waiting for its pipes: %w", err)
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
 		fds, _ = unix.ParseUnixRights(&msgs[0])
 	}
-	if n != 1 || tag[0] != outputTag || len(fds) != 1 {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		if n == 1 && tag[0] == outputTag && flags&unix.MSG_CTRUNC != 0 {
+	if n != 1 || tag[0] != pipesTag || len(fds) != len(ends) {
+		closeFds(fds)
+		if n == 1 && tag[0] == pipesTag && flags&unix.MSG_CTRUNC != 0 {
 			// The kernel drops what it cannot give: a full descriptor table.
-			return nil, fmt.Errorf("local link: the peer's output socket could not be taken: this process has as many files open as it may (ulimit -n)")
+			return ends, fmt.Errorf("local link: the peer's pipes could not be taken: this process has as many files open as it may (ulimit -n)")
 		}
-		return nil, fmt.Errorf("%w: the local peer did not pass its output socket", ErrNotSDM)
+		return ends, fmt.Errorf("%w: the local peer did not pass the link's pipes", ErrNotSDM)
 	}
-	if !isStreamSocket(fds[0]) {
-		unix.Close(fds[0])
-		return nil, fmt.Errorf("%w: the local peer passed something else than a Unix stream socket for output", ErrNotSDM)
+	for i, mode := range []int{unix.O_RDONLY, unix.O_WRONLY, unix.O_RDONLY} {
+		if !isPipeEnd(fds[i], mode) || unix.SetNonblock(fds[i], true) != nil {
+			closeFds(fds)
+			return ends, fmt.Errorf("%w: the local peer passed something else than the link's pipes", ErrNotSDM)
+		}
 	}
-	return fileConn(fds[0])
+	return pipeFiles([3]int(fds)), nil
 }
 
-// isStreamSocket says whether fd is a Unix stream socket.
-func isStreamSocket(fd int) bool {
-	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
-	if err != nil || domain != unix.AF_UNIX {
+// isPipeEnd says whether fd is a pipe's end open for mode.
+func isPipeEnd(fd, mode int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
 		return false
 	}
-	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
-	return err == nil && typ == unix.SOCK_STREAM
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return err == nil && flags&unix.O_ACCMODE == mode
 }
 
-// fileConn makes a net.Conn of fd, which it takes.
-func fileConn(fd int) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "sdm local link")
-	defer f.Close()
-	return net.FileConn(f)
+// pipeFiles makes files of non-blocking descriptors, which the runtime's
+// poller watches.
+func pipeFiles(fds [3]int) (ends [3]*os.File) {
+	for i, fd := range fds {
+		ends[i] = os.NewFile(uintptr(fd), "sdm local link")
+	}
+	return ends
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+func closeFds(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }
 
 // checkPeer returns conn as a Unix socket whose peer runs as this

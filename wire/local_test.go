@@ -36,10 +36,10 @@ func TestLocalLink(t *testing.T) {
 	if err != nil || m.ID != 7 || m.Op != "status" || !m.Ranks.Equal(Single(3)) {
 		t.Fatalf("got %+v, %v", m, err)
 	}
-	if err := b.SendOutput(&Message{Kind: KindEvent, Op: EventOutput}); err != nil {
+	if err := a.SendOutput(&Message{Kind: KindEvent, Op: EventOutput}); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := a.RecvOutput(); err != nil || m.Op != EventOutput {
+	if m, err := b.RecvOutput(); err != nil || m.Op != EventOutput {
 		t.Fatalf("output: %+v, %v", m, err)
 	}
 	if s := b.Silence(); s > time.Second {
@@ -190,14 +190,14 @@ func localResponder(t *testing.T, key byte) (*net.UnixConn, <-chan error) {
 	return c, done
 }
 
-// A local peer that connects and does not pass its output socket (a
-// stray client of this user, or a version without local links) is
+// A local peer that connects and does not pass the link's pipes (a
+// stray client of this user, or a version of sdm before them) is
 // refused, and nothing is left open.
-func TestLocalLinkWithoutOutputSocket(t *testing.T) {
+func TestLocalLinkWithoutPipes(t *testing.T) {
 	c, done := localResponder(t, 3)
 	c.Write([]byte("SDM\x00\x00\x02"))
 	if err := <-done; !errors.Is(err, ErrNotSDM) {
-		t.Fatalf("a peer without an output socket: %v, want ErrNotSDM", err)
+		t.Fatalf("a peer without pipes: %v, want ErrNotSDM", err)
 	}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := c.Read(make([]byte, 8)); n != 0 || err == nil {
@@ -205,26 +205,83 @@ func TestLocalLinkWithoutOutputSocket(t *testing.T) {
 	}
 }
 
-func TestLocalLinkRefusesAnOutputThatIsNoSocket(t *testing.T) {
-	c, done := localResponder(t, 4)
+// Three descriptors with the tag, as a member passes its pipes, but not
+// the ends the responder needs (each in turn a socket, a pipe's wrong
+// end, a file): refused, and none of them kept open.
+func TestLocalLinkRefusesWhatIsNoPipe(t *testing.T) {
+	r, w := pipe(t)
+	r2, w2 := pipe(t)
+	r3, _ := pipe(t)
+	sock, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(sock[0])
+	defer unix.Close(sock[1])
+	file, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for i, fds := range [][]int{
+		{sock[0], fdOf(t, w), fdOf(t, r2)},
+		{fdOf(t, r), fdOf(t, r2), fdOf(t, r3)},
+		{fdOf(t, r), fdOf(t, w), fdOf(t, w2)},
+		{fdOf(t, r), fdOf(t, w), fdOf(t, file)},
+	} {
+		c, done := localResponder(t, byte(4+i))
+		if _, _, err := c.WriteMsgUnix([]byte{pipesTag}, unix.UnixRights(fds...), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !errors.Is(err, ErrNotSDM) || !strings.Contains(err.Error(), "pipes") {
+			t.Fatalf("case %d: %v, want ErrNotSDM naming the pipes", i, err)
+		}
+	}
+	// The responder closed every copy it was passed: the only writer of
+	// r2's pipe left is w2, so a read finds nothing yet, not the end.
+	w2.Close()
+	r2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := r2.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("after the refusals, the pipe read %d bytes, %v; want its end (no copy of its writer left)", n, err)
+	}
+}
+
+// A member's output goes up, not down: the leader cannot send on the
+// output stream, nor the member read from it.
+func TestLocalLinkOutputGoesUp(t *testing.T) {
+	member, leader := localPair(t)
+	if err := leader.SendOutput(&Message{Kind: KindEvent, Op: EventOutput}); !errors.Is(err, errOneWay) {
+		t.Fatalf("the leader sent output down: %v", err)
+	}
+	if _, err := member.RecvOutput(); !errors.Is(err, errOneWay) {
+		t.Fatalf("the member read output: %v", err)
+	}
+}
+
+// fdOf is f's descriptor; f.Fd would make it blocking.
+func fdOf(t *testing.T, f *os.File) int {
+	t.Helper()
+	raw, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd int
+	raw.Control(func(d uintptr) { fd = int(d) })
+	return fd
+}
+
+func pipe(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	defer w.Close()
-	// The tag and a descriptor, as a member passes its output socket, but
-	// the descriptor a pipe's.
-	if _, _, err := c.WriteMsgUnix([]byte{outputTag}, unix.UnixRights(int(w.Fd())), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; !errors.Is(err, ErrNotSDM) || !strings.Contains(err.Error(), "socket") {
-		t.Fatalf("a peer that passed a pipe for output: %v, want ErrNotSDM naming the socket", err)
-	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
 }
 
 // A leader that has as many files open as it may cannot take a member's
-// output socket: it says so, instead of blaming the member.
+// pipes: it says so, instead of blaming the member.
 func TestLocalLinkWithFilesFull(t *testing.T) {
 	addr := LocalAddress(testKey(t, 9), os.Getpid()+1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -260,7 +317,7 @@ func TestLocalLinkWithFilesFull(t *testing.T) {
 }
 
 // takeWithFewFiles is TestLocalLinkWithFilesFull's leader: it accepts one
-// member with no room for one more file, and prints what that gave.
+// member with room for one more file only, and prints what that gave.
 func takeWithFewFiles(name string) int {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Net: "unix", Name: name})
 	if err != nil {
@@ -286,7 +343,7 @@ func takeWithFewFiles(name string) int {
 		fmt.Println(err)
 		return 1
 	}
-	lim.Cur = uint64(probe)
+	lim.Cur = uint64(probe) + 1
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		fmt.Println(err)
 		return 1
