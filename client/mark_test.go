@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ type master struct {
 	t       *testing.T
 	link    *wire.Link
 	session *client.Session
+	busy    sync.WaitGroup // what the test runs as the master
 }
 
 func startMaster(t *testing.T) *master {
@@ -58,6 +60,13 @@ func startMaster(t *testing.T) *master {
 		t.FailNow()
 	}
 	t.Cleanup(func() {
+		// A write that the link's end interrupts fails although its bytes
+		// went out: the master's work ends before the link does, unless
+		// the test failed and it may wait for a reader that is gone.
+		if t.Failed() {
+			m.link.Close()
+		}
+		m.busy.Wait()
 		m.link.Close()
 		s.Close()
 	})
@@ -109,13 +118,13 @@ func arrived(s *client.Session) []string {
 // reports can be read.
 func TestAnswerWaitsForLateMark(t *testing.T) {
 	m := startMaster(t)
-	go func() {
+	m.busy.Go(func() {
 		m.answer()
 		// The mark comes well after the answer, as under load; this delay
 		// is what is tested, nothing waits on it.
 		time.Sleep(300 * time.Millisecond)
 		m.send(wire.EventOutputMark, nil)
-	}()
+	})
 	command(t, m.session, wire.Single(0), wire.OpStatus, nil)
 	if got := strings.Join(arrived(m.session), " "); got != "connected stopped" {
 		t.Fatalf("events queued when the answer came: %q, want the stop", got)
@@ -128,13 +137,13 @@ func TestAnswerGoesFirstBehindUnreadOutput(t *testing.T) {
 	m := startMaster(t)
 	const pieces = 200 // 3 MB, more than the session holds unread
 	text := wire.MustEncode(wire.Output{Stream: "stdout", Text: strings.Repeat("y", 16<<10)})
-	go func() {
+	m.busy.Go(func() {
 		for range pieces {
 			m.send(wire.EventOutput, text)
 		}
 		m.send(wire.EventOutputMark, nil)
-	}()
-	go m.answer()
+	})
+	m.busy.Go(m.answer)
 	start := time.Now()
 	command(t, m.session, wire.Single(0), wire.OpStatus, nil)
 	// A generous bound: were the stalled stream not noticed, the answer
