@@ -352,3 +352,52 @@ func takeWithFewFiles(name string) int {
 	fmt.Println(err)
 	return 0
 }
+
+// A write to a local link whose peer stopped reading fails once the
+// link's silence limit has passed; a write that waited for its reader and
+// then went out leaves no deadline behind for the writes after it.
+func TestLocalLinkWriteWaitsForItsReader(t *testing.T) {
+	const limit = 200 * time.Millisecond
+	ln, err := net.ListenUnix("unix", LocalAddress(testKey(t, 2), os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := pairOn(t, ln, func(c net.Conn, dialer bool) (*Link, error) {
+		return NewLocalLink(c, dialer, LinkConfig{Silence: limit})
+	})
+	big := &Message{Kind: KindEvent, Op: EventOutput, Groups: []Group{{Ranks: Single(0), Body: make([]byte, 1<<20)}}}
+	// The reader takes the first message only after the writer had to
+	// wait for it: the pipe holds far less than a message.
+	read := make(chan error, 1)
+	go func() {
+		_, err := b.RecvOutput()
+		read <- err
+	}()
+	if err := a.SendOutput(big); err != nil {
+		t.Fatalf("a write its reader took: %v", err)
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	// Past the limit the first write set, a second one still waits its
+	// own limit for its reader.
+	time.Sleep(2 * limit)
+	go func() {
+		_, err := b.RecvOutput()
+		read <- err
+	}()
+	if err := a.SendOutput(big); err != nil {
+		t.Fatalf("a write after one that waited: %v", err)
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = a.SendOutput(big)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a write nobody reads: %v, want a timeout", err)
+	}
+	if waited := time.Since(start); waited < limit {
+		t.Fatalf("a write nobody reads failed after %v, before the silence limit %v", waited, limit)
+	}
+}

@@ -91,19 +91,29 @@ func (c *localConn) Write(p []byte) (int, error) {
 	if c.w == nil {
 		return 0, errOneWay
 	}
-	c.w.SetWriteDeadline(time.Now().Add(c.limit))
 	done := 0
 	var errno syscall.Errno
+	// Only a write that finds the pipe full waits, and only it sets the
+	// deadline of its wait (a deadline is a timer of the runtime's to
+	// move, at every write otherwise), and clears it after.
+	waited := false
 	err := c.rw.Write(func(fd uintptr) bool {
 		for errno = 0; done < len(p); {
 			var n int
 			if n, errno = rawIO(unix.SYS_WRITE, fd, p[done:]); errno != 0 {
+				if errno == unix.EAGAIN && !waited {
+					waited = true
+					c.w.SetWriteDeadline(time.Now().Add(c.limit))
+				}
 				return errno != unix.EAGAIN
 			}
 			done += n
 		}
 		return true
 	})
+	if waited {
+		c.w.SetWriteDeadline(time.Time{})
+	}
 	switch {
 	case c.closed.Load():
 		return done, net.ErrClosed

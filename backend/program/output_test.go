@@ -2,6 +2,7 @@ package program
 
 import (
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,12 @@ func TestOutputCredit(t *testing.T) {
 // A line without an end waits longer while the program could still be
 // writing it: a runnable thread is not a quiet terminal.
 func TestRunnableIsNotQuiet(t *testing.T) {
-	if !runnable(os.Getpid()) {
+	// The thread that reads the states is running while it does, as long
+	// as the reading goroutine does not move to another thread meanwhile.
+	runtime.LockOSThread()
+	self := runnable(os.Getpid())
+	runtime.UnlockOSThread()
+	if !self {
 		t.Error("this test's own process, which runs, is not runnable")
 	}
 	sleeper := testenv.Command(t, "sleep", "60")
