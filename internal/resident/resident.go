@@ -38,6 +38,17 @@ func DropExecutable() error {
 	if err != nil {
 		return err
 	}
+	return readOnly(maps, exe, func(lo, hi uint64) error {
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(lo), uintptr(hi-lo), unix.MADV_DONTNEED); e != 0 {
+			return fmt.Errorf("resident: unmapping %s's pages %#x-%#x: %w", exe, lo, hi, e)
+		}
+		return nil
+	})
+}
+
+// readOnly calls fn with the bounds of each read-only mapping of exe in
+// maps (as /proc/PID/maps gives them), and stops at its first error.
+func readOnly(maps []byte, exe string, fn func(lo, hi uint64) error) error {
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	for sc.Scan() {
 		// start-end perms offset dev inode path
@@ -51,8 +62,8 @@ func DropExecutable() error {
 		if !ok || err1 != nil || err2 != nil || hi <= lo {
 			return fmt.Errorf("resident: unreadable line of /proc/self/maps: %q", sc.Bytes())
 		}
-		if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(lo), uintptr(hi-lo), unix.MADV_DONTNEED); e != 0 {
-			return fmt.Errorf("resident: unmapping %s's pages %#x-%#x: %w", exe, lo, hi, e)
+		if err := fn(lo, hi); err != nil {
+			return err
 		}
 	}
 	return sc.Err()
