@@ -291,12 +291,10 @@ func (n *Node) checkChildren() {
 		if c.link == nil {
 			continue
 		}
-		if c.link.OnDemand() {
-			// A local link is asked for a word only while an answer is
-			// due from it, or it was found silent: idle, it wakes no one.
-			if c.link.Expect(c.quiet || awaited[c.index]) {
-				c.link.Ping()
-			}
+		// A link is asked for a word only while an answer is due from
+		// it, or it was found silent: idle, it wakes no one.
+		if c.link.Expect(c.quiet || awaited[c.index]) {
+			c.link.Ping()
 		}
 		silent := c.link.Silence()
 		switch {

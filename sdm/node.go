@@ -51,10 +51,10 @@ type Config struct {
 	// first, and again each time a server's link to its parent breaks and
 	// it dials again to rejoin.
 	ConnectTimeout time.Duration
-	// NotResponding is how long a child may go unheard (its link pings
-	// every second) before commands stop waiting for it: its ranks are
-	// answered at once as not responding, until it is heard from again
-	// (default 5 s).
+	// NotResponding is how long a child may go unheard while an answer
+	// is due from it (the node pings it every second meanwhile) before
+	// commands stop waiting for it: its ranks are answered at once as not
+	// responding, until it is heard from again (default 5 s).
 	NotResponding time.Duration
 	Link          wire.LinkConfig
 	// Layout says which ranks each server serves (nil: server i serves

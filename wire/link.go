@@ -21,9 +21,10 @@ type LinkConfig struct {
 	HandshakeTimeout time.Duration
 	// MaxFrame bounds one message (DefaultMaxFrame).
 	MaxFrame int
-	// KeepAlive is how often each end pings the other (DefaultKeepAlive),
-	// so that a live peer is heard from at least that often and Silence
-	// measures how long it has not been.
+	// KeepAlive is how often each end of a TCP link pings an idle peer
+	// (a quarter of Silence), so that a peer whose host vanished is
+	// dropped once silent for Silence. While an answer is due from the
+	// peer, the node that awaits it pings it every second (Expect).
 	KeepAlive time.Duration
 	// Silence is how long a link may go without a word from its peer
 	// before it is dropped (DefaultSilence): the peer's host is gone, or
@@ -33,9 +34,6 @@ type LinkConfig struct {
 	// Log receives the multiplexer's own complaints (discarded when nil).
 	Log io.Writer
 }
-
-// DefaultKeepAlive is the ping interval of links.
-const DefaultKeepAlive = time.Second
 
 // DefaultSilence is how long a link stays without a word from its peer.
 // A server that is alive answers a ping within milliseconds, but one may
@@ -49,12 +47,12 @@ const DefaultKeepAlive = time.Second
 // orphaned.
 const DefaultSilence = time.Minute
 
-// keepAlive is the ping interval cfg asks for.
+// keepAlive is the interval at which cfg's TCP links ping an idle peer.
 func (c LinkConfig) keepAlive() time.Duration {
 	if c.KeepAlive > 0 {
 		return c.KeepAlive
 	}
-	return DefaultKeepAlive
+	return c.SilenceLimit() / 4
 }
 
 // SilenceLimit is how long a link of this configuration stays silent

@@ -19,8 +19,16 @@ var epoch = time.Now()
 func clock() time.Duration { return time.Since(epoch) }
 
 // liveness tells how long a link's peer has been silent. The peer is
-// heard from whenever a record arrives (pings are answered with one at
-// least every interval); silence is the time since then.
+// heard from whenever a record arrives.
+//
+// Two silences count. A command's wait (Silence) counts only while an
+// answer is expected from the peer (Expect), and the node that expects
+// it pings the peer every second meanwhile: an idle link wakes nobody
+// for it. The link's own end (watch) counts every silence, for a peer
+// whose host vanished: a TCP link's watchdog pings an idle peer four
+// times within the silence limit, and drops the link once the peer has
+// said nothing for the limit. A local link has no watchdog: its peer's
+// end closes its pipes when it goes.
 //
 // A process that was stopped itself (SIGSTOP, a swapped-out node) finds
 // on waking that nothing arrived for as long as it slept, although the
@@ -28,39 +36,37 @@ func clock() time.Duration { return time.Since(epoch) }
 // socket. The watchdog ticks every interval; a tick that comes late says
 // that this process did not run, and the silence counts from then.
 type liveness struct {
-	heard    *atomic.Int64 // the last record (secureConn.heard)
+	heard *atomic.Int64 // the last record (secureConn.heard)
+	// interval is how often the watchdog ticks and pings; 0: no watchdog.
 	interval time.Duration
-	// onDemand: no watchdog; silence counts only while an answer is
-	// expected, from expect (Link.Expect), 0 when none is.
-	onDemand bool
-	expect   atomic.Int64
+	expect   atomic.Int64 // since when an answer is expected (Link.Expect), 0 when none is
 	pinging  atomic.Bool  // a ping is out: one at a time
 	ticked   atomic.Int64 // the watchdog's last tick
 	woke     atomic.Int64 // when the watchdog last found that this process had not run
 	dropped  atomic.Pointer[error]
 }
 
-// Silence is how long the peer has not been heard from; zero when this
-// process itself has not run lately and cannot tell.
+// Silence is how long the peer has not answered while an answer was
+// expected from it (Expect); zero while none is, whatever the time since
+// its last word.
 func (l *Link) Silence() time.Duration {
-	now := clock()
 	lv := &l.live
-	if lv.onDemand {
-		since := time.Duration(lv.expect.Load())
-		if since == 0 {
-			return 0
-		}
-		return max(now-max(time.Duration(lv.heard.Load()), since), 0)
+	since := time.Duration(lv.expect.Load())
+	if since == 0 {
+		return 0
 	}
-	if ticked := time.Duration(lv.ticked.Load()); ticked > 0 && now-ticked > 2*lv.interval {
-		return 0 // the watchdog is late: this process is only now running again
-	}
+	return max(clock()-max(time.Duration(lv.heard.Load()), since), 0)
+}
+
+// quiet is how long the peer has not been heard from at all, or since
+// this process last ran again after not running, if later.
+func (lv *liveness) quiet(now time.Duration) time.Duration {
 	last := max(time.Duration(lv.heard.Load()), time.Duration(lv.woke.Load()))
 	return max(now-last, 0)
 }
 
 // watch pings the peer every interval and drops the link once the peer
-// has been silent for limit.
+// has been quiet for limit.
 func (l *Link) watch(limit time.Duration) {
 	lv := &l.live
 	ticker := time.NewTicker(lv.interval)
@@ -74,11 +80,11 @@ func (l *Link) watch(limit time.Duration) {
 		}
 		now := clock()
 		if now-time.Duration(lv.ticked.Load()) > 2*lv.interval {
-			lv.woke.Store(int64(now))
+			lv.woke.Store(int64(now)) // the tick is late: this process did not run
 		}
 		lv.ticked.Store(int64(now))
-		if silent := l.Silence(); silent >= limit {
-			err := fmt.Errorf("%w: no word from %s for %v", ErrSilent, l.RemoteAddr(), silent.Round(time.Second))
+		if quiet := lv.quiet(now); quiet >= limit {
+			err := fmt.Errorf("%w: no word from %s for %v", ErrSilent, l.RemoteAddr(), quiet.Round(time.Second))
 			lv.dropped.CompareAndSwap(nil, &err)
 			l.Close()
 			return
@@ -102,13 +108,10 @@ func (l *Link) Ping() {
 	}
 }
 
-// OnDemand says whether the link pings only when asked (NewLocalLink).
-func (l *Link) OnDemand() bool { return l.live.onDemand }
-
-// Expect says, on a link that pings on demand, whether an answer is
-// awaited from the peer, and returns whether the link expects a word
-// from it now. While it does, Silence counts from the moment it began to
-// (or from the peer's last word, if later). An answer that was awaited
+// Expect says whether an answer is awaited from the peer, and returns
+// whether the link expects a word from it now. While it does, Silence
+// counts from the moment it began to (or from the peer's last word, if
+// later). An answer that was awaited
 // and never came keeps it expecting until the peer is heard from, so that
 // a peer that went silent stays silent. A link that expects nothing
 // finds its peer not silent, whatever the time since its last word.

@@ -76,7 +76,7 @@ func NewLocalLink(conn net.Conn, initiator bool, cfg LinkConfig) (*Link, error) 
 		control: NewCodec(control, cfg.MaxFrame),
 		output:  NewCodec(output, cfg.MaxFrame),
 		done:    make(chan struct{}),
-		live:    liveness{heard: heard, interval: cfg.keepAlive(), onDemand: true},
+		live:    liveness{heard: heard},
 	}, nil
 }
 

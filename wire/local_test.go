@@ -126,44 +126,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// A local link pings on demand: idle, its peer is never silent; awaited,
-// the link expects a word until the peer answers a ping (both ends read
-// their control streams, as nodes always do).
-func TestLocalLinkPingsOnDemand(t *testing.T) {
-	a, b := localPair(t)
-	for _, l := range []*Link{a, b} {
-		go func() {
-			for {
-				if _, err := l.Recv(); err != nil {
-					return
-				}
-			}
-		}()
-	}
-	if !a.OnDemand() || a.Silence() != 0 || a.Expect(false) {
-		t.Fatalf("an idle local link: on demand %v, silence %v", a.OnDemand(), a.Silence())
-	}
-	if !a.Expect(true) {
-		t.Fatal("Expect(true) expects nothing")
-	}
-	// Awaited and not answered yet: still expected when no longer awaited.
-	if !a.Expect(false) {
-		t.Fatal("an answer that never came stopped being expected")
-	}
-	a.Ping()
-	deadline := time.Now().Add(10 * time.Second)
-	for a.Expect(false) {
-		if time.Now().After(deadline) {
-			t.Fatal("the peer's answer to a ping never cleared the expectation")
-		}
-		waitFor := time.NewTimer(time.Millisecond) // polling a flag that no event announces
-		<-waitFor.C
-	}
-	if a.Silence() != 0 {
-		t.Fatalf("silence %v once nothing is expected", a.Silence())
-	}
-}
-
 // localResponder dials a leader's end of a local link (NewLocalLink as
 // the responder) in the background, and returns the dialled socket and
 // where the leader's outcome comes.
