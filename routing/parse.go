@@ -14,6 +14,13 @@ import (
 // a file without newlines from being buffered whole.
 const maxLine = 64 << 10
 
+// readBuffer is what a parse reads through: every server parses the
+// routing file at its start, and what the parse allocates stays resident
+// in a server whose heap never reaches its first collection, so a line
+// longer than it is gathered apart instead of sizing the buffer for the
+// longest line allowed.
+const readBuffer = 4 << 10
+
 // Parse reads a routing file from r. The name is only used in error
 // messages, which have the form "name:line: problem". A file with fewer
 // complete entries than its header announces, or an empty one, yields an
@@ -23,11 +30,19 @@ const maxLine = 64 << 10
 // first offending line.
 func Parse(r io.Reader, name string) (*Table, error) {
 	p := parser{name: name}
-	br := bufio.NewReaderSize(r, maxLine)
+	br := bufio.NewReaderSize(r, readBuffer)
+	var long []byte // a line longer than the buffer, gathered so far
 	for {
 		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
+		if len(long)+len(line) > maxLine {
 			return nil, lineError(name, p.line+1, "line longer than %d bytes", maxLine)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			continue
+		}
+		if long != nil {
+			line, long = append(long, line...), nil
 		}
 		if len(line) > 0 {
 			if perr := p.add(line); perr != nil {
@@ -114,6 +129,7 @@ func (p *parser) header(text []byte) error {
 	p.n = n
 	p.seen = make([]uint64, (n+63)/64)
 	p.entries = make([]Entry, 0, min(n, 4096))
+	p.lines = make([]int, 0, cap(p.entries))
 	return nil
 }
 
@@ -207,6 +223,10 @@ func (p *parser) finish() (*Table, error) {
 		}
 		return nil, &incompleteError{p.name, detail}
 	}
+	if inOrder(p.entries) {
+		// As launchers write them: the entries are the table already.
+		return &Table{Entries: p.entries, name: p.name, lines: p.lines}, nil
+	}
 	// N distinct indices below N: a permutation, so placing each entry at
 	// its index fills every slot.
 	out, lines := make([]Entry, p.n), make([]int, p.n)
@@ -214,4 +234,14 @@ func (p *parser) finish() (*Table, error) {
 		out[e.Index], lines[e.Index] = e, p.lines[k]
 	}
 	return &Table{Entries: out, name: p.name, lines: lines}, nil
+}
+
+// inOrder says whether each entry is at its index.
+func inOrder(entries []Entry) bool {
+	for k, e := range entries {
+		if e.Index != k {
+			return false
+		}
+	}
+	return true
 }

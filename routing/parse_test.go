@@ -2,6 +2,7 @@ package routing
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -169,5 +170,36 @@ func TestParseSharesHostStrings(t *testing.T) {
 	}
 	if unsafe.StringData(tab.Entries[0].Host) != unsafe.StringData(tab.Entries[2].Host) {
 		t.Error("equal consecutive hosts were not shared")
+	}
+}
+
+// Every server parses the routing file at its start, and what that
+// allocates stays: a file of 1024 entries in order, as launchers write
+// them, costs little more than its entries (32 KB) and their lines.
+func TestParseIsFrugal(t *testing.T) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "1024\n")
+	for i := range 1024 {
+		fmt.Fprintf(&b, "%d node-%03d.cluster.example %d\n", i, i/128, 50000+i)
+	}
+	in := b.String()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	tab, err := parseString(in)
+	runtime.ReadMemStats(&after)
+	if err != nil || tab.Size() != 1024 || tab.Entries[517].Port != 50517 || tab.Where(517) != "routes:519" {
+		t.Fatalf("%v, %v", tab, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+		t.Errorf("parsing %d bytes allocated %d bytes", len(in), got)
+	}
+}
+
+// A line longer than what the parse reads at a time is read whole.
+func TestParseLongLine(t *testing.T) {
+	in := "2\n0 h 1" + strings.Repeat(" ", 3*readBuffer) + "\n1 h 2\n"
+	tab, err := parseString(in)
+	if err != nil || tab.Entries[0].Port != 1 || tab.Entries[1].Port != 2 || tab.Where(1) != "routes:3" {
+		t.Fatalf("%v, %v", tab, err)
 	}
 }
