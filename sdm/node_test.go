@@ -48,6 +48,20 @@ type dialer = func(context.Context) (net.Conn, error)
 // wrapped by wrap, when not nil.
 func startTreeDialling(t testing.TB, n, fanout int, wrap func(id int, dial dialer) dialer, program string, args ...string) *tree {
 	t.Helper()
+	tt := launchTree(t, n, fanout, wrap, func(id int) backend.Backend { return sim.New(backendConfig(id, n)) })
+	start := wire.MustEncode(wire.Start{Program: program, Args: args})
+	groups := tt.command(wire.All(n), wire.OpStart, start, 5*time.Second)
+	if len(groups) == 0 || groups[0].Status != wire.StatusOK {
+		t.Fatalf("start: %s", describe(groups))
+	}
+	return tt
+}
+
+// launchTree brings up n servers, each with the backend newBackend makes
+// for it, plus the master, and waits until all joined; wrap, when not
+// nil, wraps node id's dialling of its parent.
+func launchTree(t testing.TB, n, fanout int, wrap func(id int, dial dialer) dialer, newBackend func(id int) backend.Backend) *tree {
+	t.Helper()
 	cfg := wire.LinkConfig{Key: testKey(1)}
 	ln, err := client.Listen("127.0.0.1:0", cfg, nil)
 	if err != nil {
@@ -74,7 +88,7 @@ func startTreeDialling(t testing.TB, n, fanout int, wrap func(id int, dial diale
 			nc.DialUp = wrap(id, nc.DialUp)
 		}
 		if id != tr.Master() {
-			nc.Backends = map[int]backend.Backend{id: sim.New(backendConfig(id, n))}
+			nc.Backends = map[int]backend.Backend{id: newBackend(id)}
 		}
 		node, err := sdm.New(nc)
 		if err != nil {
@@ -95,11 +109,6 @@ func startTreeDialling(t testing.TB, n, fanout int, wrap func(id int, dial diale
 	t.Cleanup(tt.stop)
 	if err := s.WaitConnected(ctx, nil); err != nil {
 		t.Fatal(err)
-	}
-	start := wire.MustEncode(wire.Start{Program: program, Args: args})
-	groups := tt.command(wire.All(n), wire.OpStart, start, 5*time.Second)
-	if len(groups) == 0 || groups[0].Status != wire.StatusOK {
-		t.Fatalf("start: %s", describe(groups))
 	}
 	return tt
 }
