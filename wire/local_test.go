@@ -328,32 +328,27 @@ func TestLocalLinkWriteWaitsForItsReader(t *testing.T) {
 		return NewLocalLink(c, dialer, LinkConfig{Silence: limit})
 	})
 	big := &Message{Kind: KindEvent, Op: EventOutput, Groups: []Group{{Ranks: Single(0), Body: make([]byte, 1<<20)}}}
-	// The reader takes the first message only after the writer had to
-	// wait for it: the pipe holds far less than a message.
-	read := make(chan error, 1)
-	go func() {
-		_, err := b.RecvOutput()
-		read <- err
-	}()
-	if err := a.SendOutput(big); err != nil {
-		t.Fatalf("a write its reader took: %v", err)
+	// The reader takes each message only after the writer had to wait
+	// for it: the pipe holds far less than a message.
+	sendRead := func(what string) {
+		t.Helper()
+		read := make(chan error, 1)
+		go func() {
+			_, err := b.RecvOutput()
+			read <- err
+		}()
+		if err := a.SendOutput(big); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if err := <-read; err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := <-read; err != nil {
-		t.Fatal(err)
-	}
+	sendRead("a write its reader took")
 	// Past the limit the first write set, a second one still waits its
 	// own limit for its reader.
 	time.Sleep(2 * limit)
-	go func() {
-		_, err := b.RecvOutput()
-		read <- err
-	}()
-	if err := a.SendOutput(big); err != nil {
-		t.Fatalf("a write after one that waited: %v", err)
-	}
-	if err := <-read; err != nil {
-		t.Fatal(err)
-	}
+	sendRead("a write after one that waited")
 	start := time.Now()
 	err = a.SendOutput(big)
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
