@@ -41,8 +41,6 @@ type liveness struct {
 	interval time.Duration
 	expect   atomic.Int64 // since when an answer is expected (Link.Expect), 0 when none is
 	pinging  atomic.Bool  // a ping is out: one at a time
-	ticked   atomic.Int64 // the watchdog's last tick
-	woke     atomic.Int64 // when the watchdog last found that this process had not run
 	dropped  atomic.Pointer[error]
 }
 
@@ -58,20 +56,15 @@ func (l *Link) Silence() time.Duration {
 	return max(clock()-max(time.Duration(lv.heard.Load()), since), 0)
 }
 
-// quiet is how long the peer has not been heard from at all, or since
-// this process last ran again after not running, if later.
-func (lv *liveness) quiet(now time.Duration) time.Duration {
-	last := max(time.Duration(lv.heard.Load()), time.Duration(lv.woke.Load()))
-	return max(now-last, 0)
-}
-
 // watch pings the peer every interval and drops the link once the peer
-// has been quiet for limit.
+// has not been heard from for limit (counted from this process's waking,
+// if it did not run since).
 func (l *Link) watch(limit time.Duration) {
 	lv := &l.live
 	ticker := time.NewTicker(lv.interval)
 	defer ticker.Stop()
-	lv.ticked.Store(int64(clock()))
+	var woke time.Duration // when a late tick last said this process had not run
+	ticked := clock()
 	for {
 		select {
 		case <-l.Done():
@@ -79,11 +72,11 @@ func (l *Link) watch(limit time.Duration) {
 		case <-ticker.C:
 		}
 		now := clock()
-		if now-time.Duration(lv.ticked.Load()) > 2*lv.interval {
-			lv.woke.Store(int64(now)) // the tick is late: this process did not run
+		if now-ticked > 2*lv.interval {
+			woke = now
 		}
-		lv.ticked.Store(int64(now))
-		if quiet := lv.quiet(now); quiet >= limit {
+		ticked = now
+		if quiet := now - max(time.Duration(lv.heard.Load()), woke); quiet >= limit {
 			err := fmt.Errorf("%w: no word from %s for %v", ErrSilent, l.RemoteAddr(), quiet.Round(time.Second))
 			lv.dropped.CompareAndSwap(nil, &err)
 			l.Close()
@@ -111,10 +104,10 @@ func (l *Link) Ping() {
 // Expect says whether an answer is awaited from the peer, and returns
 // whether the link expects a word from it now. While it does, Silence
 // counts from the moment it began to (or from the peer's last word, if
-// later). An answer that was awaited
-// and never came keeps it expecting until the peer is heard from, so that
-// a peer that went silent stays silent. A link that expects nothing
-// finds its peer not silent, whatever the time since its last word.
+// later). An answer that was awaited and never came keeps it expecting
+// until the peer is heard from, so that a peer that went silent stays
+// silent. A link that expects nothing finds its peer not silent,
+// whatever the time since its last word.
 func (l *Link) Expect(awaited bool) bool {
 	lv := &l.live
 	if awaited {
