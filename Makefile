@@ -122,7 +122,8 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./wire/ ./sdm/ ./op/
 	$(GO) test -run '^$$' -bench 'BringUp$$' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'BringUpOrder' -benchtime 2x ./integration/
-	$(GO) test -run '^$$' -bench 'Broadcast' -benchtime 200x ./integration/
+	$(GO) test -run '^$$' -bench 'Broadcast$$' -benchtime 200x ./integration/
+	$(GO) test -run '^$$' -bench 'PausedBroadcast' -benchtime 5x ./integration/
 	$(GO) test -run '^$$' -bench 'Idle' -benchtime 1x ./integration/
 	$(GO) test -run '^$$' -bench 'StalledServer' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'GDB64' -benchtime 3x ./integration/

@@ -136,25 +136,62 @@ func BenchmarkBroadcast(b *testing.B) {
 	}
 }
 
+// BenchmarkPausedBroadcast measures the round trip of a command to every
+// rank after a pause long enough for the servers to trim themselves: the
+// first command after it maps back what the servers run.
+func BenchmarkPausedBroadcast(b *testing.B) {
+	for _, n := range []int{256, 1024} {
+		b.Run(fmt.Sprintf("ranks=%d/tree=hosts", n), func(b *testing.B) {
+			s := benchLaunchShape(b, n, 0, false)
+			defer s.End(30 * time.Second)
+			var rtts []time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				time.Sleep(trimQuiet) // the pause being measured after, not a synchronisation
+				b.StartTimer()
+				start := time.Now()
+				groups, err := s.Command(context.Background(), wire.All(n), wire.OpWhere, nil, 30*time.Second)
+				rtts = append(rtts, time.Since(start))
+				if err != nil || !okRanks(groups).Equal(wire.All(n)) {
+					b.Fatalf("broadcast: %s %v", describe(groups), err)
+				}
+			}
+			slices.Sort(rtts)
+			b.ReportMetric(float64(rtts[len(rtts)/2].Microseconds())/1000, "ms-median")
+		})
+	}
+}
+
 // BenchmarkIdle measures what a tree costs while nobody types: the CPU of
-// every process over a quiet period, and the memory of a rank server.
+// every process over a quiet period, and the memory of a rank server,
+// after a few commands and, at 256 ranks, after a long session's
+// thousands (which a server's trimming gives back once it is quiet).
 func BenchmarkIdle(b *testing.B) {
 	for _, n := range []int{256, 1024} {
 		for _, tree := range benchTrees {
-			b.Run(fmt.Sprintf("ranks=%d/tree=%s", n, tree), func(b *testing.B) {
-				benchIdle(b, n, tree == "ranks")
-			})
+			for _, commands := range []int{20, 2000} {
+				if commands > 20 && (n > 256 || tree == "ranks") {
+					continue // minutes of broadcasts for the same story
+				}
+				b.Run(fmt.Sprintf("ranks=%d/tree=%s/commands=%d", n, tree, commands), func(b *testing.B) {
+					benchIdle(b, n, tree == "ranks", commands)
+				})
+			}
 		}
 	}
 }
 
-// benchIdle measures the idle CPU and the memory of a tree of n ranks.
-func benchIdle(b *testing.B, n int, rankTree bool) {
+// trimQuiet is how long a rank server waits in quiet before it trims
+// itself (server.trimQuiet), and a margin for a loaded machine.
+const trimQuiet = 2*time.Second + time.Second
+
+// benchIdle measures the idle CPU and the memory of a tree of n ranks
+// after it has answered commands broadcasts.
+func benchIdle(b *testing.B, n int, rankTree bool, commands int) {
 	s := benchLaunchShape(b, n, 0, rankTree)
 	defer s.End(30 * time.Second)
 	job := s.Job.(*local.Job)
-	// Memory as steady work leaves it: a few broadcasts after the start.
-	for range 20 {
+	for range commands {
 		if _, err := s.Command(context.Background(), wire.All(n), wire.OpWhere, nil, 30*time.Second); err != nil {
 			b.Fatal(err)
 		}
@@ -163,6 +200,8 @@ func benchIdle(b *testing.B, n int, rankTree bool) {
 	for r := 0; r <= n; r++ {
 		pids = append(pids, job.Process(r).Pid)
 	}
+	// The servers trim themselves once quiet: what is measured is after.
+	time.Sleep(trimQuiet)
 	const quiet = 5 * time.Second
 	for b.Loop() {
 		before := cpuTicks(b, pids)

@@ -146,7 +146,7 @@ func (n *Node) reply(cl *call) {
 		n.sendUp(&wire.Message{Kind: wire.KindEvent, Op: wire.EventOutputEnd}, (*wire.Link).SendOutput)
 	}
 	n.sendUp(cl.reply(), (*wire.Link).Send)
-	if n.cfg.AfterStart != nil {
-		n.started.Do(n.cfg.AfterStart)
+	if n.cfg.AfterAnswer != nil {
+		n.cfg.AfterAnswer()
 	}
 }

@@ -71,11 +71,12 @@ type Config struct {
 	// Trace, when set, receives what the node does: children joining,
 	// commands arriving (sdm --debug).
 	Trace *log.Logger
-	// AfterStart, when set, is called once, after the node's first answer
-	// has gone up: its start is over, and what it runs from then on is
+	// AfterAnswer, when set, is called after each answer of the node has
+	// gone up: the first ends its start, and what it runs from then on is
 	// its steady work (a rank server lets go of the pages of its
-	// executable that its start touched: resident.DropExecutable).
-	AfterStart func()
+	// executable that its start touched, and trims itself when it has
+	// been quiet for a while: resident.Trimmer).
+	AfterAnswer func()
 }
 
 // quitWait bounds how long a node that is told to stop waits for its
@@ -120,7 +121,6 @@ type Node struct {
 	calls    map[uint64]*call
 	quitting bool     // the session is ending: lost children are expected
 	quitAcks chan int // children's answers to a stopping node's quit
-	started  sync.Once
 }
 
 // child is the slot of one child in the tree, connected or not.

@@ -42,7 +42,7 @@ type ServerOptions struct {
 	EventWindow time.Duration
 	Log         *log.Logger
 	Trace       *log.Logger // what the node does, for --debug
-	AfterStart  func()      // Config.AfterStart
+	AfterAnswer func()      // Config.AfterAnswer
 }
 
 // Serve runs a rank server: it waits for the routing file, listens for its
@@ -135,7 +135,7 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	node, err := New(Config{
 		Index: o.Index, Tree: tree, Listener: ln, Local: local, DialUp: dial, ConnectTimeout: o.Timeout,
 		Link: o.Link, Layout: o.Layout, Backends: backends, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
-		AfterStart: o.AfterStart,
+		AfterAnswer: o.AfterAnswer,
 	})
 	if err != nil {
 		closeAll(backends)

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
@@ -34,6 +35,17 @@ import (
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/stackwalk"
 	"github.com/sdm-hpc/sdm/wire"
+)
+
+// A rank server trims itself (resident.Trimmer) once it has been quiet
+// for trimQuiet, a pause longer than those within a script's or a
+// stepping user's burst of commands, and collects when its commands
+// allocated trimGarbage since it last did: a member of a host node
+// allocates a few kilobytes per command, so it collects every few hundred
+// commands, at a pause, and never while it is idle.
+const (
+	trimQuiet   = 2 * time.Second
+	trimGarbage = 1 << 20
 )
 
 // Config is a server as its flags describe it. The master's options hold
@@ -171,11 +183,8 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		// A host's hundred servers share the pages of one executable, but
 		// each one's RSS counts those it mapped, and resource managers add
 		// up RSS: once a server has answered its first command, it keeps
-		// mapped only what it uses from then on.
-		AfterStart: func() {
-			if err := resident.DropExecutable(); err != nil {
-				c.Log.Printf("%v", err)
-			}
-		},
+		// mapped only what it uses from then on, and it gives back what
+		// its commands left behind once it is idle.
+		AfterAnswer: resident.NewTrimmer(trimQuiet, trimGarbage, func(err error) { c.Log.Printf("%v", err) }).Busy,
 	}, nil
 }

@@ -1,0 +1,90 @@
+package resident
+
+import (
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+// forced counts the collections the program asked for (debug.FreeOSMemory
+// among them).
+func forced() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// sink keeps garbage from being optimised away.
+var sink []byte
+
+// startTrimmer returns a trimmer whose trims are sent on the channel it
+// returns, and that has ended its start.
+func startTrimmer(t *testing.T, quiet time.Duration, garbage uint64) (*Trimmer, <-chan struct{}) {
+	t.Helper()
+	trims := make(chan struct{}, 100)
+	tr := NewTrimmer(quiet, garbage, func(err error) { t.Error(err) })
+	tr.onTrim = func() { trims <- struct{}{} }
+	tr.Busy()
+	return tr, trims
+}
+
+// waitTrim waits for the next trim, for 10 s at most.
+func waitTrim(t *testing.T, trims <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-trims:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no trim 10 s after the process went quiet")
+	}
+}
+
+// After a quiet spell that follows enough garbage, the trimmer collects
+// (and lets go of the executable, which TestDropExecutable covers); after
+// one that follows little, it does not collect.
+func TestTrimmerCollectsWhenThereIsGarbage(t *testing.T) {
+	tr, trims := startTrimmer(t, 20*time.Millisecond, 4<<20)
+	before := forced()
+	waitTrim(t, trims)
+	if n := forced() - before; n != 0 {
+		t.Errorf("%d collections after a quiet spell with little garbage, want none", n)
+	}
+	for range 64 {
+		sink = make([]byte, 128<<10)
+	}
+	tr.Busy()
+	waitTrim(t, trims)
+	if n := forced() - before; n != 1 {
+		t.Errorf("%d collections after 8 MB of garbage and a quiet spell, want 1", n)
+	}
+	tr.Busy()
+	waitTrim(t, trims)
+	if n := forced() - before; n != 1 {
+		t.Errorf("%d collections after a second quiet spell with no new garbage, want still 1", n)
+	}
+}
+
+// A process that keeps working is not trimmed, and one that stays quiet
+// is trimmed once.
+func TestTrimmerWaitsForQuiet(t *testing.T) {
+	const quiet = time.Second
+	tr, trims := startTrimmer(t, quiet, 1<<62)
+	waitTrim(t, trims)
+	// Work in steps well within the quiet spell, for longer than one.
+	tick := time.NewTicker(quiet / 20)
+	defer tick.Stop()
+	for range 30 {
+		<-tick.C
+		tr.Busy()
+		select {
+		case <-trims:
+			t.Fatalf("trimmed while busy")
+		default:
+		}
+	}
+	waitTrim(t, trims)
+	select {
+	case <-trims:
+		t.Errorf("trimmed twice for one quiet spell")
+	case <-time.After(2 * quiet):
+	}
+}
