@@ -1,6 +1,7 @@
 package resident
 
 import (
+	"bytes"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ func forced() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// sink keeps garbage from being optimised away.
-var sink []byte
+// sink holds memory until it is garbage.
+var sink [][]byte
 
 // startTrimmer returns a trimmer whose trims are sent on the channel it
 // returns, and that has ended its start.
@@ -48,9 +49,12 @@ func TestTrimmerCollectsWhenThereIsGarbage(t *testing.T) {
 	if n := forced() - before; n != 0 {
 		t.Errorf("%d collections after a quiet spell with little garbage, want none", n)
 	}
+	// 8 MB the process writes to, so that they are resident, and then
+	// lets go of.
 	for range 64 {
-		sink = make([]byte, 128<<10)
+		sink = append(sink, bytes.Repeat([]byte{1}, 128<<10))
 	}
+	sink = nil
 	tr.Busy()
 	waitTrim(t, trims)
 	if n := forced() - before; n != 1 {
