@@ -21,10 +21,10 @@ import (
 //
 // So, after each quiet spell, the trimmer lets go of the executable's
 // pages again, and first collects and returns the free heap to the kernel
-// if the process's anonymous memory grew enough since it last did. The next command maps back
-// what it runs (a few dozen page faults per process). Nothing runs while
-// the process is busy, nor while it stays quiet: an idle process is not
-// woken.
+// if the process's anonymous memory grew enough since it last did. The
+// next command maps back what it runs (a few dozen page faults per
+// process). Nothing runs while the process is busy, nor while it stays
+// quiet: an idle process is not woken.
 type Trimmer struct {
 	quiet   time.Duration
 	garbage uint64
