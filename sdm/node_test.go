@@ -48,7 +48,11 @@ type dialer = func(context.Context) (net.Conn, error)
 // wrapped by wrap, when not nil.
 func startTreeDialling(t testing.TB, n, fanout int, wrap func(id int, dial dialer) dialer, program string, args ...string) *tree {
 	t.Helper()
-	tt := launchTree(t, n, fanout, wrap, func(id int) backend.Backend { return sim.New(backendConfig(id, n)) })
+	var configure func(*sdm.Config)
+	if wrap != nil {
+		configure = func(c *sdm.Config) { c.DialUp = wrap(c.Index, c.DialUp) }
+	}
+	tt := launchTree(t, n, fanout, configure, func(id int) backend.Backend { return sim.New(backendConfig(id, n)) })
 	start := wire.MustEncode(wire.Start{Program: program, Args: args})
 	groups := tt.command(wire.All(n), wire.OpStart, start, 5*time.Second)
 	if len(groups) == 0 || groups[0].Status != wire.StatusOK {
@@ -58,9 +62,9 @@ func startTreeDialling(t testing.TB, n, fanout int, wrap func(id int, dial diale
 }
 
 // launchTree brings up n servers, each with the backend newBackend makes
-// for it, plus the master, and waits until all joined; wrap, when not
-// nil, wraps node id's dialling of its parent.
-func launchTree(t testing.TB, n, fanout int, wrap func(id int, dial dialer) dialer, newBackend func(id int) backend.Backend) *tree {
+// for it, plus the master, and waits until all joined; configure, when
+// not nil, changes each node's configuration first.
+func launchTree(t testing.TB, n, fanout int, configure func(*sdm.Config), newBackend func(id int) backend.Backend) *tree {
 	t.Helper()
 	cfg := wire.LinkConfig{Key: testKey(1)}
 	ln, err := client.Listen("127.0.0.1:0", cfg, nil)
@@ -84,11 +88,11 @@ func launchTree(t testing.TB, n, fanout int, wrap func(id int, dial dialer) dial
 			up = listeners[p].Addr().String()
 		}
 		nc := sdm.Config{Index: id, Tree: tr, Listener: listeners[id], DialUp: sdm.DialTCP(up), Link: cfg}
-		if wrap != nil {
-			nc.DialUp = wrap(id, nc.DialUp)
-		}
 		if id != tr.Master() {
 			nc.Backends = map[int]backend.Backend{id: newBackend(id)}
+		}
+		if configure != nil {
+			configure(&nc)
 		}
 		node, err := sdm.New(nc)
 		if err != nil {
@@ -383,3 +387,34 @@ var (
 	describe = testenv.Describe
 	okRanks  = testenv.OKRanks
 )
+
+// A server is told after each answer it sends up (a rank server trims
+// itself once those stop for a while).
+func TestAfterAnswerFollowsEachAnswer(t *testing.T) {
+	const n, commands = 6, 4
+	answered := make(chan int, 100)
+	tt := launchTree(t, n, 2, func(c *sdm.Config) {
+		id := c.Index
+		c.AfterAnswer = func() { answered <- id }
+	}, func(id int) backend.Backend { return sim.New(backendConfig(id, n)) })
+	tt.command(wire.All(n), wire.OpStart, wire.MustEncode(wire.Start{Program: "ring"}), 5*time.Second)
+	for range commands - 1 {
+		tt.command(wire.All(n), wire.OpWhere, nil, 5*time.Second)
+	}
+	// Every node answers each command, the master too.
+	got := map[int]int{}
+	deadline := time.After(10 * time.Second)
+	for range (n + 1) * commands {
+		select {
+		case id := <-answered:
+			got[id]++
+		case <-deadline:
+			t.Fatalf("answers told after 10 s: %v, want %d for each node", got, commands)
+		}
+	}
+	for id := 0; id <= n; id++ {
+		if got[id] != commands {
+			t.Errorf("node %d told of %d answers, want %d (all: %v)", id, got[id], commands, got)
+		}
+	}
+}
