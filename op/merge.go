@@ -1,6 +1,7 @@
 package op
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/sdm-hpc/sdm/wire"
@@ -42,13 +43,31 @@ func (m *Identical) AddRank(rank int, status wire.Status, body []byte) {
 	m.groups[m.lookup(status, body)].ranks.Add(rank)
 }
 
+// linearGroups is how many distinct groups a merger tells apart by
+// comparing bodies before it indexes them: most commands have a handful
+// of distinct answers, and a rank server's merger sees one, for which an
+// index would be most of what the command allocates.
+const linearGroups = 8
+
 func (m *Identical) lookup(status wire.Status, body []byte) int {
 	if m.index == nil {
-		m.index = make(map[string]int)
+		for i := range m.groups {
+			if g := &m.groups[i]; g.status == status && bytes.Equal(g.body, body) {
+				return i
+			}
+		}
+		if len(m.groups) < linearGroups {
+			m.groups = append(m.groups, identicalGroup{status: status, body: body})
+			return len(m.groups) - 1
+		}
+		m.index = make(map[string]int, 2*linearGroups)
+		for i, g := range m.groups {
+			m.index[string(g.key(m.scratch[:0]))] = i
+		}
 	}
-	// The key is the status byte followed by the body; the map lookup with
-	// string(key) does not allocate, so merging a million answers is cheap.
-	m.scratch = append(append(m.scratch[:0], byte(status)), body...)
+	// The map lookup with string(key) does not allocate, so merging a
+	// million answers is cheap.
+	m.scratch = identicalGroup{status: status, body: body}.key(m.scratch[:0])
 	i, ok := m.index[string(m.scratch)]
 	if !ok {
 		i = len(m.groups)
@@ -56,6 +75,11 @@ func (m *Identical) lookup(status wire.Status, body []byte) int {
 		m.groups = append(m.groups, identicalGroup{status: status, body: body})
 	}
 	return i
+}
+
+// key appends g's index key to b: the status byte, then the body.
+func (g identicalGroup) key(b []byte) []byte {
+	return append(append(b, byte(g.status)), g.body...)
 }
 
 // Groups implements Merger.

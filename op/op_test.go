@@ -1,6 +1,7 @@
 package op_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/sdm-hpc/sdm/op"
@@ -96,6 +97,35 @@ func TestIdenticalMergesEqualBytesInRankOrder(t *testing.T) {
 	// An op outside the table (a backend's own) merges identical bytes too.
 	if _, ok := op.NewMerger("sim.sleep").(*op.Identical); !ok {
 		t.Error("an op outside the table got a merger other than Identical")
+	}
+}
+
+// Many distinct answers merge as a few do: the merger compares the first
+// ones body by body and indexes them past that, and an answer equal to
+// one of either kind joins its group.
+func TestIdenticalMergesManyDistinctAnswers(t *testing.T) {
+	const distinct, ranks = 20, 200
+	var m op.Identical
+	for r := range ranks {
+		status := wire.StatusOK
+		if r%distinct == 7 {
+			status = wire.StatusError
+		}
+		m.AddRank(r, status, []byte(fmt.Sprintf("answer %d", r%distinct)))
+	}
+	got := m.Groups()
+	if len(got) != distinct {
+		t.Fatalf("%d groups of %d distinct answers: %+v", len(got), distinct, got)
+	}
+	for i, g := range got {
+		var b wire.Builder
+		for r := i; r < ranks; r += distinct {
+			b.Add(r)
+		}
+		want := b.Set()
+		if !g.Ranks.Equal(want) || string(g.Body) != fmt.Sprintf("answer %d", i) || (g.Status == wire.StatusError) != (i == 7) {
+			t.Errorf("group %d is [%v] %v %q, want [%v] %q", i, g.Ranks, g.Status, g.Body, want, fmt.Sprintf("answer %d", i))
+		}
 	}
 }
 
