@@ -20,3 +20,27 @@ func (f Frame) EncodeMsgpack(e *msgpack.Encoder) error {
 	}
 	return e.EncodeString(f.From)
 }
+
+// EncodeMsgpack writes s as reflection would, a map of its one field,
+// with each frame encoded by Frame.EncodeMsgpack: reflection would box
+// every frame to call it.
+func (s Stack) EncodeMsgpack(e *msgpack.Encoder) error {
+	if err := e.EncodeMapLen(1); err != nil {
+		return err
+	}
+	if err := e.EncodeString("Frames"); err != nil {
+		return err
+	}
+	if s.Frames == nil {
+		return e.EncodeNil()
+	}
+	if err := e.EncodeArrayLen(len(s.Frames)); err != nil {
+		return err
+	}
+	for _, f := range s.Frames {
+		if err := f.EncodeMsgpack(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -17,6 +17,35 @@ type reflected struct {
 	From     string
 }
 
+// A stack encodes to the bytes reflection gives, whatever its frames.
+func TestStackEncoding(t *testing.T) {
+	frames := []reflected{{Func: "MPI_Recv", From: "libmpi.so"}, {Func: "main", File: "ring.c", Line: 42}}
+	for _, rs := range [][]reflected{nil, {}, frames[:1], frames} {
+		var s Stack
+		if rs != nil {
+			s.Frames = []Frame{}
+		}
+		for _, r := range rs {
+			s.Frames = append(s.Frames, Frame{Func: r.Func, File: r.File, Line: r.Line, From: r.From})
+		}
+		got, err := msgpack.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := msgpack.Marshal(struct{ Frames []reflected }{rs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%+v encodes to %x, reflection to %x", s, got, want)
+		}
+		var back Stack
+		if err := msgpack.Unmarshal(got, &back); err != nil || len(back.Frames) != len(rs) {
+			t.Errorf("%+v came back as %+v, %v", s, back, err)
+		}
+	}
+}
+
 // A frame encodes to the bytes reflection gives, so that stacks merge
 // with those of servers that encode by reflection, and decodes back.
 func TestFrameEncoding(t *testing.T) {
