@@ -101,7 +101,9 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	if again {
 		n.log.Printf("server %d rejoined from %s", c.index, peer)
 	}
-	n.cfg.Trace.Printf("server %d joined from %s", c.index, peer)
+	if n.cfg.Trace != nil {
+		n.cfg.Trace.Printf("server %d joined from %s", c.index, peer)
+	}
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)

@@ -23,7 +23,9 @@ func margin(timeout time.Duration) time.Duration {
 // (lost), one that has not been heard from lately too (not responding),
 // and the others get m through their outboxes.
 func (n *Node) command(ctx context.Context, m *wire.Message) {
-	n.cfg.Trace.Printf("command %d %s to [%v], %v", m.ID, m.Op, m.Ranks, m.Timeout)
+	if n.cfg.Trace != nil { // boxing the arguments would allocate at every command
+		n.cfg.Trace.Printf("command %d %s to [%v], %v", m.ID, m.Op, m.Ranks, m.Timeout)
+	}
 	cl := &call{id: m.ID, op: m.Op, merger: op.NewMerger(m.Op), cancel: func() {}, waiting: make(map[int]wire.RankSet),
 		flushBy: time.Now().Add(m.Timeout - margin(m.Timeout))}
 	n.mu.Lock()

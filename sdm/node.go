@@ -210,9 +210,6 @@ func New(cfg Config) (*Node, error) {
 	if n.log == nil {
 		n.log = log.New(io.Discard, "", 0)
 	}
-	if n.cfg.Trace == nil {
-		n.cfg.Trace = log.New(io.Discard, "", 0)
-	}
 	var reach wire.Builder
 	if !master {
 		n.self = cfg.Layout.Ranks(cfg.Index)
@@ -475,7 +472,9 @@ func (n *Node) forward(rank wire.RankSet, ev backend.Event) {
 	case wire.EventStopped, wire.EventExited:
 		n.output.mark(rank)
 	}
-	n.cfg.Trace.Printf("event %s", ev.Op)
+	if n.cfg.Trace != nil {
+		n.cfg.Trace.Printf("event %s", ev.Op)
+	}
 	n.events.add(ev.Op, g)
 }
 
