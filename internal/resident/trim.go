@@ -33,16 +33,20 @@ type Trimmer struct {
 	start  sync.Once
 	timer  *time.Timer
 	mu     sync.Mutex
-	base   uint64 // anonymous memory resident after the last collection, or the start
+	base   uint64 // anonymous memory resident after the last collection, or at NewTrimmer
 	onTrim func() // after each trim (tests wait on it)
 }
 
 // NewTrimmer returns a trimmer that trims once the process has been quiet
 // for quiet, and collects when its anonymous memory has grown by garbage
-// bytes since it last collected (or since its start). report receives
-// what failed (nil: nothing is reported).
+// bytes since it last collected, or since NewTrimmer: made early in a
+// start, it counts what the start leaves, which grows with the job (a
+// server parses the whole routing file). report receives what failed
+// (nil: nothing is reported).
 func NewTrimmer(quiet time.Duration, garbage uint64, report func(error)) *Trimmer {
-	return &Trimmer{quiet: quiet, garbage: garbage, report: report}
+	t := &Trimmer{quiet: quiet, garbage: garbage, report: report}
+	t.base = t.read()
+	return t
 }
 
 // Busy says the process has just finished a piece of work. The first
@@ -52,7 +56,6 @@ func NewTrimmer(quiet time.Duration, garbage uint64, report func(error)) *Trimme
 // trim until the process has been quiet again.
 func (t *Trimmer) Busy() {
 	t.start.Do(func() {
-		t.base = t.read()
 		t.timer = time.AfterFunc(t.quiet, t.trim)
 		t.drop()
 	})

@@ -49,12 +49,7 @@ func TestTrimmerCollectsWhenThereIsGarbage(t *testing.T) {
 	if n := forced() - before; n != 0 {
 		t.Errorf("%d collections after a quiet spell with little garbage, want none", n)
 	}
-	// 8 MB the process writes to, so that they are resident, and then
-	// lets go of.
-	for range 64 {
-		sink = append(sink, bytes.Repeat([]byte{1}, 128<<10))
-	}
-	sink = nil
+	garbage(8 << 20)
 	tr.Busy()
 	waitTrim(t, trims)
 	if n := forced() - before; n != 1 {
@@ -65,6 +60,30 @@ func TestTrimmerCollectsWhenThereIsGarbage(t *testing.T) {
 	if n := forced() - before; n != 1 {
 		t.Errorf("%d collections after a second quiet spell with no new garbage, want still 1", n)
 	}
+}
+
+// What a start leaves behind counts: a server that parsed a large routing
+// file collects its garbage at its first quiet spell.
+func TestTrimmerCollectsWhatTheStartLeft(t *testing.T) {
+	trims := make(chan struct{}, 100)
+	tr := NewTrimmer(20*time.Millisecond, 4<<20, func(err error) { t.Error(err) })
+	tr.onTrim = func() { trims <- struct{}{} }
+	before := forced()
+	garbage(8 << 20)
+	tr.Busy()
+	waitTrim(t, trims)
+	if n := forced() - before; n != 1 {
+		t.Errorf("%d collections after a start that left 8 MB of garbage, want 1", n)
+	}
+}
+
+// garbage makes n bytes that the process writes to, so that they are
+// resident, and then lets go of.
+func garbage(n int) {
+	for range n / (128 << 10) {
+		sink = append(sink, bytes.Repeat([]byte{1}, 128<<10))
+	}
+	sink = nil
 }
 
 // A process that keeps working is not trimmed, and one that stays quiet
