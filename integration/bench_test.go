@@ -100,6 +100,17 @@ func BenchmarkBringUpOrder(b *testing.B) {
 					}
 					b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/up")
 					b.StopTimer()
+					// What bounds a bring-up on two cores: the servers' CPU, less
+					// noisy than the time.
+					servers := procs[:n]
+					if masterFirst {
+						servers = procs[1:]
+					}
+					var pids []int
+					for _, p := range servers {
+						pids = append(pids, p.cmd.Process.Pid)
+					}
+					b.ReportMetric(cpuMillis(b, pids)/float64(n), "ms-cpu/server")
 					cs.Quit(ctx, 30*time.Second)
 					for _, p := range procs {
 						<-p.done
@@ -252,6 +263,35 @@ func cpuTicks(b testing.TB, pids []int) int {
 		total += utime + stime
 	}
 	return total
+}
+
+// cpuMillis is the CPU time the processes pids have used so far, in
+// milliseconds, to the nanosecond: the scheduler's count of every thread
+// (/proc/PID/task/TID/schedstat).
+func cpuMillis(b testing.TB, pids []int) float64 {
+	var ns int64
+	for _, pid := range pids {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, task := range tasks {
+			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+			if err != nil {
+				continue // the thread ended
+			}
+			f := strings.Fields(string(data))
+			if len(f) == 0 {
+				b.Fatalf("schedstat of %d/%s: %q", pid, task.Name(), data)
+			}
+			run, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				b.Fatalf("schedstat of %d/%s: %q", pid, task.Name(), data)
+			}
+			ns += run
+		}
+	}
+	return float64(ns) / 1e6
 }
 
 func statusKB(b *testing.B, pid int, key string) int {
