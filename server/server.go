@@ -39,10 +39,10 @@ import (
 
 // A rank server trims itself (resident.Trimmer) once it has been quiet
 // for trimQuiet, a pause longer than those within a script's or a
-// stepping user's burst of commands, and collects when its heap grew by
-// trimGarbage since it last did: a member of a host node leaves a few
-// kilobytes of garbage per command, so it collects every few hundred
-// commands, at a pause, and never while it is idle.
+// stepping user's burst of commands, and collects when its memory grew by
+// trimGarbage since it last did (or since its start): a member of a host
+// node leaves a few kilobytes of garbage per command, so it collects
+// every few hundred commands, at a pause, and never while it is idle.
 const (
 	trimQuiet   = 2 * time.Second
 	trimGarbage = 1 << 20
