@@ -133,18 +133,25 @@ func BenchmarkBroadcast(b *testing.B) {
 			defer s.End(30 * time.Second)
 			var rtts []time.Duration
 			for b.Loop() {
-				start := time.Now()
-				groups, err := s.Command(context.Background(), wire.All(n), wire.OpWhere, nil, 30*time.Second)
-				rtts = append(rtts, time.Since(start))
-				if err != nil || !okRanks(groups).Equal(wire.All(n)) {
-					b.Fatalf("broadcast: %s %v", describe(groups), err)
-				}
+				rtts = append(rtts, broadcastWhere(b, s, n))
 			}
 			slices.Sort(rtts)
 			b.ReportMetric(float64(rtts[len(rtts)/2].Microseconds())/1000, "ms-median")
 			b.ReportMetric(float64(rtts[len(rtts)*9/10].Microseconds())/1000, "ms-p90")
 		})
 	}
+}
+
+// broadcastWhere asks every one of n ranks where it is, and returns the
+// round trip.
+func broadcastWhere(b *testing.B, s *launcher.Session, n int) time.Duration {
+	start := time.Now()
+	groups, err := s.Command(context.Background(), wire.All(n), wire.OpWhere, nil, 30*time.Second)
+	rtt := time.Since(start)
+	if err != nil || !okRanks(groups).Equal(wire.All(n)) {
+		b.Fatalf("broadcast: %s %v", describe(groups), err)
+	}
+	return rtt
 }
 
 // BenchmarkPausedBroadcast measures the round trip of a command to every
@@ -160,12 +167,7 @@ func BenchmarkPausedBroadcast(b *testing.B) {
 				b.StopTimer()
 				time.Sleep(trimQuiet) // the pause being measured after, not a synchronisation
 				b.StartTimer()
-				start := time.Now()
-				groups, err := s.Command(context.Background(), wire.All(n), wire.OpWhere, nil, 30*time.Second)
-				rtts = append(rtts, time.Since(start))
-				if err != nil || !okRanks(groups).Equal(wire.All(n)) {
-					b.Fatalf("broadcast: %s %v", describe(groups), err)
-				}
+				rtts = append(rtts, broadcastWhere(b, s, n))
 			}
 			slices.Sort(rtts)
 			b.ReportMetric(float64(rtts[len(rtts)/2].Microseconds())/1000, "ms-median")
