@@ -182,9 +182,9 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		Timeout: c.Timeout, Link: c.Link, EventWindow: c.EventWindow, Log: c.Log, Trace: c.Trace,
 		// A host's hundred servers share the pages of one executable, but
 		// each one's RSS counts those it mapped, and resource managers add
-		// up RSS: once a server has answered its first command, it keeps
-		// mapped only what it uses from then on, and it gives back what
-		// its commands left behind once it is idle.
+		// up RSS: once a server has answered a command and been quiet, it
+		// keeps mapped only what it uses from then on, and it gives back
+		// what its commands left behind.
 		AfterAnswer: resident.NewTrimmer(trimQuiet, trimGarbage, func(err error) { c.Log.Printf("%v", err) }).Busy,
 	}, nil
 }

@@ -49,16 +49,15 @@ func NewTrimmer(quiet time.Duration, garbage uint64, report func(error)) *Trimme
 	return t
 }
 
-// Busy says the process has just finished a piece of work. The first
-// call ends its start: the executable's pages that the start touched are
-// let go at once (without a collection: the garbage of a start is less
-// than what a collection would map back). Each call puts off the next
-// trim until the process has been quiet again.
+// Busy says the process has just finished a piece of work. Each call
+// puts off the next trim until the process has been quiet again; the
+// first also lets go of the start's pages, at the first quiet spell and
+// not at once: a host's hundreds of servers answer their first command
+// together, at the end of a bring-up that their CPU bounds, and letting
+// go (reading the process's maps, one madvise per mapping) was a tenth of
+// a server's CPU from its exec to that first answer.
 func (t *Trimmer) Busy() {
-	t.start.Do(func() {
-		t.timer = time.AfterFunc(t.quiet, t.trim)
-		t.drop()
-	})
+	t.start.Do(func() { t.timer = time.AfterFunc(t.quiet, t.trim) })
 	t.timer.Reset(t.quiet)
 }
 
