@@ -307,15 +307,15 @@ func cpuMillis(b testing.TB, pids []int) float64 {
 	return float64(ns) / 1e6
 }
 
-func statusKB(b *testing.B, pid int, key string) int {
+func statusKB(b testing.TB, pid int, key string) int {
 	return fieldKB(b, fmt.Sprintf("/proc/%d/status", pid), key)
 }
 
-func rollupKB(b *testing.B, pid int, key string) int {
+func rollupKB(b testing.TB, pid int, key string) int {
 	return fieldKB(b, fmt.Sprintf("/proc/%d/smaps_rollup", pid), key)
 }
 
-func fieldKB(b *testing.B, path, key string) int {
+func fieldKB(b testing.TB, path, key string) int {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)

@@ -41,7 +41,7 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 	if _, local := conn.(*net.UnixConn); local {
 		link, err = wire.NewLocalLink(conn, false, n.cfg.Link)
 	} else {
-		link, err = wire.NewLink(conn, wire.FromChild(n.cfg.Index, n.cfg.Tree.Size), n.cfg.Link)
+		link, err = wire.NewLink(conn, wire.FromChild(n.cfg.Index, n.servers), n.cfg.Link)
 	}
 	if err != nil {
 		n.log.Printf("dropped connection from %s: %v", peer, err)
@@ -64,9 +64,9 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 		n.log.Printf("dropped connection from %s: index %d is not a child of %d", peer, hello.Index, n.cfg.Index)
 		link.Close()
 		return
-	case hello.Size != n.cfg.Tree.Size:
+	case hello.Size != n.servers:
 		n.mu.Unlock()
-		n.log.Printf("dropped connection from %s: child %d thinks the job has %d ranks, not %d", peer, hello.Index, hello.Size, n.cfg.Tree.Size)
+		n.log.Printf("dropped connection from %s: child %d thinks the job has %d ranks, not %d", peer, hello.Index, hello.Size, n.servers)
 		link.Close()
 		return
 	}

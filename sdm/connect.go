@@ -72,8 +72,8 @@ func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err e
 		return nil, peer, err
 	}
 	host, _ := os.Hostname()
-	hello := wire.Hello{Index: n.cfg.Index, Size: n.cfg.Tree.Size, Host: host}
-	if n.cfg.Index == n.cfg.Tree.Master() {
+	hello := wire.Hello{Index: n.cfg.Index, Size: n.servers, Host: host}
+	if n.cfg.Index == n.servers {
 		// The front end knows the job by its ranks, not by its servers.
 		hello = wire.Hello{Index: n.size, Size: n.size, Host: host}
 	}
@@ -87,10 +87,10 @@ func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err e
 // upEnds describes the link to the parent: for the master, the front-end
 // link, where the master speaks first unless it accepted the connection.
 func (n *Node) upEnds() wire.Ends {
-	if n.cfg.Index == n.cfg.Tree.Master() {
+	if n.cfg.Index == n.servers {
 		return wire.Ends{Kind: wire.FrontEndLink, Initiator: !n.cfg.AcceptsFrontEnd}
 	}
-	return wire.ToParent(n.cfg.Tree.Parent(n.cfg.Index), n.cfg.Tree.Size)
+	return wire.ToParent(n.parent, n.servers)
 }
 
 // DialLocal returns a Config.DialUp that dials addr, the Unix socket of

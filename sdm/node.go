@@ -77,6 +77,10 @@ type Config struct {
 	// executable that its start touched, and trims itself when it has
 	// been quiet for a while: resident.Trimmer).
 	AfterAnswer func()
+	// Joined, when set, is called once the node has first joined its
+	// parent: its start is over (a rank server collects then what a
+	// large start left: resident.Trimmer.Started).
+	Joined func()
 }
 
 // quitWait bounds how long a node that is told to stop waits for its
@@ -103,6 +107,8 @@ type Node struct {
 	self     wire.RankSet // this node's own ranks; empty at the master
 	reach    wire.RankSet // self and every subtree below
 	size     int          // the ranks of the whole job
+	servers  int          // the servers of the tree; the master's index
+	parent   int          // the parent's index; -1 for the front end
 	children map[int]*child
 	log      *log.Logger
 
@@ -226,6 +232,11 @@ func New(cfg Config) (*Node, error) {
 		n.children[k] = c
 	}
 	n.reach = reach.Set()
+	// The node keeps what it needs of the tree and lets go of the rest:
+	// its hosts (every server's host, every host's servers) are
+	// megabytes in each of a host's servers at 100k ranks.
+	n.servers, n.parent = cfg.Tree.Size, cfg.Tree.Parent(cfg.Index)
+	n.cfg.Tree = routing.Tree{}
 	// A leaf of one rank has no one to merge with, so it sends at once.
 	window := cfg.EventWindow
 	if len(kids) == 0 && n.self.Count() <= 1 {
@@ -281,6 +292,9 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	context.AfterFunc(ctx, n.closeUp)
 	n.setUp(up, nil)
+	if n.cfg.Joined != nil {
+		n.cfg.Joined()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -361,10 +375,10 @@ func (n *Node) rejoin(ctx context.Context) (*wire.Link, error) {
 
 // parentName says who the parent is, for messages.
 func (n *Node) parentName() string {
-	switch p := n.cfg.Tree.Parent(n.cfg.Index); p {
+	switch p := n.parent; p {
 	case -1:
 		return "the front end"
-	case n.cfg.Tree.Master():
+	case n.servers:
 		return "the master"
 	default:
 		return fmt.Sprintf("parent server %d", p)

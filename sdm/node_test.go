@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -387,6 +388,75 @@ var (
 	describe = testenv.Describe
 	okRanks  = testenv.OKRanks
 )
+
+// A node keeps none of the tree of hosts once it is made: at 100k ranks
+// that is megabytes in each of a host's servers.
+func TestNodeLetsGoOfTheTree(t *testing.T) {
+	entries := make([]routing.Entry, 4)
+	for i := range entries {
+		entries[i] = routing.Entry{Index: i, Host: "127.0.0.1", Port: 1000 + i}
+	}
+	table, err := routing.NewTable(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := routing.NewTree(table, 0, true)
+	freed := make(chan struct{})
+	runtime.AddCleanup(tr.Hosts, func(ch chan struct{}) { close(ch) }, freed)
+	be := sim.New(backendConfig(1, 4))
+	defer be.Close()
+	node, err := sdm.New(sdm.Config{Index: 1, Tree: tr, DialUp: sdm.DialTCP("127.0.0.1:1"), Backends: map[int]backend.Backend{1: be}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr = routing.Tree{}
+	deadline := time.After(10 * time.Second)
+	for done := false; !done; {
+		runtime.GC()
+		select {
+		case <-freed:
+			done = true
+		case <-deadline:
+			t.Fatal("the tree of hosts is still reachable 10 s after the node was made")
+		case <-time.After(10 * time.Millisecond): // the next collection; a cleanup runs after one
+		}
+	}
+	runtime.KeepAlive(node)
+}
+
+// A server is told once that it has joined its parent, the master too,
+// and not again at its commands (a rank server collects then what a large
+// start left).
+func TestJoinedOnce(t *testing.T) {
+	const n = 6
+	joined := make(chan int, 100)
+	tt := launchTree(t, n, 2, func(c *sdm.Config) {
+		id := c.Index
+		c.Joined = func() { joined <- id }
+	}, func(id int) backend.Backend { return sim.New(backendConfig(id, n)) })
+	got := map[int]int{}
+	deadline := time.After(10 * time.Second)
+	for range n + 1 {
+		select {
+		case id := <-joined:
+			got[id]++
+		case <-deadline:
+			t.Fatalf("joins told after 10 s: %v, want one for each of %d nodes", got, n+1)
+		}
+	}
+	tt.command(wire.All(n), wire.OpStart, wire.MustEncode(wire.Start{Program: "ring"}), 5*time.Second)
+	tt.command(wire.All(n), wire.OpWhere, nil, 5*time.Second)
+	select {
+	case id := <-joined:
+		got[id]++
+	default:
+	}
+	for id := 0; id <= n; id++ {
+		if got[id] != 1 {
+			t.Errorf("node %d told of %d joins, want 1 (all: %v)", id, got[id], got)
+		}
+	}
+}
 
 // A server is told after each answer it sends up (a rank server trims
 // itself once those stop for a while).

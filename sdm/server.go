@@ -43,6 +43,7 @@ type ServerOptions struct {
 	Log         *log.Logger
 	Trace       *log.Logger // what the node does, for --debug
 	AfterAnswer func()      // Config.AfterAnswer
+	Joined      func()      // Config.Joined
 }
 
 // Serve runs a rank server: it waits for the routing file, listens for its
@@ -115,12 +116,17 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	if tree.Local(o.Index) {
 		dial = DialLocal(wire.LocalAddress(o.Link.Key, parent))
 	} else {
+		// The closure keeps the parent's entry, not the table: megabytes
+		// at 100k ranks.
+		parentEntry, _ := table.Lookup(parent)
+		master, size := parent == tree.Master(), tree.Size
 		dial = func(ctx context.Context) (net.Conn, error) {
-			entry, _ := table.Lookup(parent)
-			if parent == tree.Master() {
+			entry := parentEntry
+			if master {
 				// Read afresh on every attempt: a master file left over from an
 				// earlier run is replaced when this run's master starts.
-				if entry, err = routing.ReadMaster(o.RoutingFile, tree.Size); err != nil {
+				var err error
+				if entry, err = routing.ReadMaster(o.RoutingFile, size); err != nil {
 					return nil, err
 				}
 			}
@@ -135,7 +141,7 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	node, err := New(Config{
 		Index: o.Index, Tree: tree, Listener: ln, Local: local, DialUp: dial, ConnectTimeout: o.Timeout,
 		Link: o.Link, Layout: o.Layout, Backends: backends, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
-		AfterAnswer: o.AfterAnswer,
+		AfterAnswer: o.AfterAnswer, Joined: o.Joined,
 	})
 	if err != nil {
 		closeAll(backends)

@@ -172,6 +172,9 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 	if err != nil {
 		return sdm.ServerOptions{}, err
 	}
+	// Made before the routing file is read, the trimmer counts what
+	// reading it leaves.
+	trimmer := resident.NewTrimmer(trimQuiet, trimGarbage, func(err error) { c.Log.Printf("%v", err) })
 	return sdm.ServerOptions{
 		Index: index, RoutingFile: c.RoutingFile, Fanout: c.Fanout, RankTree: c.RankTree, Layout: c.Layout, Listener: c.Listener,
 		RoutesFrom: sdm.RoutesFrom{Publish: source == routing.SourcePublish, Compute: compute},
@@ -184,7 +187,7 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		// each one's RSS counts those it mapped, and resource managers add
 		// up RSS: once a server has answered a command and been quiet, it
 		// keeps mapped only what it uses from then on, and it gives back
-		// what its commands left behind.
-		AfterAnswer: resident.NewTrimmer(trimQuiet, trimGarbage, func(err error) { c.Log.Printf("%v", err) }).Busy,
+		// what its commands, or a large start, left behind.
+		AfterAnswer: trimmer.Busy, Joined: trimmer.Started,
 	}, nil
 }

@@ -61,6 +61,22 @@ func (t *Trimmer) Busy() {
 	t.timer.Reset(t.quiet)
 }
 
+// Started says the process's start is over. A start that left garbage
+// enough to collect (a server of a job of 100k ranks parsed a routing
+// file of megabytes and grouped its hosts) is trimmed at the next quiet
+// spell, as after a piece of work, and not only once the first piece of
+// work is done, which in a large job comes after the whole job is up.
+// After a smaller start the trimmer waits for that first piece of work:
+// the pages it would let go of now, the first command would map back.
+func (t *Trimmer) Started() {
+	t.mu.Lock()
+	enough := t.read() >= t.base+t.garbage
+	t.mu.Unlock()
+	if enough {
+		t.Busy()
+	}
+}
+
 // trim runs after a quiet spell.
 func (t *Trimmer) trim() {
 	t.mu.Lock()

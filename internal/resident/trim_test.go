@@ -77,6 +77,36 @@ func TestTrimmerCollectsWhatTheStartLeft(t *testing.T) {
 	}
 }
 
+// A start that left garbage enough to collect is trimmed at the first
+// quiet spell after it, before any work; after a smaller start the
+// trimmer waits for the first piece of work.
+func TestTrimmerStartedCollectsALargeStart(t *testing.T) {
+	const quiet = 20 * time.Millisecond
+	for _, c := range []struct {
+		left    int
+		trimmed bool
+	}{{8 << 20, true}, {0, false}} {
+		trims := make(chan struct{}, 100)
+		tr := NewTrimmer(quiet, 4<<20, func(err error) { t.Error(err) })
+		tr.onTrim = func() { trims <- struct{}{} }
+		before := forced()
+		garbage(c.left)
+		tr.Started()
+		if !c.trimmed {
+			select {
+			case <-trims:
+				t.Errorf("a start that left %d bytes was trimmed before any work", c.left)
+			case <-time.After(50 * quiet):
+			}
+			continue
+		}
+		waitTrim(t, trims)
+		if n := forced() - before; n != 1 {
+			t.Errorf("%d collections after a start that left %d bytes, want 1", n, c.left)
+		}
+	}
+}
+
 // garbage makes n bytes that the process writes to, so that they are
 // resident, and then lets go of.
 func garbage(n int) {
