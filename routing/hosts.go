@@ -21,14 +21,28 @@ type Hosts struct {
 func GroupHosts(t *Table) *Hosts {
 	h := &Hosts{host: make([]int, t.Size())}
 	number := map[string]int{}
+	var count []int // each host's servers
 	for i, e := range t.Entries {
 		k, ok := number[e.Host]
 		if !ok {
-			k = len(h.members)
+			k = len(count)
 			number[e.Host] = k
-			h.members = append(h.members, nil)
+			count = append(count, 0)
 		}
 		h.host[i] = k
+		count[k]++
+	}
+	// One array holds every host's list, each a slice of it: lists grown
+	// server by server would leave every server of a large job garbage
+	// the size of the table at its start.
+	all := make([]int, t.Size())
+	h.members = make([][]int, len(count))
+	off := 0
+	for k, c := range count {
+		h.members[k] = all[off : off : off+c]
+		off += c
+	}
+	for i, k := range h.host {
 		h.members[k] = append(h.members[k], i)
 	}
 	return h

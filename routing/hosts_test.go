@@ -3,6 +3,7 @@ package routing
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -96,6 +97,54 @@ func TestHostTreeOfFourHosts(t *testing.T) {
 	for id, kids := range want {
 		if got := tr.Children(id); !slices.Equal(got, kids) {
 			t.Errorf("Children(%d) = %v, want %v", id, got, kids)
+		}
+	}
+}
+
+// Grouping a large job's servers costs the two lists it keeps (each
+// server's host, each host's servers) and no garbage, wherever the hosts'
+// servers sit in the table, and every host lists its servers in order.
+func TestGroupHostsOfALargeJob(t *testing.T) {
+	const n = 200_000
+	for _, c := range []struct {
+		name string
+		host func(i int) string
+	}{
+		{"one host", func(int) string { return "node" }},
+		{"hosts of 128, in turn", func(i int) string { return fmt.Sprintf("node-%d", i%(n/128)) }},
+	} {
+		hosts := make([]string, n)
+		entries := make([]Entry, n)
+		for i := range hosts {
+			hosts[i] = c.host(i)
+			entries[i] = Entry{Index: i, Host: hosts[i], Port: 1 + i%65535}
+		}
+		tab, err := NewTable(entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		h := GroupHosts(tab)
+		runtime.ReadMemStats(&after)
+		// The two lists are 1.6 MB each.
+		if got := after.TotalAlloc - before.TotalAlloc; got > 7<<19 {
+			t.Errorf("%s: grouping allocated %d bytes, want at most %d", c.name, got, 7<<19)
+		}
+		seen := 0
+		for k, m := range h.members {
+			if !slices.IsSorted(m) {
+				t.Fatalf("%s: host %d lists %v, out of order", c.name, k, m[:min(len(m), 8)])
+			}
+			for _, s := range m {
+				if h.host[s] != k || hosts[s] != hosts[m[0]] || h.Leader(s) != m[0] {
+					t.Fatalf("%s: server %d listed on host %d (%s), leader %d", c.name, s, k, hosts[s], h.Leader(s))
+				}
+			}
+			seen += len(m)
+		}
+		if seen != n {
+			t.Errorf("%s: the hosts list %d servers, want %d", c.name, seen, n)
 		}
 	}
 }

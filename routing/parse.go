@@ -29,7 +29,13 @@ const readBuffer = 4 << 10
 // never reads as whole. Anything else that is wrong yields an error at the
 // first offending line.
 func Parse(r io.Reader, name string) (*Table, error) {
-	p := parser{name: name}
+	return parse(r, name, -1)
+}
+
+// parse is Parse of an input of size bytes (-1: unknown), which bounds
+// the entries the header may have room made for at once.
+func parse(r io.Reader, name string, size int64) (*Table, error) {
+	p := parser{name: name, size: size}
 	br := bufio.NewReaderSize(r, readBuffer)
 	var long []byte // a line longer than the buffer, gathered so far
 	for {
@@ -70,15 +76,19 @@ func ReadFile(path string) (*Table, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return Parse(f, path)
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	return parse(f, path, size)
 }
 
 type parser struct {
 	name    string
 	line    int     // number of the line being parsed, 1-based
 	n       int     // N from the header; 0 until it has been read
-	entries []Entry // in file order
-	lines   []int   // the line of each entry
+	size    int64   // the input's size in bytes; -1 if unknown
+	entries []Entry // in file order: entry k is on line k+2
 	seen    []uint64
 	blank   int  // first blank line after the header, 0 if none yet
 	partial bool // the last line was cut short by a writer mid-line
@@ -128,8 +138,15 @@ func (p *parser) header(text []byte) error {
 	}
 	p.n = n
 	p.seen = make([]uint64, (n+63)/64)
-	p.entries = make([]Entry, 0, min(n, 4096))
-	p.lines = make([]int, 0, cap(p.entries))
+	// Room for every entry at once, as far as the input can hold them
+	// (an entry takes 6 bytes at least): growing the slice would leave
+	// every server of a job of 100k ranks megabytes of garbage, and a
+	// header that overstates the entries must not make room for them.
+	room := min(n, 4096)
+	if p.size >= 0 {
+		room = int(min(int64(n), p.size/6+1))
+	}
+	p.entries = make([]Entry, 0, room)
 	return nil
 }
 
@@ -189,7 +206,6 @@ func (p *parser) entry(text []byte, terminated bool) error {
 		return nil
 	}
 	p.entries = append(p.entries, Entry{Index: idx, Host: host, Port: port})
-	p.lines = append(p.lines, p.line)
 	return nil
 }
 
@@ -224,16 +240,17 @@ func (p *parser) finish() (*Table, error) {
 		return nil, &incompleteError{p.name, detail}
 	}
 	if inOrder(p.entries) {
-		// As launchers write them: the entries are the table already.
-		return &Table{Entries: p.entries, name: p.name, lines: p.lines}, nil
+		// As launchers write them: the entries are the table already, and
+		// entry i is on line i+2.
+		return &Table{Entries: p.entries, name: p.name, parsed: true}, nil
 	}
 	// N distinct indices below N: a permutation, so placing each entry at
 	// its index fills every slot.
-	out, lines := make([]Entry, p.n), make([]int, p.n)
+	out, lines := make([]Entry, p.n), make([]int32, p.n)
 	for k, e := range p.entries {
-		out[e.Index], lines[e.Index] = e, p.lines[k]
+		out[e.Index], lines[e.Index] = e, int32(k+2)
 	}
-	return &Table{Entries: out, name: p.name, lines: lines}, nil
+	return &Table{Entries: out, name: p.name, parsed: true, lines: lines}, nil
 }
 
 // inOrder says whether each entry is at its index.

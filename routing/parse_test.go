@@ -175,7 +175,7 @@ func TestParseSharesHostStrings(t *testing.T) {
 
 // Every server parses the routing file at its start, and what that
 // allocates stays: a file of 1024 entries in order, as launchers write
-// them, costs little more than its entries (32 KB) and their lines.
+// them, costs little more than its entries (32 KB).
 func TestParseIsFrugal(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "1024\n")
@@ -192,6 +192,44 @@ func TestParseIsFrugal(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
 		t.Errorf("parsing %d bytes allocated %d bytes", len(in), got)
+	}
+}
+
+// A file of a large job costs its entries and no more: room for them all
+// is made at once (growing it would leave megabytes of garbage in every
+// server), as far as the file's size can hold them, so that a header
+// that overstates them costs nothing more.
+func TestReadFileOfALargeJobIsFrugal(t *testing.T) {
+	const n = 200_000
+	dir := t.TempDir()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d\n", n)
+	for i := range n {
+		fmt.Fprintf(&b, "%d node-%04d %d\n", i, i/128, 20000+i%40000)
+	}
+	for _, c := range []struct {
+		name, text string
+		limit      uint64
+	}{
+		// The entries are 6.4 MB, the hosts' names 16 KB.
+		{"large", b.String(), 7 << 20},
+		// The index bitmap is 2 MB.
+		{"lying", "16777216\n0 a 1\n", 3 << 20},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		tab, err := ReadFile(path)
+		runtime.ReadMemStats(&after)
+		if c.name == "large" && (err != nil || tab.Size() != n || tab.Where(n-1) != fmt.Sprintf("%s:%d", path, n+1)) {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > c.limit {
+			t.Errorf("reading the %s file allocated %d bytes, want at most %d", c.name, got, c.limit)
+		}
 	}
 }
 

@@ -39,18 +39,24 @@ func (e Entry) Addr() string {
 type Table struct {
 	Entries []Entry // indexed by rank
 	// name and lines say where a parsed table's entries are: the file's
-	// name and each entry's line.
-	name  string
-	lines []int
+	// name and each entry's line, or nil when entry i is on line i+2 (a
+	// file in order).
+	name   string
+	parsed bool
+	lines  []int32
 }
 
 // Where says where the entry of index is, "file:line", for messages
 // about it; "routing table" for a table that was not parsed.
 func (t *Table) Where(index int) string {
-	if t == nil || index < 0 || index >= len(t.lines) {
+	if t == nil || !t.parsed || index < 0 || index >= len(t.Entries) {
 		return "routing table"
 	}
-	return fmt.Sprintf("%s:%d", t.name, t.lines[index])
+	line := index + 2
+	if t.lines != nil {
+		line = int(t.lines[index])
+	}
+	return fmt.Sprintf("%s:%d", t.name, line)
 }
 
 // Size returns N, the number of servers in the table.
