@@ -188,9 +188,11 @@ func (p *parser) entry(text []byte, terminated bool) error {
 	if len(fh) > maxHostLen {
 		return p.errorf("host is %d bytes long, at most %d allowed", len(fh), maxHostLen)
 	}
-	host := p.host(fh)
-	if msg := checkHost(host); msg != "" {
-		return p.errorf("%s", msg)
+	host, again := p.host(fh)
+	if !again {
+		if msg := checkHost(host); msg != "" {
+			return p.errorf("%s", msg)
+		}
 	}
 	port, ok := atoi(fp)
 	if !ok {
@@ -210,13 +212,13 @@ func (p *parser) entry(text []byte, terminated bool) error {
 }
 
 // host converts the field to a string, sharing the previous entry's string
-// when equal: consecutive ranks usually run on the same node, and at a
-// million ranks the copies add up.
-func (p *parser) host(f []byte) string {
+// when equal (again): consecutive ranks usually run on the same node, and
+// at a million ranks the copies add up, as does checking each copy.
+func (p *parser) host(f []byte) (host string, again bool) {
 	if k := len(p.entries); k > 0 && p.entries[k-1].Host == string(f) {
-		return p.entries[k-1].Host
+		return p.entries[k-1].Host, true
 	}
-	return string(f)
+	return string(f), false
 }
 
 func (p *parser) firstLine(idx int) int {

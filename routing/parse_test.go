@@ -105,6 +105,9 @@ func TestParseErrors(t *testing.T) {
 		{"host control char", "1\n0 a\x01b 1\n", `routes:2: host "a\x01b" contains whitespace or a control character`, false},
 		{"host C1 control char", "1\n0 a\u009bb 1\n", `routes:2: host "a\u009bb" contains whitespace or a control character`, false},
 		{"host invalid UTF-8", "2\n0 a 1\n1 a\xffb 1\n", `routes:3: host "a\xffb" is not valid UTF-8`, false},
+		// A host equal to the one before is checked once; one that differs
+		// after a run of it is checked again.
+		{"host control char after a run", "4\n0 a 1\n1 a 2\n2 a\x01 3\n3 a 4\n", `routes:4: host "a\x01" contains whitespace or a control character`, false},
 		{"trailing garbage", "1\n0 a 1 extra\n", `routes:2: trailing garbage "extra" after the port`, false},
 		{"missing port", "2\n0 a\n1 a 2\n", `routes:2: missing port after host "a"`, false},
 		{"missing host and port", "2\n0\n1 a 2\n", `routes:2: missing host and port after index "0"`, false},
