@@ -119,7 +119,7 @@ test: lint
 
 # Figures for docs/PERFORMANCE.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./wire/ ./sdm/ ./op/
+	$(GO) test -run '^$$' -bench . -benchmem ./wire/ ./sdm/ ./op/ ./routing/
 	$(GO) test -run '^$$' -bench 'BringUp$$' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'BringUpOrder' -benchtime 2x ./integration/
 	$(GO) test -run '^$$' -bench 'Broadcast$$' -benchtime 200x ./integration/
