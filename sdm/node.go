@@ -72,10 +72,9 @@ type Config struct {
 	// commands arriving (sdm --debug).
 	Trace *log.Logger
 	// AfterAnswer, when set, is called after each answer of the node has
-	// gone up: the first ends its start, and what it runs from then on is
-	// its steady work (a rank server lets go of the pages of its
-	// executable that its start touched, and trims itself when it has
-	// been quiet for a while: resident.Trimmer).
+	// gone up (a rank server trims itself once they stop for a while: it
+	// lets go of the pages of its executable, and collects what its
+	// commands left: resident.Trimmer).
 	AfterAnswer func()
 	// Joined, when set, is called once the node has first joined its
 	// parent: its start is over (a rank server collects then what a

@@ -54,8 +54,8 @@ func NewTrimmer(quiet time.Duration, garbage uint64, report func(error)) *Trimme
 // first also lets go of the start's pages, at the first quiet spell and
 // not at once: a host's hundreds of servers answer their first command
 // together, at the end of a bring-up that their CPU bounds, and letting
-// go (reading the process's maps, one madvise per mapping) was a tenth of
-// a server's CPU from its exec to that first answer.
+// go (reading the process's maps, one madvise per mapping) was 8 % of a
+// server's CPU from its exec to that first answer.
 func (t *Trimmer) Busy() {
 	t.start.Do(func() { t.timer = time.AfterFunc(t.quiet, t.trim) })
 	t.timer.Reset(t.quiet)
