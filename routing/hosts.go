@@ -23,6 +23,13 @@ func GroupHosts(t *Table) *Hosts {
 	number := map[string]int{}
 	var count []int // each host's servers
 	for i, e := range t.Entries {
+		if i > 0 && e.Host == t.Entries[i-1].Host {
+			// A host's servers come one after the other, as launchers
+			// number them: no need to look the host up again.
+			h.host[i] = h.host[i-1]
+			count[h.host[i]]++
+			continue
+		}
 		k, ok := number[e.Host]
 		if !ok {
 			k = len(count)
