@@ -57,7 +57,12 @@ func Wait(ctx context.Context, path string) (*Table, error) {
 // that come and go by rename (requests, answers) are waited for with it
 // as routing files are.
 func WaitFor(ctx context.Context, dir, name, what string, try func() error) error {
-	// Watch before the first try, so that a file arriving in between
+	// Mostly the file is there already, whole: every server of a host
+	// would set up a watch it never uses.
+	if err := try(); err == nil || !waitable(err) {
+		return err
+	}
+	// Watch before trying again, so that a file arriving in between
 	// cannot be missed.
 	var n notifier = pollNotifier{}
 	if useInotify {
@@ -71,7 +76,7 @@ func WaitFor(ctx context.Context, dir, name, what string, try func() error) erro
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrIncomplete) {
+		if !waitable(err) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -82,6 +87,12 @@ func WaitFor(ctx context.Context, dir, name, what string, try func() error) erro
 		}
 		n.wait(ctx, pollInterval)
 	}
+}
+
+// waitable says whether err is one that waiting may end: the file is
+// missing or incomplete.
+func waitable(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrIncomplete)
 }
 
 // notifier tells Wait when to look at the file again.
