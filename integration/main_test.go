@@ -70,21 +70,32 @@ func (j *job) end() error {
 // program, and ends it when the test ends unless the test did.
 func launch(t *testing.T, n, fanout int, program ...string) *job {
 	t.Helper()
-	return launchTree(t, n, fanout, false, program...)
+	return launchTree(t, launcher.Options{Size: n, Fanout: fanout}, program...)
+}
+
+// launchServing is launch with --members=serve: each server of the host
+// debugs its own rank, linked to the first, instead of handing it over.
+func launchServing(t *testing.T, n int, program ...string) *job {
+	t.Helper()
+	return launchTree(t, launcher.Options{Size: n, Members: "serve"}, program...)
 }
 
 // launchRanks is launch in the plain tree of one node per rank
 // (--tree=ranks), where servers other than 0 have subtrees of their own.
 func launchRanks(t *testing.T, n, fanout int, program ...string) *job {
 	t.Helper()
-	return launchTree(t, n, fanout, true, program...)
+	return launchTree(t, launcher.Options{Size: n, Fanout: fanout, RankTree: true}, program...)
 }
 
-func launchTree(t *testing.T, n, fanout int, rankTree bool, program ...string) *job {
+// launchTree launches o's job of sim servers, and starts program on
+// every rank.
+func launchTree(t *testing.T, o launcher.Options, program ...string) *job {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Fanout: fanout, RankTree: rankTree, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 50 * time.Second})
+	n := o.Size
+	o.Debugger, o.SDM, o.ConnectTimeout = "sim", sdmBin, 50*time.Second
+	s, err := launcher.Launch(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

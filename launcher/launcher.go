@@ -36,7 +36,10 @@ type Options struct {
 	RankTree bool             // one tree node per server, not per host (routing.Hosts)
 	Debugger backend.Debugger // the servers' debugger
 	GDB      backend.GDBStart // when their gdb starts ("": the servers' default, eager)
-	SDM      string           // the sdm executable for the servers (default: this one)
+	// Members is the servers' --members: hand or serve ("": their
+	// default, hand).
+	Members string
+	SDM     string // the sdm executable for the servers (default: this one)
 	// Layout, when set, is the ranks of each server (one server per
 	// host, for a job acquired through MPIR); nil is a server per rank.
 	Layout wire.Layout
@@ -268,6 +271,9 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 	}
 	if o.Debug {
 		serverArgs = append(serverArgs, "--debug")
+	}
+	if o.Members != "" {
+		serverArgs = append(serverArgs, "--members="+o.Members)
 	}
 	spec := rm.Spec{
 		Size: o.Size, Fanout: o.Fanout, RankTree: o.RankTree, SDM: o.SDM, Server: serverBinary(o.SDM, t), Dir: files, KeyFile: keyFile, Layout: o.Layout,

@@ -28,6 +28,10 @@ func (n *Node) acceptChildren(ctx context.Context, ln net.Listener, wg *sync.Wai
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if _, local := conn.(*net.UnixConn); local && n.cfg.Adopt != nil {
+				n.adopt(ctx, conn, wg)
+				return
+			}
 			n.admit(ctx, conn)
 		}()
 	}

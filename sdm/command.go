@@ -88,14 +88,25 @@ func (n *Node) doOwn(ctx context.Context, cl *call, m *wire.Message, r int) {
 		n.settle(cl, func(cl *call) { cl.answer(source, []wire.Group{{Ranks: rank}}) })
 		return
 	}
-	n.cfg.Backends[r].Do(ctx, m.Op, m.Body, func(body []byte, err error) {
+	s, absent := n.rank(r)
+	if s == nil {
+		n.settle(cl, func(cl *call) {
+			cl.answer(source, []wire.Group{{Ranks: rank, Status: wire.StatusLost, Body: []byte(absent)}})
+		})
+		return
+	}
+	s.be.Do(ctx, m.Op, m.Body, func(body []byte, err error) {
 		g := wire.Group{Ranks: rank, Body: body}
 		if err != nil {
 			g.Status, g.Body = wire.StatusError, []byte(err.Error())
 		}
-		// Settled by pumpBackend, after the events sent before it.
+		settle := func() { n.settle(cl, func(cl *call) { cl.answer(source, []wire.Group{g}) }) }
+		// Settled by pumpBackend, after the events sent before it; at
+		// once when it has stopped (a member's rank, lost meanwhile).
 		select {
-		case n.answered[r] <- func() { n.settle(cl, func(cl *call) { cl.answer(source, []wire.Group{g}) }) }:
+		case n.answered[r] <- settle:
+		case <-s.pumped:
+			settle()
 		case <-n.stopped:
 		}
 	})

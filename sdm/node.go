@@ -20,6 +20,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,6 +81,12 @@ type Config struct {
 	// parent: its start is over (a rank server collects then what a
 	// large start left: resident.Trimmer.Started).
 	Joined func()
+	// Adopt, when set, has a host's leader serve its members' ranks
+	// itself (routing.Tree.Local): a member hands its rank over on Local
+	// (wire.AcceptMember) instead of joining as a child, and Adopt makes
+	// the rank's backend, whose debugger member m starts (wire.Member.Spawn).
+	// Without a layout only: one rank per server.
+	Adopt func(rank int, m *wire.Member) (backend.Backend, error)
 }
 
 // quitWait bounds how long a node that is told to stop waits for its
@@ -104,6 +111,7 @@ const DefaultNotResponding = 5 * time.Second
 type Node struct {
 	cfg      Config
 	self     wire.RankSet // this node's own ranks; empty at the master
+	members  wire.RankSet // of those, the ranks its members hand over (Config.Adopt)
 	reach    wire.RankSet // self and every subtree below
 	size     int          // the ranks of the whole job
 	servers  int          // the servers of the tree; the master's index
@@ -122,7 +130,12 @@ type Node struct {
 	// its pumpBackend, which settles them in order with its events.
 	answered map[int]chan func()
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// ranks are the backends serving the node's own ranks: all of them
+	// from the start, but members' from when they hand them over; absent
+	// says why a member's rank has none.
+	ranks    map[int]*served
+	absent   map[int]string
 	calls    map[uint64]*call
 	quitting bool     // the session is ending: lost children are expected
 	quitAcks chan int // children's answers to a stopping node's quit
@@ -177,6 +190,9 @@ func New(cfg Config) (*Node, error) {
 	if cfg.DialUp == nil {
 		return nil, errors.New("sdm: Config.DialUp is required")
 	}
+	if cfg.Adopt != nil && cfg.Layout != nil {
+		return nil, errors.New("sdm: a node with a layout adopts no ranks")
+	}
 	if cfg.Layout != nil {
 		if len(cfg.Layout) != cfg.Tree.Size {
 			return nil, fmt.Errorf("sdm: a layout of %d servers for a tree of %d", len(cfg.Layout), cfg.Tree.Size)
@@ -190,7 +206,17 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	kids := cfg.Tree.Children(cfg.Index)
-	if len(kids) > 0 && cfg.Listener == nil && cfg.Local == nil {
+	var members wire.Builder
+	if cfg.Adopt != nil {
+		kids = slices.DeleteFunc(slices.Clone(kids), func(k int) bool {
+			if cfg.Tree.Local(k) {
+				members.Add(k)
+				return true
+			}
+			return false
+		})
+	}
+	if (len(kids) > 0 || !members.Set().Empty()) && cfg.Listener == nil && cfg.Local == nil {
 		return nil, fmt.Errorf("sdm: index %d has children %v but no listener", cfg.Index, kids)
 	}
 	if cfg.ConnectTimeout <= 0 {
@@ -211,18 +237,27 @@ func New(cfg Config) (*Node, error) {
 		quitAcks: make(chan int, len(kids)),
 		answered: make(map[int]chan func(), len(cfg.Backends)),
 		size:     cfg.Layout.Size(cfg.Tree.Size),
+		members:  members.Set(),
+		ranks:    make(map[int]*served, len(cfg.Backends)),
+		absent:   make(map[int]string),
 	}
 	if n.log == nil {
 		n.log = log.New(io.Discard, "", 0)
 	}
 	var reach wire.Builder
 	if !master {
-		n.self = cfg.Layout.Ranks(cfg.Index)
+		n.self = cfg.Layout.Ranks(cfg.Index).Union(n.members)
 		reach.AddSet(n.self)
 	}
-	for r := range cfg.Backends {
+	for r, be := range cfg.Backends {
 		n.answered[r] = make(chan func())
+		n.ranks[r] = &served{be: be, pumped: make(chan struct{})}
 	}
+	n.members.Each(func(r int) bool {
+		n.answered[r] = make(chan func())
+		n.absent[r] = fmt.Sprintf("server %d has not handed rank %d over", r, r)
+		return true
+	})
 	for _, k := range kids {
 		var b wire.Builder
 		cfg.Tree.Walk(k, func(i int) { b.AddSet(cfg.Layout.Ranks(i)) })
@@ -299,15 +334,12 @@ func (n *Node) Run(ctx context.Context) error {
 		defer wg.Done()
 		n.output.run()
 	}()
-	for r, be := range n.cfg.Backends {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n.pumpBackend(r, be)
-		}()
+	for r := range n.cfg.Backends {
+		s, _ := n.rank(r)
+		n.pump(r, s, &wg)
 	}
-	if !n.self.Empty() {
-		n.events.add(wire.EventConnected, wire.Group{Ranks: n.self})
+	if own := n.self.Minus(n.members); !own.Empty() {
+		n.events.add(wire.EventConnected, wire.Group{Ranks: own})
 	}
 	for {
 		err := n.serveParent(ctx, up)
@@ -360,7 +392,7 @@ func (n *Node) rejoin(ctx context.Context) (*wire.Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	back := n.self
+	back := n.present()
 	n.mu.Lock()
 	for _, c := range n.children {
 		back = back.Union(c.joined)
@@ -388,6 +420,9 @@ func (n *Node) parentName() string {
 // to quit first when the node stops gracefully.
 func (n *Node) shutdown(graceful bool) {
 	n.mu.Lock()
+	// The session over (quit) or the node stopped: the members are let
+	// go as well as the children.
+	over := graceful || n.quitting
 	n.quitting = true // children going away now is no news
 	var links []*wire.Link
 	for _, c := range n.children {
@@ -432,9 +467,17 @@ func (n *Node) shutdown(graceful bool) {
 	for _, c := range n.calls {
 		c.timer.Stop()
 	}
+	ranks := n.ranks
+	n.ranks = map[int]*served{}
 	n.mu.Unlock()
-	for _, be := range n.cfg.Backends {
-		be.Close()
+	for _, s := range ranks {
+		s.be.Close()
+	}
+	// Their debuggers gone, the members are let go without an error.
+	for _, s := range ranks {
+		if s.member != nil {
+			s.member.Close(over)
+		}
 	}
 }
 

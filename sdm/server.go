@@ -43,7 +43,20 @@ type ServerOptions struct {
 	Log         *log.Logger
 	Trace       *log.Logger // what the node does, for --debug
 	AfterAnswer func()      // Config.AfterAnswer
-	Joined      func()      // Config.Joined
+	Joined      func()      // Config.Joined; a member's start is over then
+	// Handover, when set, has the servers of a host other than its leader
+	// hand their ranks to the leader, which serves them (Config.Adopt),
+	// where otherwise each serves its own rank as the leader's child.
+	// Every server of a job must agree. Not with RankTree or a Layout.
+	Handover *Handover
+}
+
+// Handover is how a host's servers hand their ranks to its leader.
+type Handover struct {
+	// Adopt makes, at the leader, the backend of a member's rank.
+	Adopt func(backend.Config, *wire.Member) (backend.Backend, error)
+	// Spawn starts, at a member, the debugger its leader asks for.
+	Spawn func() (wire.Spawned, error)
 }
 
 // Serve runs a rank server: it waits for the routing file, listens for its
@@ -94,7 +107,14 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	if o.Layout != nil && len(o.Layout) != table.Size() {
 		return fmt.Errorf("routing file %s has %d servers, the layout %d", o.RoutingFile, table.Size(), len(o.Layout))
 	}
-	ln, local, err := o.listen(tree, table, ln)
+	handing := o.Handover != nil && !o.RankTree && o.Layout == nil
+	if handing && tree.Local(o.Index) {
+		if ln != nil {
+			ln.Close()
+		}
+		return o.member(ctx, tree.Parent(o.Index), tree.Size)
+	}
+	ln, local, err := o.listen(tree, table, ln, handing)
 	if err != nil {
 		return err
 	}
@@ -138,11 +158,18 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		closeListeners()
 		return err
 	}
-	node, err := New(Config{
+	cfg := Config{
 		Index: o.Index, Tree: tree, Listener: ln, Local: local, DialUp: dial, ConnectTimeout: o.Timeout,
 		Link: o.Link, Layout: o.Layout, Backends: backends, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 		AfterAnswer: o.AfterAnswer, Joined: o.Joined,
-	})
+	}
+	if handing {
+		size := tree.Size
+		cfg.Adopt = func(r int, m *wire.Member) (backend.Backend, error) {
+			return o.Handover.Adopt(backend.Config{Rank: r, Size: size}, m)
+		}
+	}
+	node, err := New(cfg)
 	if err != nil {
 		closeAll(backends)
 		return err
@@ -155,7 +182,7 @@ func (o ServerOptions) serve(ctx context.Context) error {
 // child is on another host; local, the Unix socket of the host's leader
 // (wire.LocalAddress), when a child is on this one. A port handed to a
 // server that no child dials is closed.
-func (o ServerOptions) listen(tree routing.Tree, table *routing.Table, ln net.Listener) (_, local net.Listener, err error) {
+func (o ServerOptions) listen(tree routing.Tree, table *routing.Table, ln net.Listener, handing bool) (_, local net.Listener, err error) {
 	var remote, here bool
 	for _, k := range tree.Children(o.Index) {
 		if tree.Local(k) {
@@ -175,8 +202,11 @@ func (o ServerOptions) listen(tree routing.Tree, table *routing.Table, ln net.Li
 		}
 	}
 	if here {
-		addr := wire.LocalAddress(o.Link.Key, o.Index)
-		if local, err = net.ListenUnix("unix", addr); err != nil {
+		addr, kind := wire.LocalAddress(o.Link.Key, o.Index), "unix"
+		if handing {
+			kind = "unixpacket" // wire.AcceptMember
+		}
+		if local, err = net.ListenUnix(kind, addr); err != nil {
 			if ln != nil {
 				ln.Close()
 			}

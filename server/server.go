@@ -12,6 +12,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -60,8 +61,12 @@ type Config struct {
 	Debugger     string // gdb-mi or sim
 	DebuggerPath string // the debugger's executable ("": from $PATH)
 	GDB          string // with gdb-mi: when gdb starts, eager or lazy (backend.GDBStart)
-	RoutesFrom   string // file, publish, slurm or pe (routing.Source)
-	PortBase     int    // with slurm or pe: the port of each node's first server
+	// Members is hand (a host's servers hand their ranks to its first
+	// server, which serves them; each starts its rank's gdb when asked)
+	// or serve (each serves its own rank, linked to the first).
+	Members    string
+	RoutesFrom string // file, publish, slurm or pe (routing.Source)
+	PortBase   int    // with slurm or pe: the port of each node's first server
 	// The master's link to the front end: Proxy stdio, or tcp: dial
 	// Host:Port when Host is set, else listen on ListenHost:Port.
 	Proxy, Host string
@@ -69,6 +74,8 @@ type Config struct {
 	// GenerateRoutes has the master write the routing file for servers on
 	// these comma-separated hosts.
 	GenerateRoutes string
+
+	spawner *spawner // the gdbs a member started for its leader
 }
 
 // backends maps each debugger to its constructor.
@@ -96,6 +103,9 @@ func Run(c Config) error {
 	o, err := c.rankServer(index)
 	if err != nil {
 		return fmt.Errorf("%s: %w", sdm.ServerOptions{Index: index, Layout: c.Layout}.Name(), err)
+	}
+	if c.spawner != nil {
+		defer c.spawner.stop()
 	}
 	return exit.Quiet(ctx, sdm.Serve(ctx, o))
 }
@@ -152,12 +162,19 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		return sdm.ServerOptions{}, exit.Usage(err)
 	}
 	newBackend := backends[debugger]
+	handover, err := c.handover(debugger)
+	if err != nil {
+		return sdm.ServerOptions{}, exit.Usage(err)
+	}
 	if debugger == backend.GDB {
 		start, err := backend.ParseGDBStart(c.GDB)
 		if err != nil {
 			return sdm.ServerOptions{}, exit.Usage(err)
 		}
 		if start == backend.Lazy {
+			// The lazy backend starts the program itself, which would
+			// then be the leader's child, not the rank's server's.
+			handover = nil
 			// One sampler per server: its module cache serves every
 			// process the server samples.
 			sampler := stackwalk.NewSampler()
@@ -188,6 +205,40 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		// up RSS: once a server has answered a command and been quiet, it
 		// keeps mapped only what it uses from then on, and it gives back
 		// what its commands, or a large start, left behind.
-		AfterAnswer: trimmer.Busy, Joined: trimmer.Started,
+		AfterAnswer: trimmer.Busy, Joined: trimmer.Started, Handover: handover,
+	}, nil
+}
+
+// Members' values (Config.Members).
+const (
+	MembersHand  = "hand"
+	MembersServe = "serve"
+)
+
+// handover is how the servers of a host hand their ranks to its first
+// one, as --members says: nil for serve.
+func (c *Config) handover(debugger backend.Debugger) (*sdm.Handover, error) {
+	switch c.Members {
+	case MembersServe:
+		return nil, nil
+	case MembersHand, "":
+	default:
+		return nil, fmt.Errorf("--members=%s: want %s or %s", c.Members, MembersHand, MembersServe)
+	}
+	if debugger == backend.Sim {
+		return &sdm.Handover{
+			Adopt: func(bc backend.Config, _ *wire.Member) (backend.Backend, error) { return sim.New(bc), nil },
+			Spawn: func() (wire.Spawned, error) {
+				return wire.Spawned{}, errors.New("the simulated debugger has no process")
+			},
+		}, nil
+	}
+	c.spawner = &spawner{path: c.DebuggerPath}
+	return &sdm.Handover{
+		Adopt: func(bc backend.Config, m *wire.Member) (backend.Backend, error) {
+			bc.Path = c.DebuggerPath
+			return gdbmi.NewSpawned(bc, m.Spawn), nil
+		},
+		Spawn: c.spawner.spawn,
 	}, nil
 }

@@ -46,6 +46,9 @@ type Backend struct {
 	term    *program.Terminal
 	out     *program.Output
 	closed  bool
+	// startGDB starts a gdb for the rank: Start, or a spawn by the
+	// rank's own server (NewSpawned).
+	startGDB func() (*GDB, error)
 }
 
 // ErrClosed answers commands that arrive after Close.
@@ -55,11 +58,37 @@ var ErrClosed = errors.New("debugger closed")
 // first start command, so that a missing gdb is reported as that command's
 // answer, naming the rank, instead of killing the server.
 func New(cfg backend.Config) *Backend {
+	return newBackend(cfg, func() (*GDB, error) { return Start(cfg.Path) })
+}
+
+// NewSpawned returns the backend of rank cfg.Rank whose gdb is started,
+// each time the rank needs one, by spawn: by the rank's own server, a
+// member of the host node that drives the rank (wire.Member.Spawn), so
+// that gdb and the program are that server's children, with the
+// environment, descriptors and limits its launcher gave it.
+func NewSpawned(cfg backend.Config, spawn func(context.Context) (wire.Spawned, error)) *Backend {
+	path := cfg.Path
+	if path == "" {
+		path = "gdb"
+	}
+	return newBackend(cfg, func() (*GDB, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		s, err := spawn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return Adopt(path, s), nil
+	})
+}
+
+func newBackend(cfg backend.Config, start func() (*GDB, error)) *Backend {
 	b := &Backend{
 		cfg:      cfg,
 		events:   make(chan backend.Event, 256),
 		queue:    fifo.New[job](),
 		inferior: newInferior(),
+		startGDB: start,
 	}
 	b.wg.Add(1)
 	go func() {

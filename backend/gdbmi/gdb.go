@@ -17,6 +17,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/fifo"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // GDB is one gdb running the GDB/MI interpreter. Commands go one at a
@@ -24,8 +25,11 @@ import (
 // belongs to that command; asynchronous records arrive on Async.
 type GDB struct {
 	path  string
-	cmd   *exec.Cmd
 	stdin io.WriteCloser
+	// kill ends gdb at once; wait waits for it to end, once its output
+	// is read to the end.
+	kill  func()
+	wait  func() error
 	async chan Record
 	// queue holds the async records read and not yet taken by Async's
 	// reader. It is unbounded: the backend runs gdb commands of its own
@@ -58,8 +62,12 @@ type pending struct {
 	console strings.Builder
 }
 
-// Start runs path (gdb) with the MI interpreter and no init files.
-func Start(path string) (*GDB, error) {
+// Command is how gdb is started: path (found in $PATH when it is not
+// one, "gdb" when empty) with the MI interpreter and no init files, in a
+// process group of its own, so that a ^C meant for the front end does not
+// reach it (it would stop the program). A rank's own server starts it so
+// for the host's server that drives it (Adopt).
+func Command(path string) (*exec.Cmd, error) {
 	if path == "" {
 		path = "gdb"
 	}
@@ -67,28 +75,86 @@ func Start(path string) (*GDB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
 	}
-	g := &GDB{path: resolved, async: make(chan Record), queue: fifo.New[Record](), done: make(chan struct{}), progress: make(chan struct{})}
-	g.cmd = exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
-	// gdb must not share our process group: a ^C meant for the front end
-	// would otherwise reach it, and it would stop the program.
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	g.cmd.Stderr = &lockedWriter{mu: &g.mu, w: &g.stderr}
-	if g.stdin, err = g.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := g.cmd.StdoutPipe()
+	cmd := exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+// Start runs gdb as Command says, as a child of this process.
+func Start(path string) (*GDB, error) {
+	cmd, err := Command(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", resolved, err)
+	g := newGDB(cmd.Path)
+	cmd.Stderr = &lockedWriter{mu: &g.mu, w: &g.stderr}
+	if g.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
 	}
-	if fd, err := unix.PidfdOpen(g.cmd.Process.Pid, 0); err == nil {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	g.kill = func() { cmd.Process.Kill() }
+	g.wait = cmd.Wait
+	if fd, err := unix.PidfdOpen(cmd.Process.Pid, 0); err == nil {
 		g.pidfd = os.NewFile(uintptr(fd), "pidfd of gdb")
 	}
 	go g.read(stdout)
 	go g.forward()
 	return g, nil
+}
+
+// Adopt drives a gdb that another process started as Command says (a
+// rank's own server, wire.Spawned), whose pipes and pidfd it was handed:
+// it signals and watches gdb through the pidfd, since gdb is not its
+// child.
+func Adopt(path string, s wire.Spawned) *GDB {
+	g := newGDB(path)
+	g.stdin, g.pidfd = s.Stdin, s.Pidfd
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		io.Copy(&lockedWriter{mu: &g.mu, w: &g.stderr}, s.Stderr)
+		s.Stderr.Close()
+	}()
+	g.kill = func() {
+		program.Control(s.Pidfd, func(fd int) error { return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) })
+	}
+	g.wait = func() error {
+		if rc, err := s.Pidfd.SyscallConn(); err == nil {
+			rc.Read(func(fd uintptr) bool { return ended(int(fd)) })
+		}
+		// How it ended, once its parent has reaped it and said; and its
+		// last words, unless something it started holds its stderr.
+		var status error
+		timeout := time.After(time.Second)
+		select {
+		case ws, ok := <-s.Ended:
+			if ok {
+				status = waitError(ws)
+			}
+		case <-timeout:
+		}
+		select {
+		case <-copied:
+		case <-timeout:
+		}
+		return status
+	}
+	go func() {
+		g.read(s.Stdout)
+		s.Stdout.Close()
+	}()
+	go g.forward()
+	return g
+}
+
+func newGDB(path string) *GDB {
+	return &GDB{path: path, async: make(chan Record), queue: fifo.New[Record](), done: make(chan struct{}), progress: make(chan struct{})}
 }
 
 // Ended reports whether gdb's process has ended, which its pidfd tells
@@ -144,9 +210,6 @@ func (g *GDB) WaitHandled(ctx context.Context, n uint64) bool {
 		}
 	}
 }
-
-// Pid is gdb's process id.
-func (g *GDB) Pid() int { return g.cmd.Process.Pid }
 
 // Async delivers exec, status and notify records in gdb's order. It is
 // closed when gdb has ended.
@@ -209,14 +272,14 @@ func (g *GDB) Close() error {
 	select {
 	case <-g.done:
 	case <-time.After(time.Second):
-		g.cmd.Process.Kill()
+		g.kill()
 		<-g.done
 	}
 	return nil
 }
 
 // Kill ends gdb at once.
-func (g *GDB) Kill() { g.cmd.Process.Kill() }
+func (g *GDB) Kill() { g.kill() }
 
 func (g *GDB) read(stdout io.Reader) {
 	defer g.queue.Close()
@@ -244,7 +307,7 @@ func (g *GDB) read(stdout io.Reader) {
 			g.queue.Push(r)
 		}
 	}
-	err := g.cmd.Wait()
+	err := g.wait()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	msg := strings.TrimSpace(g.stderr.String())

@@ -601,7 +601,7 @@ func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) 
 // launch starts gdb with the settings every session needs and the
 // program's terminal.
 func (b *Backend) launch() (*GDB, error) {
-	g, err := Start(b.cfg.Path)
+	g, err := b.startGDB()
 	if err != nil {
 		return nil, err
 	}

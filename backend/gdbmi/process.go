@@ -293,6 +293,18 @@ func endOf(fd, pid int) (wire.State, bool) {
 	return exitState(unix.WaitStatus(code)), true
 }
 
+// waitError says how a process ended as os/exec does: nil for a clean
+// exit, else "exit status N" or "signal: killed".
+func waitError(ws unix.WaitStatus) error {
+	switch {
+	case ws.Signaled():
+		return fmt.Errorf("signal: %v", ws.Signal())
+	case ws.ExitStatus() != 0:
+		return fmt.Errorf("exit status %d", ws.ExitStatus())
+	}
+	return nil
+}
+
 // exitState is the state gdb reports for an end with wait status ws.
 func exitState(ws unix.WaitStatus) wire.State {
 	if ws.Signaled() {

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// spawner starts the gdbs a member's leader asks for (sdm.Handover.Spawn)
+// as this process's children, so that they and the programs they start
+// have what the rank's launcher gave the member, and ends those still
+// running when the member ends.
+type spawner struct {
+	path string // --debugger_path
+
+	mu   sync.Mutex
+	live map[*exec.Cmd]chan struct{} // closed when reaped
+}
+
+// spawn starts a gdb and returns the leader's ends of its pipes and its
+// pidfd.
+func (s *spawner) spawn() (wire.Spawned, error) {
+	cmd, err := gdbmi.Command(s.path)
+	if err != nil {
+		return wire.Spawned{}, err
+	}
+	var ends [6]*os.File // stdin's, stdout's, stderr's read and write ends
+	for i := 0; i < len(ends); i += 2 {
+		if ends[i], ends[i+1], err = os.Pipe(); err != nil {
+			closeAll(ends[:i])
+			return wire.Spawned{}, err
+		}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = ends[0], ends[3], ends[5]
+	err = cmd.Start()
+	closeAll([]*os.File{ends[0], ends[3], ends[5]}) // gdb's own
+	leader := wire.Spawned{Stdin: ends[1], Stdout: ends[2], Stderr: ends[4], Pid: -1}
+	if err != nil {
+		leader.Close()
+		return wire.Spawned{}, err
+	}
+	reaped := make(chan struct{})
+	var status unix.WaitStatus
+	s.mu.Lock()
+	if s.live == nil {
+		s.live = make(map[*exec.Cmd]chan struct{})
+	}
+	s.live[cmd] = reaped
+	s.mu.Unlock()
+	go func() {
+		cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+			status = unix.WaitStatus(ws)
+		}
+		s.mu.Lock()
+		delete(s.live, cmd)
+		s.mu.Unlock()
+		close(reaped)
+	}()
+	leader.Wait = func() unix.WaitStatus {
+		<-reaped
+		return status
+	}
+	// Opened before it can be reaped: the pid is still gdb's.
+	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		cmd.Process.Kill()
+		leader.Close()
+		return wire.Spawned{}, os.NewSyscallError("pidfd_open", err)
+	}
+	leader.Pidfd, leader.Pid = os.NewFile(uintptr(fd), "pidfd of gdb"), cmd.Process.Pid
+	return leader, nil
+}
+
+// stop ends the gdbs still running: SIGTERM, on which gdb kills the
+// programs it started and lets go of those it attached to, then SIGKILL
+// for one that has not ended within a second.
+func (s *spawner) stop() {
+	s.mu.Lock()
+	live := make(map[*exec.Cmd]chan struct{}, len(s.live))
+	for cmd, reaped := range s.live {
+		live[cmd] = reaped
+		cmd.Process.Signal(syscall.SIGTERM)
+	}
+	s.mu.Unlock()
+	deadline := time.After(time.Second)
+	for cmd, reaped := range live {
+		select {
+		case <-reaped:
+		case <-deadline:
+			cmd.Process.Kill()
+		}
+	}
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
