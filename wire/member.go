@@ -102,8 +102,14 @@ func AcceptMember(conn net.Conn, servers int, timeout time.Duration) (*Member, e
 	if err == nil {
 		index, size, err = twoUvarints(p[1:])
 	}
-	if err == nil && size != uint64(servers) {
+	switch {
+	case err != nil:
+	case size != uint64(servers):
 		err = fmt.Errorf("server %d thinks the job has %d servers, not %d", index, size, servers)
+	case index >= size:
+		err = fmt.Errorf("server %d is not one of the job's %d servers", index, servers)
+	}
+	if err != nil && !errors.Is(err, ErrNotSDM) {
 		uc.Write(append([]byte{tagRefuse}, err.Error()...))
 	}
 	if err != nil {

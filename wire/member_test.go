@@ -192,3 +192,50 @@ func TestMemberGarbageIsRefused(t *testing.T) {
 		t.Fatalf("garbage: %v, want ErrNotSDM", err)
 	}
 }
+
+// packetPair is a connected pair of SOCK_SEQPACKET Unix sockets.
+func packetPair(t testing.TB) (*net.UnixConn, *net.UnixConn) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(fd int) *net.UnixConn {
+		f := os.NewFile(uintptr(fd), "seqpacket")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.(*net.UnixConn)
+	}
+	return conn(fds[0]), conn(fds[1])
+}
+
+// Whatever a local peer sends, a leader taking a member and a member
+// serving its leader end with an error or an answer, never a panic or a
+// wait beyond their bounds.
+func FuzzMemberPackets(f *testing.F) {
+	for _, seed := range []string{"M\x05\x08", "M\x05", "M", "", "S", "Q", "A", "Rno", "s\x07", "x\x01\x09", "M\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x08"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		leader, peer := packetPair(t)
+		defer peer.Close()
+		peer.Write(p)
+		if m, err := AcceptMember(leader, 8, time.Second); err == nil {
+			if m.Index < 0 {
+				t.Fatalf("a member of index %d", m.Index)
+			}
+			m.Close(false)
+		}
+		member, peer2 := packetPair(t)
+		defer peer2.Close()
+		peer2.Write(p)
+		peer2.Close()
+		l := &Leader{uc: member}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		l.Serve(ctx, func() (Spawned, error) { return Spawned{}, errors.New("no debugger here") })
+	})
+}
