@@ -18,18 +18,31 @@ import (
 var benchSizes = []int{8, 64, 256, 1024}
 
 // benchShapes are the trees the broadcast is measured on: one node per
-// host (all ranks on this one) at every size, and beside it one node per
-// rank, in PTP's binomial tree (fanout 0) and in wide k-ary trees.
+// host (all ranks on this one) at every size, its members handing their
+// ranks over (hosts) or serving them (hosts-serve), and beside it one
+// node per rank, in PTP's binomial tree (fanout 0) and in wide k-ary
+// trees.
 var benchShapes = []struct {
 	ranks, fanout int
 	tree          string
 }{
 	{8, 0, "hosts"}, {64, 0, "hosts"}, {256, 0, "hosts"}, {1024, 0, "hosts"},
+	{64, 0, "hosts-serve"}, {256, 0, "hosts-serve"}, {1024, 0, "hosts-serve"},
 	{64, 0, "ranks"}, {256, 0, "ranks"}, {256, 16, "ranks"}, {1024, 0, "ranks"}, {1024, 32, "ranks"},
 }
 
-// benchTrees are the two shapes of --tree.
-var benchTrees = []string{"hosts", "ranks"}
+// benchTrees are the shapes of --tree, and of --members in the tree of
+// hosts.
+var benchTrees = []string{"hosts", "hosts-serve", "ranks"}
+
+// shape sets o's --tree and --members as tree names them (benchTrees).
+func shape(o launcher.Options, tree string) launcher.Options {
+	o.RankTree = tree == "ranks"
+	if tree == "hosts-serve" {
+		o.Members = "serve"
+	}
+	return o
+}
 
 // BenchmarkBringUp measures a whole local job: from the launch until the
 // first broadcast is answered by every rank. The local launcher hands every
@@ -63,7 +76,7 @@ func BenchmarkBringUpOrder(b *testing.B) {
 	for _, c := range []struct {
 		n    int
 		tree string
-	}{{64, "hosts"}, {256, "hosts"}, {1024, "hosts"}, {2048, "hosts"}, {256, "ranks"}, {1024, "ranks"}} {
+	}{{64, "hosts"}, {256, "hosts"}, {1024, "hosts"}, {2048, "hosts"}, {256, "hosts-serve"}, {1024, "hosts-serve"}, {256, "ranks"}, {1024, "ranks"}} {
 		n := c.n
 		for _, masterFirst := range []bool{true, false} {
 			order := "servers-first"
@@ -132,7 +145,7 @@ func BenchmarkBroadcast(b *testing.B) {
 	for _, c := range benchShapes {
 		n := c.ranks
 		b.Run(fmt.Sprintf("ranks=%d/fanout=%d/tree=%s", n, c.fanout, c.tree), func(b *testing.B) {
-			s := benchLaunchShape(b, n, c.fanout, c.tree == "ranks")
+			s := benchLaunchShape(b, n, c.fanout, c.tree)
 			defer s.End(30 * time.Second)
 			job := s.Job.(*local.Job)
 			servers := make([]int, n)
@@ -171,7 +184,7 @@ func broadcastWhere(b *testing.B, s *launcher.Session, n int) time.Duration {
 func BenchmarkPausedBroadcast(b *testing.B) {
 	for _, n := range []int{256, 1024} {
 		b.Run(fmt.Sprintf("ranks=%d/tree=hosts", n), func(b *testing.B) {
-			s := benchLaunchShape(b, n, 0, false)
+			s := benchLaunchShape(b, n, 0, "hosts")
 			defer s.End(30 * time.Second)
 			var rtts []time.Duration
 			for b.Loop() {
@@ -194,11 +207,11 @@ func BenchmarkIdle(b *testing.B) {
 	for _, n := range []int{256, 1024} {
 		for _, tree := range benchTrees {
 			for _, commands := range []int{20, 2000} {
-				if commands > 20 && (n > 256 || tree == "ranks") {
+				if commands > 20 && (n > 256 || tree != "hosts") {
 					continue // minutes of broadcasts for the same story
 				}
 				b.Run(fmt.Sprintf("ranks=%d/tree=%s/commands=%d", n, tree, commands), func(b *testing.B) {
-					benchIdle(b, n, tree == "ranks", commands)
+					benchIdle(b, n, tree, commands)
 				})
 			}
 		}
@@ -211,8 +224,8 @@ const trimQuiet = 2*time.Second + time.Second
 
 // benchIdle measures the idle CPU and the memory of a tree of n ranks
 // after it has answered commands broadcasts.
-func benchIdle(b *testing.B, n int, rankTree bool, commands int) {
-	s := benchLaunchShape(b, n, 0, rankTree)
+func benchIdle(b *testing.B, n int, tree string, commands int) {
+	s := benchLaunchShape(b, n, 0, tree)
 	defer s.End(30 * time.Second)
 	job := s.Job.(*local.Job)
 	for range commands {
@@ -243,14 +256,17 @@ func benchIdle(b *testing.B, n int, rankTree bool, commands int) {
 }
 
 func benchLaunch(b *testing.B, n int) *launcher.Session {
-	return benchLaunchShape(b, n, 0, false)
+	return benchLaunchShape(b, n, 0, "hosts")
 }
 
-func benchLaunchShape(b *testing.B, n, fanout int, rankTree bool) *launcher.Session {
+// benchLaunchShape launches n ranks of sim servers in the tree that tree
+// names (benchTrees).
+func benchLaunchShape(b *testing.B, n, fanout int, tree string) *launcher.Session {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Fanout: fanout, RankTree: rankTree, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 100 * time.Second})
+	o := shape(launcher.Options{Size: n, Fanout: fanout, Debugger: "sim", SDM: sdmBin, ConnectTimeout: 100 * time.Second}, tree)
+	s, err := launcher.Launch(ctx, o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,7 +29,8 @@ type session struct {
 	routes  string
 	link    wire.LinkConfig
 	ln      *client.Listener
-	// tree, when set, is the --tree of the master and every server.
+	// tree, when set, is the --tree of the master and every server, or
+	// hosts-serve: the tree of hosts with --members=serve.
 	tree string
 }
 
@@ -189,8 +190,11 @@ func (s *session) serverArgs() []string {
 }
 
 func (s *session) treeArgs() []string {
-	if s.tree == "" {
+	switch s.tree {
+	case "":
 		return nil
+	case "hosts-serve":
+		return []string{"--tree=hosts", "--members=serve"}
 	}
 	return []string{"--tree=" + s.tree}
 }
