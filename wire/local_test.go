@@ -70,10 +70,30 @@ func TestLocalLinkRefusesAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// The test binary under another user (TestMain), dialling and then
-	// waiting for this end to hang up; copied where that user may run it.
+	// waiting for this end to hang up.
+	asNobody(t, "SDM_WIRE_DIAL="+addr.Name)
+	ln.SetDeadline(time.Now().Add(30 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewLocalLink(c, false, LinkConfig{})
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "uid 65534") {
+		t.Fatalf("a peer of uid 65534: %v, want ErrAuth naming its uid", err)
+	}
+}
+
+// asNobody runs this test binary as user nobody (uid 65534) with env
+// added, copied where that user may run it, until the test ends, and
+// returns its standard output; the test needs root.
+func asNobody(t *testing.T, env string) io.Reader {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as another user")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
 	dir, err := os.MkdirTemp("", "sdm-wire-")
 	if err != nil {
 		t.Fatal(err)
@@ -91,27 +111,37 @@ func TestLocalLinkRefusesAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = append(os.Environ(), "SDM_WIRE_DIAL="+addr.Name)
+	cmd.Env = append(os.Environ(), env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	ln.SetDeadline(time.Now().Add(30 * time.Second))
-	c, err := ln.Accept()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewLocalLink(c, false, LinkConfig{})
-	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "uid 65534") {
-		t.Fatalf("a peer of uid 65534: %v, want ErrAuth naming its uid", err)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return out
 }
 
-// TestMain is also the helper of TestLocalLinkRefusesAnotherUser and
-// TestLocalLinkWithFilesFull.
+// TestMain is also the helper of the tests that run it as another user
+// (asNobody) and of TestLocalLinkWithFilesFull.
 func TestMain(m *testing.M) {
+	if addr := os.Getenv("SDM_WIRE_SQUAT"); addr != "" {
+		// A leader's socket taken by another user: it takes one peer and
+		// waits for it to hang up.
+		if ln, err := net.Listen("unixpacket", addr); err == nil {
+			fmt.Println("listening")
+			if c, err := ln.Accept(); err == nil {
+				c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				c.Read(make([]byte, maxPacket))
+			}
+		}
+		os.Exit(0)
+	}
 	if addr := os.Getenv("SDM_WIRE_TAKE"); addr != "" {
 		os.Exit(takeWithFewFiles(addr))
 	}

@@ -165,6 +165,24 @@ func TestMemberOfAnotherJobIsRefused(t *testing.T) {
 	}
 }
 
+// A member hands nothing to a leader's socket that a process of another
+// user took first: it is refused, named by its uid, before a word.
+func TestMemberRefusesAnotherUsersLeader(t *testing.T) {
+	addr := LocalAddress(testKey(t, 11), os.Getpid())
+	out := asNobody(t, "SDM_WIRE_SQUAT="+addr.Name)
+	line, err := bufio.NewReader(out).ReadString('\n') // ends with the squatter, within its minute
+	if line != "listening\n" {
+		t.Fatalf("the squatter said %q: %v", line, err)
+	}
+	c, err := net.Dial("unixpacket", addr.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := JoinLeader(c, 1, 4, 5*time.Second); !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "uid 65534") {
+		t.Fatalf("a leader of uid 65534: %v, want ErrAuth naming its uid", err)
+	}
+}
+
 // A packet that is not a join is refused.
 func TestMemberGarbageIsRefused(t *testing.T) {
 	ln, err := net.ListenUnix("unixpacket", LocalAddress(testKey(t, 10), os.Getpid()))
