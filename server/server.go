@@ -161,25 +161,22 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 	if err != nil {
 		return sdm.ServerOptions{}, exit.Usage(err)
 	}
-	newBackend := backends[debugger]
-	handover, err := c.handover(debugger)
-	if err != nil {
-		return sdm.ServerOptions{}, exit.Usage(err)
-	}
+	newBackend, lazily := backends[debugger], false
 	if debugger == backend.GDB {
 		start, err := backend.ParseGDBStart(c.GDB)
 		if err != nil {
 			return sdm.ServerOptions{}, exit.Usage(err)
 		}
-		if start == backend.Lazy {
-			// The lazy backend starts the program itself, which would
-			// then be the leader's child, not the rank's server's.
-			handover = nil
+		if lazily = start == backend.Lazy; lazily {
 			// One sampler per server: its module cache serves every
 			// process the server samples.
 			sampler := stackwalk.NewSampler()
 			newBackend = func(c backend.Config) (backend.Backend, error) { return lazy.New(c, sampler), nil }
 		}
+	}
+	handover, err := c.handover(debugger, lazily)
+	if err != nil {
+		return sdm.ServerOptions{}, exit.Usage(err)
 	}
 	source, err := routing.ParseSource(c.RoutesFrom)
 	if err != nil {
@@ -216,14 +213,19 @@ const (
 )
 
 // handover is how the servers of a host hand their ranks to its first
-// one, as --members says: nil for serve.
-func (c *Config) handover(debugger backend.Debugger) (*sdm.Handover, error) {
+// one, as --members says: nil for serve, and with gdb started lazily,
+// since the lazy backend starts the program itself, which would then be
+// the first server's child, not the rank's own server's.
+func (c *Config) handover(debugger backend.Debugger, lazily bool) (*sdm.Handover, error) {
 	switch c.Members {
 	case MembersServe:
 		return nil, nil
 	case MembersHand, "":
 	default:
 		return nil, fmt.Errorf("--members=%s: want %s or %s", c.Members, MembersHand, MembersServe)
+	}
+	if lazily {
+		return nil, nil
 	}
 	if debugger == backend.Sim {
 		return &sdm.Handover{

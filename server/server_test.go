@@ -85,6 +85,35 @@ func TestARankServerHasTheBackendAndTheRoutesItsFlagsName(t *testing.T) {
 	}
 }
 
+// --members says whether a host's servers hand their ranks to its
+// first: by default with gdb started at once and with the simulated
+// backend, never with gdb started lazily.
+func TestMembersHandTheirRanksAsTheFlagsSay(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		hand bool
+	}{
+		{Config{Debugger: "sim"}, true},
+		{Config{Debugger: "gdb-mi", GDB: "eager"}, true},
+		{Config{Debugger: "gdb-mi", GDB: "eager", Members: "serve"}, false},
+		{Config{Debugger: "gdb-mi", GDB: "lazy"}, false},
+		{Config{Debugger: "gdb-mi", GDB: "lazy", Members: "hand"}, false},
+	} {
+		c.cfg.RoutesFrom = "file"
+		o, err := c.cfg.rankServer(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (o.Handover != nil) != c.hand || (c.cfg.spawner != nil) != (c.hand && c.cfg.Debugger == "gdb-mi") {
+			t.Errorf("%+v: handover %v, spawner %v; want handing over %v", c.cfg, o.Handover != nil, c.cfg.spawner != nil, c.hand)
+		}
+	}
+	bad := Config{Debugger: "sim", RoutesFrom: "file", Members: "share"}
+	if _, err := bad.rankServer(0); err == nil || exit.Status(err) != 2 || !strings.Contains(err.Error(), "--members=share: want hand or serve") {
+		t.Errorf("--members=share: %v", err)
+	}
+}
+
 func TestCommonNamesTheServerAndTakesItsKey(t *testing.T) {
 	path, key := keyFile(t)
 	c := Config{KeyFile: path, Index: 5, Debug: 1}
