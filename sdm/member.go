@@ -22,11 +22,11 @@ func (o ServerOptions) member(ctx context.Context, leader, servers int) error {
 	if o.Trace != nil {
 		o.Trace.Printf("handed rank %d to server %d", o.Index, leader)
 	}
-	if o.Joined != nil {
-		o.Joined()
-	}
+	// Its one piece of work, which ends its start: a member answers
+	// nothing else. Joined is not called: it would only tell what
+	// AfterAnswer's trim finds out again (resident.Trimmer).
 	if o.AfterAnswer != nil {
-		o.AfterAnswer() // its one piece of work: a member has nothing else to answer
+		o.AfterAnswer()
 	}
 	err = l.Serve(ctx, o.Handover.Spawn)
 	switch {

@@ -43,7 +43,7 @@ type ServerOptions struct {
 	Log         *log.Logger
 	Trace       *log.Logger // what the node does, for --debug
 	AfterAnswer func()      // Config.AfterAnswer
-	Joined      func()      // Config.Joined; a member's start is over then
+	Joined      func()      // Config.Joined; a member that hands its rank over calls AfterAnswer instead
 	// Handover, when set, has the servers of a host other than its leader
 	// hand their ranks to the leader, which serves them (Config.Adopt),
 	// where otherwise each serves its own rank as the leader's child.
