@@ -36,6 +36,11 @@ type Backend struct {
 	// of the watcher's settle at a load and a command's after a new
 	// breakpoint, the later one sees the later list.
 	settling sync.Mutex
+	// announce is held while a stop or an end goes out and its state
+	// is set, so that states are set in the order their events went out:
+	// a stop whose event left just before the process was killed never
+	// overwrites the end reported after it.
+	announce sync.Mutex
 
 	inferior
 	// loaded is the program start loaded (sources.go).

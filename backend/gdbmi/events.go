@@ -124,7 +124,13 @@ func (b *Backend) stopped(g *GDB, res Value) {
 	}
 	// The news goes out before the state changes: an answer that says
 	// stopped (to status, say) then comes after the stop itself.
+	b.announce.Lock()
+	defer b.announce.Unlock()
 	b.mu.Lock()
+	if b.gone {
+		b.mu.Unlock()
+		return // it ended while its stop was read: the end is the news
+	}
 	b.announcing++
 	b.mu.Unlock()
 	b.out.Drain()
@@ -151,6 +157,8 @@ func currentFrame(g *GDB) (wire.Frame, error) {
 // it (a kill's, gdb's own). As for a stop, the news goes out before the
 // state changes.
 func (b *Backend) exited(st wire.State) {
+	b.announce.Lock()
+	defer b.announce.Unlock()
 	b.mu.Lock()
 	if b.state.State == wire.StateExited || b.exiting {
 		b.mu.Unlock()
