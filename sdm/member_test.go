@@ -18,6 +18,7 @@ import (
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/master"
+	"github.com/sdm-hpc/sdm/member"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
@@ -85,7 +86,7 @@ func startHandingJob(t *testing.T, n int, key byte) *handingJob {
 			j.adopted <- c.Rank
 			return sim.New(c), nil
 		},
-		Spawn: func() (wire.Spawned, error) { return wire.Spawned{}, errors.New("no process") },
+		Spawn: func() (member.Spawned, error) { return member.Spawned{}, errors.New("no process") },
 	}
 	for id := range n {
 		run(id, func(ctx context.Context) error {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/member"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -56,7 +57,7 @@ type Handover struct {
 	// Adopt makes, at the leader, the backend of a member's rank.
 	Adopt func(backend.Config, *wire.Member) (backend.Backend, error)
 	// Spawn starts, at a member, the debugger its leader asks for.
-	Spawn func() (wire.Spawned, error)
+	Spawn func() (member.Spawned, error)
 }
 
 // Serve runs a rank server: it waits for the routing file, listens for its

@@ -31,6 +31,7 @@ import (
 	"github.com/sdm-hpc/sdm/internal/handover"
 	"github.com/sdm-hpc/sdm/internal/resident"
 	"github.com/sdm-hpc/sdm/master"
+	"github.com/sdm-hpc/sdm/member"
 	"github.com/sdm-hpc/sdm/rm/routes"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
@@ -75,7 +76,7 @@ type Config struct {
 	// these comma-separated hosts.
 	GenerateRoutes string
 
-	spawner *spawner // the gdbs a member started for its leader
+	spawner *member.Spawner // the gdbs a member started for its leader
 }
 
 // backends maps each debugger to its constructor.
@@ -105,7 +106,7 @@ func Run(c Config) error {
 		return fmt.Errorf("%s: %w", sdm.ServerOptions{Index: index, Layout: c.Layout}.Name(), err)
 	}
 	if c.spawner != nil {
-		defer c.spawner.stop()
+		defer c.spawner.Stop()
 	}
 	return exit.Quiet(ctx, sdm.Serve(ctx, o))
 }
@@ -230,17 +231,17 @@ func (c *Config) handover(debugger backend.Debugger, lazily bool) (*sdm.Handover
 	if debugger == backend.Sim {
 		return &sdm.Handover{
 			Adopt: func(bc backend.Config, _ *wire.Member) (backend.Backend, error) { return sim.New(bc), nil },
-			Spawn: func() (wire.Spawned, error) {
-				return wire.Spawned{}, errors.New("the simulated debugger has no process")
+			Spawn: func() (member.Spawned, error) {
+				return member.Spawned{}, errors.New("the simulated debugger has no process")
 			},
 		}, nil
 	}
-	c.spawner = &spawner{path: c.DebuggerPath}
+	c.spawner = &member.Spawner{Path: c.DebuggerPath}
 	return &sdm.Handover{
 		Adopt: func(bc backend.Config, m *wire.Member) (backend.Backend, error) {
 			bc.Path = c.DebuggerPath
 			return gdbmi.NewSpawned(bc, m.Spawn), nil
 		},
-		Spawn: c.spawner.spawn,
+		Spawn: c.spawner.Spawn,
 	}, nil
 }

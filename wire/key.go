@@ -2,24 +2,21 @@ package wire
 
 import (
 	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
+
+	"github.com/sdm-hpc/sdm/secret"
 )
 
 // KeySize is the length of a session key in bytes.
-const KeySize = 32
+const KeySize = secret.Size
 
 // KeyEnv is the environment variable that hands a session key to an SDM
 // without putting it on a command line, where every user could read it.
-const KeyEnv = "SDM_SESSION_KEY"
+const KeyEnv = secret.Env
 
 // Key is the secret every link of one debug session proves it knows.
-type Key [KeySize]byte
+type Key = secret.Key
 
 // NewKey returns a fresh random key.
 func NewKey() (Key, error) {
@@ -28,44 +25,16 @@ func NewKey() (Key, error) {
 	return k, err
 }
 
-// String returns the key in hex, the form KeyEnv and key files hold.
-func (k Key) String() string { return hex.EncodeToString(k[:]) }
-
 // ParseKey reads a key in hex.
-func ParseKey(text string) (Key, error) {
-	var k Key
-	b, err := hex.DecodeString(strings.TrimSpace(text))
-	if err != nil || len(b) != KeySize {
-		return k, fmt.Errorf("session key must be %d hex digits", 2*KeySize)
-	}
-	copy(k[:], b)
-	return k, nil
-}
+func ParseKey(text string) (Key, error) { return secret.Parse(text) }
 
 // ErrInsecure is wrapped when a secret file or its directory is open to
 // other users.
-var ErrInsecure = errors.New("insecure permissions")
+var ErrInsecure = secret.ErrInsecure
 
-// ReadKeyFile reads a key file. The file must be a regular file owned by
-// us with mode 0600 or stricter, in a directory no one else can write to,
-// because a key others can read lets them command the debugger.
-func ReadKeyFile(path string) (Key, error) {
-	if err := checkPrivate(path, 0o077); err != nil {
-		return Key{}, err
-	}
-	if err := checkPrivate(filepath.Dir(path), 0o022); err != nil {
-		return Key{}, err
-	}
-	text, err := os.ReadFile(path)
-	if err != nil {
-		return Key{}, err
-	}
-	k, err := ParseKey(string(text))
-	if err != nil {
-		return Key{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return k, nil
-}
+// ReadKeyFile reads a key file, which must be this user's alone
+// (secret.ReadFile).
+func ReadKeyFile(path string) (Key, error) { return secret.ReadFile(path) }
 
 // WriteKeyFile writes k to path with mode 0600. The directory must exist
 // and should be 0700 (see SessionDir).
@@ -95,18 +64,4 @@ func LoadKey(path string, lookup func(string) (string, bool)) (Key, error) {
 		return Key{}, fmt.Errorf("%s: %w", KeyEnv, err)
 	}
 	return k, nil
-}
-
-func checkPrivate(path string, forbidden os.FileMode) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if perm := info.Mode().Perm(); perm&forbidden != 0 {
-		return fmt.Errorf("%s: %w: mode %04o, want no %04o bits", path, ErrInsecure, perm, forbidden)
-	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s: %w: owned by uid %d, not by us (uid %d)", path, ErrInsecure, st.Uid, os.Geteuid())
-	}
-	return nil
 }

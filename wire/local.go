@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/member"
 )
 
 // NewLocalLink opens a link over conn, a Unix socket to a process of this
@@ -205,6 +205,5 @@ func checkPeer(conn net.Conn) (*net.UnixConn, error) {
 // shared or not; whoever connects is checked by NewLocalLink. The name
 // holds a digest of the key, so sessions never meet, and not the key.
 func LocalAddress(key Key, index int) *net.UnixAddr {
-	sum := sha256.Sum256(append([]byte("sdm local link "), key[:]...))
-	return &net.UnixAddr{Net: "unix", Name: fmt.Sprintf("@sdm-%s-%d", hex.EncodeToString(sum[:8]), index)}
+	return &net.UnixAddr{Net: "unix", Name: member.Address(key, index)}
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/member"
 )
 
 // localPair is a local link's two ends over an abstract Unix socket.
@@ -137,7 +139,7 @@ func TestMain(m *testing.M) {
 			fmt.Println("listening")
 			if c, err := ln.Accept(); err == nil {
 				c.SetReadDeadline(time.Now().Add(30 * time.Second))
-				c.Read(make([]byte, maxPacket))
+				c.Read(make([]byte, member.MaxPacket))
 			}
 		}
 		os.Exit(0)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -13,13 +14,16 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/member"
 )
 
 // memberPair is a leader's and a member's ends of a member's connection,
 // the member being server index of a job of servers servers as it says.
-func memberPair(t *testing.T, index, servers, leaderServers int) (*Member, *Leader, error, error) {
+func memberPair(t *testing.T, index, servers, leaderServers int) (*Member, *member.Leader, error, error) {
 	t.Helper()
-	ln, err := net.ListenUnix("unixpacket", LocalAddress(testKey(t, 9), os.Getpid()))
+	key := testKey(t, 9)
+	ln, err := net.ListenUnix("unixpacket", LocalAddress(key, os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +45,9 @@ func memberPair(t *testing.T, index, servers, leaderServers int) (*Member, *Lead
 		}
 		got <- accepted{m, err}
 	}()
-	c, err := net.Dial("unixpacket", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, lerr := JoinLeader(c, index, servers, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, lerr := member.Join(ctx, key, os.Getpid(), index, servers, 5*time.Second)
 	a := <-got
 	if a.m != nil {
 		t.Cleanup(func() { a.m.Close(false) })
@@ -55,15 +57,15 @@ func memberPair(t *testing.T, index, servers, leaderServers int) (*Member, *Lead
 
 // spawnCat starts cat as a member starts a debugger: its pipes and pidfd
 // to be passed on.
-func spawnCat(t *testing.T) func() (Spawned, error) {
-	return func() (Spawned, error) {
+func spawnCat(t *testing.T) func() (member.Spawned, error) {
+	return func() (member.Spawned, error) {
 		inR, inW, _ := os.Pipe()
 		outR, outW, _ := os.Pipe()
 		errR, errW, _ := os.Pipe()
 		cmd := exec.Command("cat")
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 		if err := cmd.Start(); err != nil {
-			return Spawned{}, err
+			return member.Spawned{}, err
 		}
 		inR.Close()
 		outW.Close()
@@ -81,7 +83,7 @@ func spawnCat(t *testing.T) func() (Spawned, error) {
 			<-reaped
 			return unix.WaitStatus(cmd.ProcessState.Sys().(syscall.WaitStatus))
 		}
-		return Spawned{Stdin: inW, Stdout: outR, Stderr: errR, Pidfd: os.NewFile(uintptr(fd), "pidfd"), Pid: cmd.Process.Pid, Wait: wait}, nil
+		return member.Spawned{Stdin: inW, Stdout: outR, Stderr: errR, Pidfd: os.NewFile(uintptr(fd), "pidfd"), Pid: cmd.Process.Pid, Wait: wait}, nil
 	}
 }
 
@@ -138,13 +140,13 @@ func TestMemberSpawnFailsAndLeaderGoes(t *testing.T) {
 	defer cancel()
 	served := make(chan error, 1)
 	go func() {
-		served <- l.Serve(ctx, func() (Spawned, error) { return Spawned{}, errors.New("gdb not found (gdb)") })
+		served <- l.Serve(ctx, func() (member.Spawned, error) { return member.Spawned{}, errors.New("gdb not found (gdb)") })
 	}()
 	if _, err := m.Spawn(ctx); err == nil || err.Error() != "gdb not found (gdb)" {
 		t.Fatalf("spawn: %v", err)
 	}
 	m.Close(false)
-	if err := <-served; !errors.Is(err, ErrLeaderGone) {
+	if err := <-served; !errors.Is(err, member.ErrLeaderGone) || !strings.Contains(err.Error(), fmt.Sprintf("server %d, which", os.Getpid())) {
 		t.Fatalf("the member after its leader hung up: %v, want ErrLeaderGone", err)
 	}
 	select {
@@ -160,7 +162,7 @@ func TestMemberOfAnotherJobIsRefused(t *testing.T) {
 	if merr == nil || !strings.Contains(merr.Error(), "4 servers, not 8") {
 		t.Fatalf("leader: %v", merr)
 	}
-	if !errors.Is(lerr, ErrAuth) || !strings.Contains(lerr.Error(), "4 servers, not 8") {
+	if !errors.Is(lerr, member.ErrRefused) || !strings.Contains(lerr.Error(), "4 servers, not 8") {
 		t.Fatalf("member: %v", lerr)
 	}
 }
@@ -168,18 +170,17 @@ func TestMemberOfAnotherJobIsRefused(t *testing.T) {
 // A member hands nothing to a leader's socket that a process of another
 // user took first: it is refused, named by its uid, before a word.
 func TestMemberRefusesAnotherUsersLeader(t *testing.T) {
-	addr := LocalAddress(testKey(t, 11), os.Getpid())
+	key := testKey(t, 11)
+	addr := LocalAddress(key, os.Getpid())
 	out := asNobody(t, "SDM_WIRE_SQUAT="+addr.Name)
 	line, err := bufio.NewReader(out).ReadString('\n') // ends with the squatter, within its minute
 	if line != "listening\n" {
 		t.Fatalf("the squatter said %q: %v", line, err)
 	}
-	c, err := net.Dial("unixpacket", addr.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := JoinLeader(c, 1, 4, 5*time.Second); !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "uid 65534") {
-		t.Fatalf("a leader of uid 65534: %v, want ErrAuth naming its uid", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := member.Join(ctx, key, os.Getpid(), 1, 4, 5*time.Second); !errors.Is(err, member.ErrRefused) || !strings.Contains(err.Error(), "uid 65534") {
+		t.Fatalf("a leader of uid 65534: %v, want ErrRefused naming its uid", err)
 	}
 }
 
@@ -230,9 +231,9 @@ func packetPair(t testing.TB) (*net.UnixConn, *net.UnixConn) {
 	return conn(fds[0]), conn(fds[1])
 }
 
-// Whatever a local peer sends, a leader taking a member and a member
-// serving its leader end with an error or an answer, never a panic or a
-// wait beyond their bounds.
+// Whatever a local peer sends, a leader taking a member ends with an
+// error or a member, never a panic or a wait beyond its bound (the
+// member's side: member.FuzzLeaderPackets).
 func FuzzMemberPackets(f *testing.F) {
 	for _, seed := range []string{"M\x05\x08", "M\x05", "M", "", "S", "Q", "A", "Rno", "s\x07", "x\x01\x09", "M\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x08"} {
 		f.Add([]byte(seed))
@@ -247,13 +248,5 @@ func FuzzMemberPackets(f *testing.F) {
 			}
 			m.Close(false)
 		}
-		member, peer2 := packetPair(t)
-		defer peer2.Close()
-		peer2.Write(p)
-		peer2.Close()
-		l := &Leader{uc: member}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		l.Serve(ctx, func() (Spawned, error) { return Spawned{}, errors.New("no debugger here") })
 	})
 }

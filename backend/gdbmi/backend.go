@@ -12,6 +12,7 @@ import (
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/fifo"
+	"github.com/sdm-hpc/sdm/member"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -71,7 +72,7 @@ func New(cfg backend.Config) *Backend {
 // member of the host node that drives the rank (wire.Member.Spawn), so
 // that gdb and the program are that server's children, with the
 // environment, descriptors and limits its launcher gave it.
-func NewSpawned(cfg backend.Config, spawn func(context.Context) (wire.Spawned, error)) *Backend {
+func NewSpawned(cfg backend.Config, spawn func(context.Context) (member.Spawned, error)) *Backend {
 	path := cfg.Path
 	if path == "" {
 		path = "gdb"

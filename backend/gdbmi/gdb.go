@@ -7,17 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/fifo"
-	"github.com/sdm-hpc/sdm/wire"
+	"github.com/sdm-hpc/sdm/member"
 )
 
 // GDB is one gdb running the GDB/MI interpreter. Commands go one at a
@@ -62,27 +60,9 @@ type pending struct {
 	console strings.Builder
 }
 
-// Command is how gdb is started: path (found in $PATH when it is not
-// one, "gdb" when empty) with the MI interpreter and no init files, in a
-// process group of its own, so that a ^C meant for the front end does not
-// reach it (it would stop the program). A rank's own server starts it so
-// for the host's server that drives it (Adopt).
-func Command(path string) (*exec.Cmd, error) {
-	if path == "" {
-		path = "gdb"
-	}
-	resolved, err := exec.LookPath(path)
-	if err != nil {
-		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
-	}
-	cmd := exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd, nil
-}
-
-// Start runs gdb as Command says, as a child of this process.
+// Start runs gdb as member.GDB says, as a child of this process.
 func Start(path string) (*GDB, error) {
-	cmd, err := Command(path)
+	cmd, err := member.GDB(path)
 	if err != nil {
 		return nil, err
 	}
@@ -108,11 +88,11 @@ func Start(path string) (*GDB, error) {
 	return g, nil
 }
 
-// Adopt drives a gdb that another process started as Command says (a
-// rank's own server, wire.Spawned), whose pipes and pidfd it was handed:
+// Adopt drives a gdb that another process started as member.GDB says
+// (a rank's own server, member.Spawned), whose pipes and pidfd it was handed:
 // it signals and watches gdb through the pidfd, since gdb is not its
 // child.
-func Adopt(path string, s wire.Spawned) *GDB {
+func Adopt(path string, s member.Spawned) *GDB {
 	g := newGDB(path)
 	g.stdin, g.pidfd = s.Stdin, s.Pidfd
 	copied := make(chan struct{})

@@ -15,27 +15,28 @@ import (
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/member"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
 // spawner starts gdb as a member server does for its leader: Command,
-// pipes, a pidfd, handed over as wire.Spawned. It counts its spawns and
+// pipes, a pidfd, handed over as member.Spawned. It counts its spawns and
 // keeps the last gdb's pid.
 type spawner struct {
 	spawns, pid atomic.Int64
 }
 
-func (s *spawner) spawn(context.Context) (wire.Spawned, error) {
-	cmd, err := gdbmi.Command("")
+func (s *spawner) spawn(context.Context) (member.Spawned, error) {
+	cmd, err := member.GDB("")
 	if err != nil {
-		return wire.Spawned{}, err
+		return member.Spawned{}, err
 	}
 	inR, inW, _ := os.Pipe()
 	outR, outW, _ := os.Pipe()
 	errR, errW, _ := os.Pipe()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
-		return wire.Spawned{}, err
+		return member.Spawned{}, err
 	}
 	inR.Close()
 	outW.Close()
@@ -47,11 +48,11 @@ func (s *spawner) spawn(context.Context) (wire.Spawned, error) {
 	}()
 	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
 	if err != nil {
-		return wire.Spawned{}, err
+		return member.Spawned{}, err
 	}
 	s.spawns.Add(1)
 	s.pid.Store(int64(cmd.Process.Pid))
-	return wire.Spawned{Stdin: inW, Stdout: outR, Stderr: errR, Pidfd: os.NewFile(uintptr(fd), "pidfd"), Pid: cmd.Process.Pid, Ended: reaped}, nil
+	return member.Spawned{Stdin: inW, Stdout: outR, Stderr: errR, Pidfd: os.NewFile(uintptr(fd), "pidfd"), Pid: cmd.Process.Pid, Ended: reaped}, nil
 }
 
 // A rank whose gdb another process starts and hands over is debugged as
@@ -98,8 +99,8 @@ func TestSpawnedGDB(t *testing.T) {
 
 // A rank whose gdb cannot be started says why at its start.
 func TestSpawnedGDBFails(t *testing.T) {
-	fail := func(context.Context) (wire.Spawned, error) {
-		return wire.Spawned{}, os.ErrNotExist
+	fail := func(context.Context) (member.Spawned, error) {
+		return member.Spawned{}, os.ErrNotExist
 	}
 	r := &rank{t: t, b: gdbmi.NewSpawned(backend.Config{Rank: 0, Size: 1}, fail)}
 	t.Cleanup(func() { r.b.Close() })

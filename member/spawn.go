@@ -1,6 +1,7 @@
-package server
+package member
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -8,43 +9,58 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/sdm-hpc/sdm/backend/gdbmi"
-	"github.com/sdm-hpc/sdm/wire"
 )
 
-// spawner starts the gdbs a member's leader asks for (sdm.Handover.Spawn)
-// as this process's children, so that they and the programs they start
-// have what the rank's launcher gave the member, and ends those still
-// running when the member ends.
-type spawner struct {
-	path string // --debugger_path
+// GDB is how a rank's gdb is started: path (found in $PATH when it is
+// not one, "gdb" when empty) with the MI interpreter and no init files,
+// in a process group of its own, so that a ^C meant for the front end
+// does not reach it (it would stop the program). A rank's server starts
+// it so, and so does a member for the leader that drives it.
+func GDB(path string) (*exec.Cmd, error) {
+	if path == "" {
+		path = "gdb"
+	}
+	resolved, err := exec.LookPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
+	}
+	cmd := exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+// Spawner starts the gdbs a member's leader asks for as this process's
+// children, so that they and the programs they start have what the
+// rank's launcher gave the member, and ends those still running when the
+// member ends (Stop).
+type Spawner struct {
+	Path string // --debugger_path
 
 	mu   sync.Mutex
 	live map[*exec.Cmd]chan struct{} // closed when reaped
 }
 
-// spawn starts a gdb and returns the leader's ends of its pipes and its
+// Spawn starts a gdb and returns the leader's ends of its pipes and its
 // pidfd.
-func (s *spawner) spawn() (wire.Spawned, error) {
-	cmd, err := gdbmi.Command(s.path)
+func (s *Spawner) Spawn() (Spawned, error) {
+	cmd, err := GDB(s.Path)
 	if err != nil {
-		return wire.Spawned{}, err
+		return Spawned{}, err
 	}
 	var ends [6]*os.File // stdin's, stdout's, stderr's read and write ends
 	for i := 0; i < len(ends); i += 2 {
 		if ends[i], ends[i+1], err = os.Pipe(); err != nil {
 			closeAll(ends[:i])
-			return wire.Spawned{}, err
+			return Spawned{}, err
 		}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = ends[0], ends[3], ends[5]
 	err = cmd.Start()
 	closeAll([]*os.File{ends[0], ends[3], ends[5]}) // gdb's own
-	leader := wire.Spawned{Stdin: ends[1], Stdout: ends[2], Stderr: ends[4], Pid: -1}
+	leader := Spawned{Stdin: ends[1], Stdout: ends[2], Stderr: ends[4], Pid: -1}
 	if err != nil {
 		leader.Close()
-		return wire.Spawned{}, err
+		return Spawned{}, err
 	}
 	reaped := make(chan struct{})
 	var status unix.WaitStatus
@@ -73,16 +89,16 @@ func (s *spawner) spawn() (wire.Spawned, error) {
 	if err != nil {
 		cmd.Process.Kill()
 		leader.Close()
-		return wire.Spawned{}, os.NewSyscallError("pidfd_open", err)
+		return Spawned{}, os.NewSyscallError("pidfd_open", err)
 	}
 	leader.Pidfd, leader.Pid = os.NewFile(uintptr(fd), "pidfd of gdb"), cmd.Process.Pid
 	return leader, nil
 }
 
-// stop ends the gdbs still running: SIGTERM, on which gdb kills the
+// Stop ends the gdbs still running: SIGTERM, on which gdb kills the
 // programs it started and lets go of those it attached to, then SIGKILL
 // for one that has not ended within a second.
-func (s *spawner) stop() {
+func (s *Spawner) Stop() {
 	s.mu.Lock()
 	live := make(map[*exec.Cmd]chan struct{}, len(s.live))
 	for cmd, reaped := range s.live {
