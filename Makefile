@@ -28,10 +28,12 @@ export CGO_ENABLED := 0
 .PHONY: build examples thirdparty test bench demo lint fuzz clean
 
 # sdm-server, the server role alone, runs beside sdm for every server of a
-# job that sdm launches.
+# job that sdm launches; sdm-rank, the lean start of a server that hands
+# its rank over, for most of them when they do.
 build:
 	$(GO) build -o $(BIN) ./cmd/sdm
 	$(GO) build -o $(dir $(BIN))sdm-server ./cmd/sdm-server
+	$(GO) build -o $(dir $(BIN))sdm-rank ./cmd/sdm-rank
 
 examples: $(EXAMPLES)
 

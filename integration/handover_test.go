@@ -19,17 +19,21 @@ import (
 // debugs every rank, while each rank's gdb, and the MPI program gdb
 // starts, are its own server's children, with the environment mpirun
 // gave that server. --members=serve debugs the same ranks the same way,
-// each server its own.
+// each server its own. Started as sdm-rank (lean), the members stay
+// sdm-rank and the first server becomes sdm-server.
 func TestMembersHandTheirGDBsOver(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	bin := testenv.Examples(t)
-	for _, members := range []string{"hand", "serve"} {
+	for _, members := range []string{"hand", "serve", "lean"} {
 		t.Run(members, func(t *testing.T) {
 			const n = 4
 			s := newSession(t, n)
 			master := s.master()
 			serverArgs := []string{sdmBin, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=gdb-mi", "--members=" + members, "--debug"}
+			if members == "lean" {
+				serverArgs = []string{filepath.Join(filepath.Dir(sdmBin), "sdm-rank"), "--routing_file=" + s.routes, "--key-file=" + s.keyFile}
+			}
 			servers := start(t, testenv.Command(t, mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, serverArgs...)...))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -69,12 +73,18 @@ func TestMembersHandTheirGDBsOver(t *testing.T) {
 					t.Errorf("the program %d of server %d (rank %q) has rank %q", prog, server, want, got)
 				}
 				ranks[got] = true
+				if members != "lean" {
+					continue
+				}
+				if comm, wantComm := commOf(t, server), map[bool]string{true: "sdm-server", false: "sdm-rank"}[got == "0"]; comm != wantComm {
+					t.Errorf("rank %s's server runs %s, want %s", got, comm, wantComm)
+				}
 			}
 			if len(ranks) != n {
 				t.Fatalf("programs of ranks %v run under their servers' gdbs, want 0-%d", ranks, n-1)
 			}
 			handed := strings.Count(servers.out.String(), "to server 0")
-			if want := map[string]int{"hand": n - 1, "serve": 0}[members]; handed != want {
+			if want := map[string]int{"hand": n - 1, "serve": 0}[members]; members != "lean" && handed != want {
 				t.Errorf("%d ranks handed over to server 0, want %d", handed, want)
 			}
 			if groups, err := cs.Quit(ctx, 10*time.Second); err != nil || !okRanks(groups).Equal(all) {
@@ -94,6 +104,16 @@ func TestMembersHandTheirGDBsOver(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commOf is the command pid runs.
+func commOf(t *testing.T, pid int) string {
+	t.Helper()
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(comm))
 }
 
 // processesNamed lists the processes whose command is name.

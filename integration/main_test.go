@@ -36,9 +36,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	// sdm-server beside sdm runs the jobs' servers, as an installed sdm's.
+	// sdm-server and sdm-rank beside sdm run the jobs' servers, as an installed sdm's.
 	sdmBin = filepath.Join(dir, "sdm")
-	build, cancel := testenv.CommandTimeout(5*time.Minute, "go", "build", "-o", dir+"/", "github.com/sdm-hpc/sdm/cmd/sdm", "github.com/sdm-hpc/sdm/cmd/sdm-server")
+	build, cancel := testenv.CommandTimeout(5*time.Minute, "go", "build", "-o", dir+"/", "github.com/sdm-hpc/sdm/cmd/sdm", "github.com/sdm-hpc/sdm/cmd/sdm-server", "github.com/sdm-hpc/sdm/cmd/sdm-rank")
 	defer cancel()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

@@ -83,7 +83,7 @@ func maxOf(a, b int64) int64 {
 	return b
 }
 
-// sdmBelow lists the sdm processes (sdm, or the servers' sdm-server)
+// sdmBelow lists the sdm processes (sdm, or the servers' sdm-server and sdm-rank)
 // that descend from pid.
 func sdmBelow(pid int) []int {
 	entries, _ := os.ReadDir("/proc")
@@ -114,7 +114,7 @@ func sdmBelow(pid int) []int {
 	for p := range parent {
 		for q := parent[p]; q > 1; q = parent[q] {
 			if q == pid {
-				if name[p] == "sdm" || name[p] == "sdm-server" {
+				if name[p] == "sdm" || name[p] == "sdm-server" || name[p] == "sdm-rank" {
 					below = append(below, p)
 				}
 				break

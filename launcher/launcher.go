@@ -276,7 +276,7 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 		serverArgs = append(serverArgs, "--members="+o.Members)
 	}
 	spec := rm.Spec{
-		Size: o.Size, Fanout: o.Fanout, RankTree: o.RankTree, SDM: o.SDM, Server: serverBinary(o.SDM, t), Dir: files, KeyFile: keyFile, Layout: o.Layout,
+		Size: o.Size, Fanout: o.Fanout, RankTree: o.RankTree, SDM: o.SDM, Server: serverBinary(o, t), Dir: files, KeyFile: keyFile, Layout: o.Layout,
 		Client: clientAddr, ServerArgs: serverArgs,
 		Launcher: o.Launcher, LauncherArgs: o.LauncherArgs, Log: filepath.Join(dir, "servers.log"),
 		// Every process of the session, down to gdb and the program,
@@ -529,21 +529,39 @@ func keptLogs(err error, dir string) error {
 }
 
 // ServerBinary is the name of the server role's own executable, which
-// launchers start beside sdm when it is there.
-const ServerBinary = "sdm-server"
+// launchers start beside sdm when it is there; RankBinary the lean start
+// of a server that hands its rank over, which executes ServerBinary in
+// its place for any other start.
+const (
+	ServerBinary = "sdm-server"
+	RankBinary   = "sdm-rank"
+)
 
 // serverBinary is the executable of a job's servers: sdm-server beside
 // sdm when it is there, a build of the server role alone that starts
-// sooner and maps less on each of a node's ranks; else sdm itself
-// ("": rm.Spec.ServerExe). A job on another host (--target) is given
-// sdm's path there, and no more is known of that host.
-func serverBinary(sdm string, t target) string {
+// sooner and maps less on each of a node's ranks, or sdm-rank beside it
+// when the servers hand their ranks over (o.handing), which starts
+// sooner still; else sdm itself ("": rm.Spec.ServerExe). A job on
+// another host (--target) is given sdm's path there, and no more is
+// known of that host.
+func serverBinary(o Options, t target) string {
 	if t.host != "" {
 		return ""
 	}
-	exe := filepath.Join(filepath.Dir(sdm), ServerBinary)
+	exe := filepath.Join(filepath.Dir(o.SDM), ServerBinary)
 	if executable(exe) != nil {
 		return ""
 	}
+	if rank := filepath.Join(filepath.Dir(o.SDM), RankBinary); o.handing() && executable(rank) == nil {
+		return rank
+	}
 	return exe
+}
+
+// handing says whether the job's servers hand their ranks to their
+// hosts' first servers (the servers' --members=hand, with gdb started
+// eagerly or the simulated debugger).
+func (o Options) handing() bool {
+	eager := o.Debugger == backend.Sim || o.GDB == "" || o.GDB == backend.Eager
+	return eager && (o.Members == "" || o.Members == "hand") && !o.RankTree && o.Layout == nil
 }

@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
@@ -37,17 +36,6 @@ import (
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/stackwalk"
 	"github.com/sdm-hpc/sdm/wire"
-)
-
-// A rank server trims itself (resident.Trimmer) once it has been quiet
-// for trimQuiet, a pause longer than those within a script's or a
-// stepping user's burst of commands, and collects when its memory grew by
-// trimGarbage since it last did (or since its start): a member of a host
-// node leaves a few kilobytes of garbage per command, so it collects
-// every few hundred commands, at a pause, and never while it is idle.
-const (
-	trimQuiet   = 2 * time.Second
-	trimGarbage = 1 << 20
 )
 
 // Config is a server as its flags describe it. The master's options hold
@@ -189,7 +177,7 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 	}
 	// Made before the routing file is read, the trimmer counts what
 	// reading it leaves.
-	trimmer := resident.NewTrimmer(trimQuiet, trimGarbage, func(err error) { c.Log.Printf("%v", err) })
+	trimmer := resident.NewTrimmer(resident.Quiet, resident.Garbage, func(err error) { c.Log.Printf("%v", err) })
 	return sdm.ServerOptions{
 		Index: index, RoutingFile: c.RoutingFile, Fanout: c.Fanout, RankTree: c.RankTree, Layout: c.Layout, Listener: c.Listener,
 		RoutesFrom: sdm.RoutesFrom{Publish: source == routing.SourcePublish, Compute: compute},

@@ -17,16 +17,17 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/sdm-hpc/sdm/internal/handover/vars"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
 // ListenFDEnv names the variable that tells a server which inherited file
 // descriptor is its listening socket.
-const ListenFDEnv = "SDM_LISTEN_FD"
+const ListenFDEnv = vars.ListenFD
 
 // GOMAXPROCSEnv marks a GOMAXPROCS that the launcher set for the server
 // rather than the user for the program.
-const GOMAXPROCSEnv = "SDM_GOMAXPROCS"
+const GOMAXPROCSEnv = vars.GOMAXPROCS
 
 // Server is what a server was handed.
 type Server struct {

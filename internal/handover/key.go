@@ -8,12 +8,13 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sdm-hpc/sdm/internal/handover/vars"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
 // KeyFDEnv names the descriptor on which a server that re-executed itself
 // finds its session key (see DropKeyFromEnviron).
-const KeyFDEnv = "SDM_SESSION_KEY_FD"
+const KeyFDEnv = vars.KeyFD
 
 // DropKeyFromEnviron takes the session key out of the environment a
 // server was started with. os.Unsetenv changes only the Go runtime's copy:

@@ -9,6 +9,17 @@ import (
 	"time"
 )
 
+// A rank server trims itself once it has been quiet for Quiet, a pause
+// longer than those within a script's or a stepping user's burst of
+// commands, and collects when its memory grew by Garbage since it last
+// did (or since its start): a member of a host node leaves a few
+// kilobytes of garbage per command, so it collects every few hundred
+// commands, at a pause, and never while it is idle.
+const (
+	Quiet   = 2 * time.Second
+	Garbage = 1 << 20
+)
+
 // Trimmer keeps a process that works in bursts small while it waits. A
 // rank server's work after its start maps back part of its executable
 // (the kernel maps the pages around each one touched), and its heap grows

@@ -1,0 +1,119 @@
+// A member's GOMAXPROCS comes from its launcher, and is not revisited:
+// the runtime then neither reads the cgroup files at start nor wakes to
+// look again.
+
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
+
+// Command sdm-rank is the lean start of a rank server, for launchers that
+// start one per rank: `mpirun -np N sdm-rank [sdm-server's flags]`. Most
+// of a host's servers only hand their rank to the host's first server
+// (--members=hand, with gdb started eagerly or the simulated debugger)
+// and start its gdb when asked; sdm-rank does just that, linking neither
+// flags nor a network stack, so that each starts at about the cost of a
+// Go program that does nothing. Every other start (the host's first
+// server, the master, --gdb lazy, --members=serve, --tree=ranks, a key in
+// the environment, a routing file not written yet, --help, a flag it does
+// not read) it leaves to sdm-server beside it, which it executes in its
+// place with the same arguments and environment.
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/sdm-hpc/sdm/internal/handover/vars"
+	"github.com/sdm-hpc/sdm/internal/resident"
+	"github.com/sdm-hpc/sdm/member"
+	"github.com/sdm-hpc/sdm/secret"
+)
+
+// joinTimeout bounds the wait for the leader's answer to a join, as the
+// full server's handshake timeout does.
+const joinTimeout = 5e9
+
+func main() {
+	// Made before the routing file is read, the trimmer counts what
+	// reading it leaves.
+	trimmer := resident.NewTrimmer(resident.Quiet, resident.Garbage, nil)
+	p, why := decide(os.Args[1:], os.LookupEnv)
+	if why != "" {
+		full(why)
+	}
+	if err := serve(p, trimmer); err != nil {
+		os.Stderr.WriteString("sdm-rank: rank " + strconv.Itoa(p.index) + ": " + err.Error() + "\n")
+		os.Exit(1)
+	}
+}
+
+// serve hands the rank over and serves the leader until the session, or
+// a signal, ends it.
+func serve(p plan, trimmer *resident.Trimmer) error {
+	key, err := secret.ReadFile(p.keyFile)
+	if err != nil {
+		return err
+	}
+	// The launcher's GOMAXPROCS is the server's, not the program's.
+	if os.Getenv(vars.GOMAXPROCS) != "" {
+		os.Unsetenv("GOMAXPROCS")
+		os.Unsetenv(vars.GOMAXPROCS)
+	}
+	join, cancel := context.WithTimeout(context.Background(), p.timeout)
+	l, err := member.Join(join, key, p.leader, p.index, p.servers, joinTimeout)
+	cancel()
+	if err != nil {
+		return err
+	}
+	// Its one piece of work, which ends its start: a host's servers keep
+	// mapped only what waiting uses.
+	trimmer.Busy()
+	ctx, end := context.WithCancel(context.Background())
+	defer end()
+	spawn := func() (member.Spawned, error) {
+		return member.Spawned{}, errors.New("the simulated debugger has no process")
+	}
+	if !p.sim {
+		s := &member.Spawner{Path: p.debuggerPath}
+		defer s.Stop()
+		var watch sync.Once
+		spawn = func() (member.Spawned, error) {
+			// A signal ends a member that started no gdb as it would any
+			// process; one that did ends its gdbs first. Watching
+			// signals costs a thread, a quarter of a member's start:
+			// it waits for the first gdb.
+			watch.Do(func() {
+				signals := make(chan os.Signal, 1)
+				signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+				go func() {
+					<-signals
+					end()
+				}()
+			})
+			return s.Spawn()
+		}
+	}
+	return l.Serve(ctx, spawn)
+}
+
+// full executes sdm-server beside this executable in this process's
+// place: the start is one that sdm-rank does not make (why).
+func full(why string) {
+	self, err := os.Executable()
+	if err != nil {
+		fail("cannot find sdm-server: " + err.Error())
+	}
+	path := filepath.Join(filepath.Dir(self), "sdm-server")
+	err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
+	fail("cannot execute " + path + " (" + why + "): " + err.Error())
+}
+
+func fail(msg string) {
+	os.Stderr.WriteString("sdm-rank: " + msg + "\n")
+	os.Exit(1)
+}
