@@ -185,8 +185,15 @@ func (s *session) master() *proc {
 		"--routing_file=" + s.routes, "--key-file=" + s.keyFile}, s.treeArgs()...)...))
 }
 
+// serverArgs are the command line of the session's servers: sdm, or in
+// the tree whose members hand their ranks over (tree "hosts") sdm-rank,
+// as sdm's launchers start them.
 func (s *session) serverArgs() []string {
-	return append([]string{sdmBin, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=sim"}, s.treeArgs()...)
+	exe := sdmBin
+	if s.tree == "hosts" {
+		exe = filepath.Join(filepath.Dir(sdmBin), "sdm-rank")
+	}
+	return append([]string{exe, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=sim"}, s.treeArgs()...)
 }
 
 func (s *session) treeArgs() []string {
