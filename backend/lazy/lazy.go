@@ -39,6 +39,11 @@ type Backend struct {
 	sampler *stackwalk.Sampler
 	gdb     *gdbmi.Backend // started (its gdb) at the hand-over only
 	events  chan backend.Event
+	// answers are gdb's answers, passed on by the goroutine that passes
+	// on gdb's events, after those gdb sent before it answered: gdbmi
+	// tells a command's news before its answer, and the node must get
+	// them in that order (a kill's end, then its answer).
+	answers chan func()
 	queue   *fifo.Queue[job]
 	wg      sync.WaitGroup
 	// sampling is held by a sample: two at once would both seize the
@@ -68,6 +73,7 @@ func New(cfg backend.Config, sampler *stackwalk.Sampler) *Backend {
 		sampler: sampler,
 		gdb:     gdbmi.New(cfg),
 		events:  make(chan backend.Event, 256),
+		answers: make(chan func()),
 		queue:   fifo.New[job](),
 		state:   wire.State{State: wire.StateNotStarted},
 		stopped: make(chan struct{}),
@@ -75,15 +81,56 @@ func New(cfg backend.Config, sampler *stackwalk.Sampler) *Backend {
 	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
-		for ev := range b.gdb.Events() {
-			b.events <- ev
-		}
+		b.forward()
 	}()
 	go func() {
 		defer b.wg.Done()
 		b.work()
 	}()
 	return b
+}
+
+// forward passes gdb's events on, and its answers after the events it
+// sent before them: when gdbmi answers, those are in its channel
+// already, or passed on.
+func (b *Backend) forward() {
+	events := b.gdb.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			b.events <- ev
+		case answer := <-b.answers:
+			for pending := true; pending; {
+				select {
+				case ev, ok := <-events:
+					if pending = ok; ok {
+						b.events <- ev
+					}
+				default:
+					pending = false
+				}
+			}
+			answer()
+		}
+	}
+}
+
+// inGDB runs a command in gdb, whose answer done gets after gdb's news.
+func (b *Backend) inGDB(ctx context.Context, op string, body []byte, done func([]byte, error)) {
+	b.gdb.Do(ctx, op, body, func(answer []byte, err error) { b.answer(done, answer, err) })
+}
+
+// answer gives done an answer of gdb's after the news gdb sent before it
+// (forward); once the backend closes, at once.
+func (b *Backend) answer(done func([]byte, error), answer []byte, err error) {
+	select {
+	case b.answers <- func() { done(answer, err) }:
+	case <-b.stopped:
+		done(answer, err)
+	}
 }
 
 // job is a command waiting for the worker.
@@ -110,7 +157,7 @@ func (b *Backend) Do(ctx context.Context, op string, body []byte, done func([]by
 	b.mu.Unlock()
 	switch {
 	case (op == wire.OpStatus || op == wire.OpHalt) && handed:
-		b.gdb.Do(ctx, op, body, done)
+		b.inGDB(ctx, op, body, done)
 	case op == wire.OpStatus || op == wire.OpHalt:
 		done(call(ctx, b.native()))
 	case !b.queue.Push(job{ctx: ctx, op: op, body: body, call: call, done: done}):
@@ -133,7 +180,7 @@ func (b *Backend) work() {
 		b.mu.Unlock()
 		switch {
 		case handed:
-			b.gdb.Do(j.ctx, j.op, j.body, j.done)
+			b.inGDB(j.ctx, j.op, j.body, j.done)
 		case !needsGDB(j):
 			j.done(j.call(j.ctx, b.native()))
 		default:

@@ -294,3 +294,50 @@ func TestStatusWaitsForTheNewsBeingTold(t *testing.T) {
 		t.Fatal("no status within 30 s of the exit's news")
 	}
 }
+
+// Once gdb answers, its news comes before its answers, as gdbmi sends
+// them: a kill's end is out before the kill is answered, every time.
+func TestGDBNewsBeforeItsAnswer(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	b := newBackend(t)
+	for round := 0; round < 5; round++ {
+		if _, err := do(t, b, op.Start, wire.Start{Program: filepath.Join(bin, "plain")}); err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			if _, err := do(t, b, op.Break, wire.Break{Location: "compute"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := do(t, b, op.Run, op.None{}); err != nil {
+			t.Fatal(err)
+		}
+		event(t, b, wire.EventStopped)
+		news := make(chan bool, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		b.Do(ctx, wire.OpKill, nil, func([]byte, error) {
+			for {
+				select {
+				case ev := <-b.Events():
+					if ev.Op == wire.EventExited {
+						news <- true
+						return
+					}
+				default:
+					news <- false
+					return
+				}
+			}
+		})
+		select {
+		case ok := <-news:
+			if !ok {
+				t.Fatalf("round %d: kill answered before its end was told", round)
+			}
+		case <-ctx.Done():
+			t.Fatal("kill: no answer within 30 s")
+		}
+		cancel()
+	}
+}

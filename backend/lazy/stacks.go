@@ -196,14 +196,14 @@ func (b *Backend) handOver(j job) {
 	b.handed = true
 	b.mu.Unlock()
 	if p == nil || st.State != wire.StateRunning || resumes[j.op] {
-		b.gdb.Do(j.ctx, j.op, j.body, j.done)
+		b.inGDB(j.ctx, j.op, j.body, j.done)
 		return
 	}
 	answer, err := b.viaGDB(j.ctx, j.op, j.body)
 	if _, cerr := b.viaGDB(context.WithoutCancel(j.ctx), wire.OpCont, nil); cerr != nil && err == nil {
 		err = fmt.Errorf("%s done, but the process did not go on: %w", j.op, cerr)
 	}
-	j.done(answer, err)
+	b.answer(j.done, answer, err)
 }
 
 // resumes are the ops that set the process going, or end it, themselves.
