@@ -19,6 +19,10 @@ const (
 	maxRetry   = 100 * time.Millisecond
 )
 
+// JoinTimeout is how long a member waits for its leader's answer to its
+// join, unless told otherwise: as long as a link's handshake may take.
+const JoinTimeout = 5 * time.Second
+
 // Leader is a member's end of its connection to its leader.
 type Leader struct {
 	fd    int
@@ -35,7 +39,7 @@ type Leader struct {
 // most timeout for the leader to take the rank. A refusal is final.
 func Join(ctx context.Context, key [32]byte, leader, index, servers int, timeout time.Duration) (*Leader, error) {
 	addr := Address(key, leader)
-	wait := firstRetry
+	start, wait := time.Now(), firstRetry
 	for {
 		fd, err := dial(addr)
 		if err == nil {
@@ -52,7 +56,7 @@ func Join(ctx context.Context, key [32]byte, leader, index, servers int, timeout
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("could not reach server %d, this host's first: %w", leader, err)
+			return nil, fmt.Errorf("could not reach server %d, this host's first, in %v: %w", leader, time.Since(start).Round(time.Millisecond), err)
 		case <-t.C:
 		}
 		wait = min(2*wait, maxRetry)

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/sdm-hpc/sdm/member"
-	"github.com/sdm-hpc/sdm/wire"
 )
 
 // member runs a server that hands its rank to its host's leader
@@ -14,7 +13,7 @@ import (
 func (o ServerOptions) member(ctx context.Context, leader, servers int) error {
 	timeout := o.Link.HandshakeTimeout
 	if timeout <= 0 {
-		timeout = wire.DefaultHandshakeTimeout
+		timeout = member.JoinTimeout
 	}
 	joinCtx, cancel := context.WithTimeout(ctx, o.Timeout)
 	l, err := member.Join(joinCtx, o.Link.Key, leader, o.Index, servers, timeout)

@@ -34,10 +34,6 @@ import (
 	"github.com/sdm-hpc/sdm/secret"
 )
 
-// joinTimeout bounds the wait for the leader's answer to a join, as the
-// full server's handshake timeout does.
-const joinTimeout = 5e9
-
 func main() {
 	// Made before the routing file is read, the trimmer counts what
 	// reading it leaves.
@@ -65,7 +61,7 @@ func serve(p plan, trimmer *resident.Trimmer) error {
 		os.Unsetenv(vars.GOMAXPROCS)
 	}
 	join, cancel := context.WithTimeout(context.Background(), p.timeout)
-	l, err := member.Join(join, key, p.leader, p.index, p.servers, joinTimeout)
+	l, err := member.Join(join, key, p.leader, p.index, p.servers, member.JoinTimeout)
 	cancel()
 	if err != nil {
 		return err
