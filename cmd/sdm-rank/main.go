@@ -55,7 +55,12 @@ func serve(p plan, trimmer *resident.Trimmer) error {
 	if err != nil {
 		return err
 	}
-	// The launcher's GOMAXPROCS is the server's, not the program's.
+	// The listening socket a launcher bound for the server, and its
+	// GOMAXPROCS, are the server's, not the program's.
+	if p.listener >= 0 {
+		syscall.Close(p.listener)
+		os.Unsetenv(vars.ListenFD)
+	}
 	if os.Getenv(vars.GOMAXPROCS) != "" {
 		os.Unsetenv("GOMAXPROCS")
 		os.Unsetenv(vars.GOMAXPROCS)

@@ -18,6 +18,9 @@ type plan struct {
 	debuggerPath           string
 	sim                    bool          // the simulated debugger: nothing to spawn
 	timeout                time.Duration // to reach the leader
+	// listener is the socket the local launcher bound for the server
+	// (vars.ListenFD), which a member never listens on; -1 for none.
+	listener int
 }
 
 // The flags of sdm-server that sdm-rank reads, by the kind of their
@@ -49,15 +52,23 @@ func decide(args []string, lookup func(string) (string, bool)) (plan, string) {
 		}
 		return def
 	}
-	for _, name := range []string{secret.Env, vars.KeyFD, vars.ListenFD} {
+	for _, name := range []string{secret.Env, vars.KeyFD} {
 		if _, ok := lookup(name); ok {
 			return plan{}, "$" + name + " was handed over"
 		}
 	}
+	listener := -1
+	if text, ok := lookup(vars.ListenFD); ok {
+		fd, err := strconv.Atoi(text)
+		if err != nil || fd < 3 {
+			return plan{}, "$" + vars.ListenFD + "=" + text
+		}
+		listener = fd
+	}
 	if m, err := strconv.ParseBool(value("master", "false")); err != nil || m {
 		return plan{}, "the master"
 	}
-	p := plan{keyFile: value("key-file", ""), debuggerPath: value("debugger_path", "")}
+	p := plan{keyFile: value("key-file", ""), debuggerPath: value("debugger_path", ""), listener: listener}
 	switch value("debugger", "gdb-mi") {
 	case "gdb-mi", "gdb":
 		if value("gdb", "eager") != "eager" {

@@ -66,7 +66,8 @@ func TestDecide(t *testing.T) {
 		{args: []string{"--server=1", "--port=x"}, why: "--port=x"}, // unused, yet checked by sdm-server
 		{args: []string{"--server=1", "--fanout"}, why: "without a value"},
 		{args: []string{"--server=1"}, env: []string{"SDM_SESSION_KEY=00"}, why: "$SDM_SESSION_KEY"},
-		{args: []string{"--server=1"}, env: []string{"SDM_LISTEN_FD=3"}, why: "$SDM_LISTEN_FD"},
+		{args: []string{"--server=1"}, env: []string{"SDM_LISTEN_FD=7"}, leader: 0},
+		{args: []string{"--server=1"}, env: []string{"SDM_LISTEN_FD=x"}, why: "$SDM_LISTEN_FD=x"},
 		{why: "no rank index"},
 		{args: []string{"--server=1", "--routing_file=/nonexistent"}, why: "no such file"},
 	} {
@@ -78,5 +79,16 @@ func TestDecide(t *testing.T) {
 		case c.why == "" && (why != "" || p.leader != c.leader || p.servers != 5 || p.keyFile != "/k"):
 			t.Errorf("%q %q: %+v (%q), want a member of server %d", c.args, c.env, p, why, c.leader)
 		}
+	}
+}
+
+// The socket a launcher bound for a member is the member's to close.
+func TestDecideTakesTheListener(t *testing.T) {
+	args := []string{"--routing_file=" + routes(t, "n1", "n1"), "--key-file=/k", "--server=1"}
+	if p, why := decide(args, env("SDM_LISTEN_FD=7")); why != "" || p.listener != 7 {
+		t.Errorf("handed socket 7: %+v %q", p, why)
+	}
+	if p, why := decide(args, env()); why != "" || p.listener != -1 {
+		t.Errorf("no socket handed: %+v %q", p, why)
 	}
 }
