@@ -44,12 +44,10 @@ func Join(ctx context.Context, key [32]byte, leader, index, servers int, timeout
 		fd, err := dial(addr)
 		if err == nil {
 			l, err := join(fd, index, servers, timeout)
-			if err == nil {
-				l.index = leader
-			}
 			if err != nil {
 				return nil, fmt.Errorf("server %d, this host's first, refused us: %w", leader, err)
 			}
+			l.index = leader
 			return l, nil
 		}
 		t := time.NewTimer(wait)
@@ -196,13 +194,8 @@ func (l *Leader) read() ([]byte, error) {
 			return nil, os.NewSyscallError("recvmsg", err)
 		}
 		if oobn > 0 {
-			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-				for i := range msgs {
-					fds, _ := unix.ParseUnixRights(&msgs[i])
-					for _, fd := range fds {
-						unix.Close(fd)
-					}
-				}
+			for _, fd := range Rights(oob[:oobn]) {
+				unix.Close(fd)
 			}
 			return nil, fmt.Errorf("%w: it passed descriptors", ErrProtocol)
 		}

@@ -89,6 +89,22 @@ var ErrRefused = errors.New("refused by this host's leader")
 // have.
 var ErrProtocol = errors.New("the leader does not speak the member protocol")
 
+// Rights returns every descriptor that the control messages in oob
+// passed (SCM_RIGHTS), however many messages carry them, so that a
+// reader that expects fewer can close them all.
+func Rights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		more, _ := unix.ParseUnixRights(&msgs[i])
+		fds = append(fds, more...)
+	}
+	return fds
+}
+
 // AppendUvarints appends a tag and its fields.
 func AppendUvarints(tag byte, fields ...uint64) []byte {
 	p := []byte{tag}

@@ -119,10 +119,7 @@ func takePipes(uc *net.UnixConn) (ends [3]*os.File, err error) {
 	if err != nil {
 		return ends, fmt.Errorf("local link: waiting for its pipes: %w", err)
 	}
-	var fds []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
-		fds, _ = unix.ParseUnixRights(&msgs[0])
-	}
+	fds := member.Rights(oob[:oobn])
 	if n != 1 || tag[0] != pipesTag || len(fds) != len(ends) {
 		closeFds(fds)
 		if n == 1 && tag[0] == pipesTag && flags&unix.MSG_CTRUNC != 0 {

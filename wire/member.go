@@ -212,13 +212,7 @@ func readPacket(uc *net.UnixConn, fds int) ([]byte, []int, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var got []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-		for i := range msgs {
-			more, _ := unix.ParseUnixRights(&msgs[i])
-			got = append(got, more...)
-		}
-	}
+	got := member.Rights(oob[:oobn])
 	if n == 0 {
 		closeFds(got)
 		return nil, nil, errors.New("hung up") // a seqpacket's end
