@@ -29,11 +29,13 @@ export CGO_ENABLED := 0
 
 # sdm-server, the server role alone, runs beside sdm for every server of a
 # job that sdm launches; sdm-rank, the lean start of a server that hands
-# its rank over, for most of them when they do.
+# its rank over, for most of them when they do. sdm-rank's start is C's
+# (cgo), before Go's, linked statically: its resolver is Go's (netgo),
+# which a static C library's would not be, and which it never uses.
 build:
 	$(GO) build -o $(BIN) ./cmd/sdm
 	$(GO) build -o $(dir $(BIN))sdm-server ./cmd/sdm-server
-	$(GO) build -o $(dir $(BIN))sdm-rank ./cmd/sdm-rank
+	CGO_ENABLED=1 $(GO) build -tags netgo -ldflags=-extldflags=-static -o $(dir $(BIN))sdm-rank ./cmd/sdm-rank
 
 examples: $(EXAMPLES)
 
@@ -144,7 +146,7 @@ bench:
 # in every `make test`.
 FUZZTIME ?= 60s
 fuzz:
-	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
+	CGO_ENABLED=1 FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # The demo needs gdb and a C compiler only: no MPI.
 demo: build $(OUT)/plain

@@ -61,6 +61,12 @@ func Join(ctx context.Context, key [32]byte, leader, index, servers int, timeout
 	}
 }
 
+// Joined is the connection fd to server leader, over which this process
+// joined before its Go code ran (cmd/sdm-rank's start in C).
+func Joined(fd, leader int) *Leader {
+	return &Leader{fd: fd, index: leader}
+}
+
 // dial connects to the abstract socket addr.
 func dial(addr string) (int, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)

@@ -11,7 +11,9 @@
 // (--members=hand, with gdb started eagerly or the simulated debugger)
 // and start its gdb when asked; sdm-rank does just that, linking neither
 // flags nor a network stack, so that each starts at about the cost of a
-// Go program that does nothing. Every other start (the host's first
+// Go program that does nothing; built with cgo, less still: its start in C
+// (early.c) joins and waits before the Go runtime starts, which it does
+// only when the leader asks for a gdb. Every other start (the host's first
 // server, the master, --gdb lazy, --members=serve, --tree=ranks, a key in
 // the environment, a routing file not written yet, --help, a flag it does
 // not read) it leaves to sdm-server beside it, which it executes in its
@@ -39,37 +41,42 @@ func main() {
 	// reading it leaves.
 	trimmer := resident.NewTrimmer(resident.Quiet, resident.Garbage, nil)
 	p, why := decide(os.Args[1:], os.LookupEnv)
-	if why != "" {
+	var l *member.Leader
+	if fd, ok := early(); ok {
+		if why != "" {
+			fail("rank " + strconv.Itoa(p.index) + ": joined server " + strconv.Itoa(p.leader) + " before Go started, yet this is no member's start: " + why)
+		}
+		l = member.Joined(fd, p.leader)
+	} else if why != "" {
 		full(why)
 	}
-	if err := serve(p, trimmer); err != nil {
+	if err := serve(p, trimmer, l); err != nil {
 		os.Stderr.WriteString("sdm-rank: rank " + strconv.Itoa(p.index) + ": " + err.Error() + "\n")
 		os.Exit(1)
 	}
 }
 
-// serve hands the rank over and serves the leader until the session, or
-// a signal, ends it.
-func serve(p plan, trimmer *resident.Trimmer) error {
-	key, err := secret.ReadFile(p.keyFile)
-	if err != nil {
-		return err
-	}
+// serve hands the rank over, unless the start in C did (l, else nil),
+// and serves the leader until the session, or a signal, ends it.
+func serve(p plan, trimmer *resident.Trimmer, l *member.Leader) error {
 	// The listening socket a launcher bound for the server, and its
-	// GOMAXPROCS, are the server's, not the program's.
+	// GOMAXPROCS, are the server's, not the program's; the start in C
+	// closed the socket if it joined.
 	if p.listener >= 0 {
-		syscall.Close(p.listener)
+		if l == nil {
+			syscall.Close(p.listener)
+		}
 		os.Unsetenv(vars.ListenFD)
 	}
 	if os.Getenv(vars.GOMAXPROCS) != "" {
 		os.Unsetenv("GOMAXPROCS")
 		os.Unsetenv(vars.GOMAXPROCS)
 	}
-	join, cancel := context.WithTimeout(context.Background(), p.timeout)
-	l, err := member.Join(join, key, p.leader, p.index, p.servers, member.JoinTimeout)
-	cancel()
-	if err != nil {
-		return err
+	if l == nil {
+		var err error
+		if l, err = join(p); err != nil {
+			return err
+		}
 	}
 	// Its one piece of work, which ends its start: a host's servers keep
 	// mapped only what waiting uses.
@@ -100,6 +107,17 @@ func serve(p plan, trimmer *resident.Trimmer) error {
 		}
 	}
 	return l.Serve(ctx, spawn)
+}
+
+// join hands the rank to the leader.
+func join(p plan) (*member.Leader, error) {
+	key, err := secret.ReadFile(p.keyFile)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	return member.Join(ctx, key, p.leader, p.index, p.servers, member.JoinTimeout)
 }
 
 // full executes sdm-server beside this executable in this process's

@@ -24,10 +24,12 @@ func routes(t *testing.T, hosts ...string) string {
 	return path
 }
 
+// env looks variables up in vars as the environment holds them, as
+// NAME=value, the first setting winning.
 func env(vars ...string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		for _, kv := range vars {
-			if k, v, _ := strings.Cut(kv, "="); k == name {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
 				return v, true
 			}
 		}
@@ -35,17 +37,20 @@ func env(vars ...string) func(string) (string, bool) {
 	}
 }
 
-// A member's start is sdm-rank's; every other is sdm-server's, and says
-// why.
-func TestDecide(t *testing.T) {
+// startCase is a start of sdm-rank: base's arguments and args, in env.
+type startCase struct {
+	args   []string
+	env    []string
+	leader int    // of a member's plan
+	why    string // else
+}
+
+// starts are starts of the servers of a routing file of five servers
+// on two hosts, n1's 0-2 and n2's 3-4, with a key file: the members'
+// and sdm-server's.
+func starts(t *testing.T) (base []string, cases []startCase) {
 	file := routes(t, "n1", "n1", "n1", "n2", "n2")
-	base := []string{"--routing_file=" + file, "--key-file=/k"}
-	for _, c := range []struct {
-		args   []string
-		env    []string
-		leader int    // of a member's plan
-		why    string // else
-	}{
+	return []string{"--routing_file=" + file, "--key-file=/k"}, []startCase{
 		{args: []string{"--server=2"}, leader: 0},
 		{args: []string{"--server", "4", "--debugger=sim"}, leader: 3},
 		{env: []string{"OMPI_COMM_WORLD_RANK=1"}, leader: 0},
@@ -70,7 +75,14 @@ func TestDecide(t *testing.T) {
 		{args: []string{"--server=1"}, env: []string{"SDM_LISTEN_FD=x"}, why: "$SDM_LISTEN_FD=x"},
 		{why: "no rank index"},
 		{args: []string{"--server=1", "--routing_file=/nonexistent"}, why: "no such file"},
-	} {
+	}
+}
+
+// A member's start is sdm-rank's; every other is sdm-server's, and says
+// why.
+func TestDecide(t *testing.T) {
+	base, cases := starts(t)
+	for _, c := range cases {
 		args := append(append([]string{}, base...), c.args...)
 		p, why := decide(args, env(c.env...))
 		switch {
