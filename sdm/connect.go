@@ -15,10 +15,15 @@ import (
 // Backoff bounds for reaching a parent that is not listening yet. Parents and
 // children start in any order, and no event tells a child that a remote port
 // opened, so it retries; the steps stay short because a parent usually
-// appears within milliseconds.
+// appears within milliseconds. The longest is short too: the master, which
+// a launcher may start after every server, appears only after the
+// hundreds of milliseconds a large job's start takes, and server 0 would
+// find it up to a step late; a dial that finds no one listening costs a
+// few tens of microseconds, and few servers wait long (the tree's parents
+// start before their children, in index order).
 const (
 	firstRetry = 2 * time.Millisecond
-	maxRetry   = 100 * time.Millisecond
+	maxRetry   = 10 * time.Millisecond
 )
 
 // connectUp dials the parent until it answers and authenticates, then
