@@ -134,6 +134,8 @@ static int join(int fd, const struct sdm_plan *p) {
 	ssize_t n;
 	while ((n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
+	if (n < 0)
+		return 0; // no answer within JOIN_TIMEOUT_MS, or none at all
 	if (msg.msg_controllen > 0) {
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)

@@ -89,32 +89,48 @@ type memberProc struct {
 // startMember starts exe as server 1 with args, and admits it.
 func startMember(t *testing.T, exe string, args ...string) *memberProc {
 	t.Helper()
+	ln, m := launch(t, exe, args...)
+	defer ln.Close()
+	m.conn = m.join(t, ln)
+	m.send(t, member.TagAdmit)
+	return m
+}
+
+// launch listens as the leader and starts exe as server 1 with args.
+func launch(t *testing.T, exe string, args ...string) (*net.UnixListener, *memberProc) {
+	t.Helper()
 	file := routes(t, "n1", "n1")
 	path, key := keyFile(t, 0o600)
 	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: member.Address(key, 0), Net: "unixpacket"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	m := &memberProc{stderr: new(bytes.Buffer), done: make(chan error, 1)}
 	m.cmd = testenv.Command(t, exe, append([]string{"--server=1", "--routing_file=" + file, "--key-file=" + path}, args...)...)
 	m.cmd.Stderr = m.stderr
 	if err := m.cmd.Start(); err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	go func() { m.done <- m.cmd.Wait() }()
+	return ln, m
+}
+
+// join accepts the member's connection and reads its join.
+func (m *memberProc) join(t *testing.T, ln *net.UnixListener) *net.UnixConn {
+	t.Helper()
 	ln.SetDeadline(time.Now().Add(10 * time.Second))
-	if m.conn, err = ln.AcceptUnix(); err != nil {
+	conn, err := ln.AcceptUnix()
+	if err != nil {
 		t.Fatalf("no join: %v", err)
 	}
-	t.Cleanup(func() { m.conn.Close() })
-	m.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, member.MaxPacket)
-	if n, err := m.conn.Read(buf); err != nil || string(buf[:n]) != "M\x01\x02" {
+	if n, err := conn.Read(buf); err != nil || string(buf[:n]) != "M\x01\x02" {
 		t.Fatalf("join: %q, %v; want server 1 of 2", buf[:n], err)
 	}
-	m.send(t, member.TagAdmit)
-	return m
+	return conn
 }
 
 func (m *memberProc) send(t *testing.T, tag byte) {
@@ -203,5 +219,26 @@ func TestMember(t *testing.T) {
 			m.conn.Close()
 			m.exit(t, 1, "sdm-rank: rank 1: server 0, which this host's ranks were handed to, is gone")
 		})
+	}
+}
+
+// A member that its leader refuses says why and exits 1; started in C,
+// it leaves the refusal to Go, which joins again and is refused again.
+func TestMemberRefused(t *testing.T) {
+	for _, cgo := range []bool{false, true} {
+		ln, m := launch(t, sdmRank(t, cgo), "--debugger=sim")
+		joins := 1
+		if cgo {
+			joins = 2
+		}
+		for range joins {
+			conn := m.join(t, ln)
+			if _, err := conn.Write([]byte("Rno room")); err != nil {
+				t.Fatal(err)
+			}
+			conn.Close()
+		}
+		ln.Close()
+		m.exit(t, 1, "sdm-rank: rank 1: server 0, this host's first, refused us: refused by this host's leader: no room")
 	}
 }
