@@ -37,6 +37,10 @@ int sdm_early_leader = -1;
 #define FIRST_RETRY_MS 2
 #define MAX_RETRY_MS 100
 
+// The start runs where the C library hands constructors the arguments
+// and the environment, as glibc does; elsewhere sdm-rank starts in Go.
+#ifdef __GLIBC__
+
 static long long now_ms(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
@@ -145,8 +149,6 @@ static int join(int fd, const struct sdm_plan *p) {
 	}
 	return n == 1 && pkt[0] == 'A' && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none) == 0;
 }
-
-#ifdef __GLIBC__ // which hands constructors the arguments and environment
 
 __attribute__((constructor)) static void early(int argc, char **argv, char **envp) {
 	struct sdm_plan p;
