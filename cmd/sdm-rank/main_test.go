@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -9,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,5 +244,75 @@ func TestMemberRefused(t *testing.T) {
 		}
 		ln.Close()
 		m.exit(t, 1, "sdm-rank: rank 1: server 0, this host's first, refused us: refused by this host's leader: no room")
+	}
+}
+
+// TestMain runs the tests, or, with $SDM_RANK_SQUAT set, squats.
+func TestMain(m *testing.M) {
+	if name := os.Getenv("SDM_RANK_SQUAT"); name != "" {
+		squat(name)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// squat takes the socket name as another user would, says so, and
+// prints what any peer sends it, until killed.
+func squat(name string) {
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: name, Net: "unixpacket"})
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("listening")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		p := make([]byte, member.MaxPacket)
+		if n, _ := c.Read(p); n > 0 {
+			fmt.Printf("got %q\n", p[:n])
+		}
+		c.Close()
+	}
+}
+
+// A member whose leader's socket another user took first sends it
+// nothing, and says whose it is, started in C or in Go.
+func TestMemberRefusesAnotherUsersLeader(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as another user")
+	}
+	self := testenv.SelfCopy(t)
+	file := routes(t, "n1", "n1")
+	for _, cgo := range []bool{false, true} {
+		exe := sdmRank(t, cgo)
+		path, key := keyFile(t, 0o600)
+		squatter := testenv.Command(t, self)
+		squatter.Env = append(os.Environ(), "SDM_RANK_SQUAT="+member.Address(key, 0))
+		squatter.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := squatter.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := squatter.Start(); err != nil {
+			t.Fatal(err)
+		}
+		said := bufio.NewReader(out)
+		if line, err := said.ReadString('\n'); line != "listening\n" {
+			t.Fatalf("the squatter said %q: %v", line, err)
+		}
+		cmd := testenv.Command(t, exe, "--server=1", "--routing_file="+file, "--key-file="+path, "--debugger=sim", "--timeout=5s")
+		msg, _ := cmd.CombinedOutput()
+		squatter.Process.Kill()
+		rest, _ := io.ReadAll(said)
+		squatter.Wait()
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(msg), "runs as uid 65534") {
+			t.Errorf("cgo %v: %q, want exit 1 naming the squatter's uid", cgo, msg)
+		}
+		if len(rest) > 0 {
+			t.Errorf("cgo %v: the squatter was sent %s", cgo, rest)
+		}
 	}
 }
