@@ -37,24 +37,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// sdm-server and sdm-rank beside sdm run the jobs' servers, as an
-	// installed sdm's, built as make builds them.
+	// installed sdm's: make builds them, as it builds what ships.
 	sdmBin = filepath.Join(dir, "sdm")
-	for _, b := range []struct {
-		cgo  string
-		args []string
-	}{
-		{"0", []string{"github.com/sdm-hpc/sdm/cmd/sdm", "github.com/sdm-hpc/sdm/cmd/sdm-server"}},
-		{"1", []string{"-tags", "netgo", "-ldflags=-extldflags=-static", "github.com/sdm-hpc/sdm/cmd/sdm-rank"}},
-	} {
-		build, cancel := testenv.CommandTimeout(5*time.Minute, "go", append([]string{"build", "-o", dir + "/"}, b.args...)...)
-		build.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		err := build.Run()
-		cancel()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "building sdm:", err)
-			os.Exit(1)
-		}
+	build, cancel := testenv.CommandTimeout(5*time.Minute, "make", "-C", "..", "build", "BIN="+sdmBin)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	err = build.Run()
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building sdm:", err)
+		os.Exit(1)
 	}
 	code := m.Run()
 	testenv.StopSLURM()
