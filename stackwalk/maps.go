@@ -30,7 +30,7 @@ func readMaps(pid int) ([]mapping, error) {
 			return nil, gone(pid)
 		}
 		if errors.Is(err, os.ErrPermission) {
-			return nil, &PermissionError{PID: pid, Reason: refusal(pid)}
+			return nil, &PermissionError{PID: pid, Reason: Refusal(pid)}
 		}
 		return nil, fmt.Errorf("process %d: read its memory map: %w", pid, err)
 	}

@@ -21,7 +21,7 @@ import (
 // stoppedThread is a thread held in a ptrace stop.
 type stoppedThread struct {
 	tid  int
-	regs registers
+	regs Registers
 	// sig is a signal the stop consumed (a signal-delivery-stop that came
 	// before the interrupt): detaching delivers it, so that none is lost.
 	sig int
@@ -93,7 +93,8 @@ func stopThreads(ctx context.Context, pid int) (threads []*stoppedThread, stuck 
 	}
 	sort.Slice(stopped, func(i, j int) bool { return stopped[i].tid < stopped[j].tid })
 	for _, th := range stopped {
-		if err := getRegs(th); err != nil {
+		var err error
+		if th.regs, err = ReadRegisters(th.tid); err != nil {
 			return fail(fmt.Errorf("process %d: registers of thread %d: %w", pid, th.tid, err))
 		}
 	}
@@ -187,7 +188,7 @@ func seizeError(pid int, err error) error {
 	if err != unix.EPERM {
 		return fmt.Errorf("process %d: ptrace seize: %w", pid, err)
 	}
-	return &PermissionError{PID: pid, Reason: refusal(pid)}
+	return &PermissionError{PID: pid, Reason: Refusal(pid)}
 }
 
 // yamaScope is the setting of the Yama security module, which forbids
@@ -195,9 +196,9 @@ func seizeError(pid int, err error) error {
 // kernels built without Yama).
 var yamaScope = "/proc/sys/kernel/yama/ptrace_scope"
 
-// refusal says, as far as /proc tells, why the kernel will not let this
+// Refusal says, as far as /proc tells, why the kernel will not let this
 // process trace pid, and what would.
-func refusal(pid int) string {
+func Refusal(pid int) string {
 	if tracer := statusField(pid, "TracerPid"); tracer != "" && tracer != "0" {
 		// TracerPid is the tracing thread; name its process.
 		if n, err := strconv.Atoi(tracer); err == nil {

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,28 +80,21 @@ func NewSampler() *Sampler {
 
 // Sample stops every thread of process pid, walks its stacks, lets it go
 // and names the frames. A running process keeps running, a stopped one
-// stays stopped, and a signal that arrives meanwhile is delivered.
+// stays stopped, and a signal that arrives meanwhile is delivered. A
+// process this one traces already (package hold's) is sampled with a
+// Walker instead: a process has one tracer.
 func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
-	snap := Snapshot{PID: pid}
-	if err := checkArch(); err != nil {
-		return snap, err
-	}
 	if err := ctx.Err(); err != nil {
-		return snap, fmt.Errorf("process %d: not sampled: %w", pid, err)
+		return Snapshot{PID: pid}, fmt.Errorf("process %d: not sampled: %w", pid, err)
 	}
-	mem := &procMem{pid: pid}
-	defer mem.close()
-	sp, err := s.space(pid, mem)
+	w, err := s.Walker(pid)
 	if err != nil {
-		return snap, err
+		return Snapshot{PID: pid}, err
 	}
-	type walked struct {
-		tid    int
-		frames []rawFrame
-	}
-	var stacks []walked
+	defer w.Close()
 	var stopErr error
 	var jobStopped bool
+	var stopped time.Duration
 	done := make(chan struct{})
 	// Every ptrace call on the process comes from this goroutine's thread:
 	// a tracer is a thread, and Go would otherwise move the goroutine.
@@ -128,35 +122,83 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 			return
 		}
 		for _, th := range threads {
-			fr := walk(th.regs, sp, mem)
-			if unmapped(fr) {
-				// Code mapped since the maps were read (a dlopen): read
-				// them again, this once while the process waits.
-				if sp2, err := s.space(pid, mem); err == nil {
-					sp = sp2
-					fr = walk(th.regs, sp, mem)
-				}
-			}
-			stacks = append(stacks, walked{th.tid, fr})
+			w.Walk(th.tid, th.regs)
 		}
 		stuck = !detachAll(threads)
 		if jobStopped && !strings.HasPrefix(statusField(pid, "State"), "T") {
 			unix.Kill(pid, unix.SIGSTOP)
 		}
-		snap.Stopped = time.Since(begin)
+		stopped = time.Since(begin)
 	}()
 	<-done
 	if jobStopped {
 		stoppedAgain(ctx, pid)
 	}
 	if stopErr != nil {
-		return snap, stopErr
+		return Snapshot{PID: pid}, stopErr
 	}
-	for _, w := range stacks {
-		snap.Threads = append(snap.Threads, Thread{TID: w.tid, Name: threadName(pid, w.tid), Frames: symbolize(w.frames)})
-	}
+	snap := w.Snapshot()
+	snap.Stopped = stopped
 	return snap, nil
 }
+
+// Walker walks the stacks of one process whose threads its caller holds
+// stopped, as their tracer: it reads the process's mappings and modules
+// when made, before anything stops; Walk runs while a thread is stopped,
+// Snapshot names the frames once they run again.
+type Walker struct {
+	s      *Sampler
+	pid    int
+	mem    *procMem
+	sp     space
+	stacks []walked
+}
+
+type walked struct {
+	tid    int
+	frames []rawFrame
+}
+
+// Walker returns a walker of process pid's threads.
+func (s *Sampler) Walker(pid int) (*Walker, error) {
+	if err := checkArch(); err != nil {
+		return nil, err
+	}
+	mem := &procMem{pid: pid}
+	sp, err := s.space(pid, mem)
+	if err != nil {
+		mem.close()
+		return nil, err
+	}
+	return &Walker{s: s, pid: pid, mem: mem, sp: sp}, nil
+}
+
+// Walk walks the stack of thread tid, stopped, from its registers.
+func (w *Walker) Walk(tid int, regs Registers) {
+	fr := walk(regs.r, w.sp, w.mem)
+	if unmapped(fr) {
+		// Code mapped since the maps were read (a dlopen): read them
+		// again, this once while the process waits.
+		if sp, err := w.s.space(w.pid, w.mem); err == nil {
+			w.sp = sp
+			fr = walk(regs.r, sp, w.mem)
+		}
+	}
+	w.stacks = append(w.stacks, walked{tid, fr})
+}
+
+// Snapshot names the frames of every thread walked, by thread id.
+func (w *Walker) Snapshot() Snapshot {
+	snap := Snapshot{PID: w.pid}
+	sort.Slice(w.stacks, func(i, j int) bool { return w.stacks[i].tid < w.stacks[j].tid })
+	for _, st := range w.stacks {
+		snap.Threads = append(snap.Threads, Thread{TID: st.tid, Name: threadName(w.pid, st.tid), Frames: symbolize(st.frames)})
+	}
+	return snap
+}
+
+// Close lets go of the process's memory.
+func (w *Walker) Close() { w.mem.close() }
 
 // stoppedAgain waits, for at most a second, until a process that was in
 // a job-control stop before a sample is in it again. A detach wakes every
