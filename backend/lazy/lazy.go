@@ -225,18 +225,12 @@ func (b *Backend) Close() error {
 		j.done(nil, ErrClosed)
 	}
 	if p != nil && !handed {
-		b.mu.Lock()
-		held := p.held
-		b.mu.Unlock()
-		p.release(held)
+		b.release(p)
 	}
 	b.gdb.Close()
 	out.Stop()
 	if term != nil {
 		term.Close()
-	}
-	if p != nil {
-		p.unwatch()
 	}
 	b.wg.Wait()
 	close(b.events)

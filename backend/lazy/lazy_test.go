@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/stackwalk"
@@ -180,8 +182,8 @@ func TestAttachSampleDetach(t *testing.T) {
 	if s, err := do(t, b, op.Detach, op.None{}); err != nil || s.State != wire.StateDetached {
 		t.Fatalf("detach: %+v %v", s, err)
 	}
-	if stoppedBySignal(cmd.Process.Pid) {
-		t.Fatal("the process is stopped after the detach")
+	if st := program.StatFields("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat"); len(st) == 0 || st[0] == "T" || st[0] == "t" {
+		t.Fatalf("the process is in state %v after the detach", st)
 	}
 }
 

@@ -87,8 +87,8 @@ func (n native) Run(ctx context.Context) (wire.State, error) {
 }
 
 // Status implements backend.Ops: the state as the backend left it, or
-// stopped when /proc says a signal from outside (not a halt) stopped the
-// process meanwhile.
+// stopped when a signal from outside (not a halt) put the process in a
+// job-control stop meanwhile.
 func (n native) Status(ctx context.Context) (wire.State, error) {
 	b := n.b
 	b.settled(ctx)
@@ -97,62 +97,59 @@ func (n native) Status(ctx context.Context) (wire.State, error) {
 	// A halt's stop is told by its event, which status must not overtake.
 	halting := p != nil && p.held
 	b.mu.Unlock()
-	if p != nil && !halting && st.State == wire.StateRunning && stoppedBySignal(p.pid) {
-		return wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGSTOP"}, nil
+	if p != nil && !halting && st.State == wire.StateRunning {
+		if stopped, err := p.h.JobStopped(ctx); err == nil && stopped {
+			return wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGSTOP"}, nil
+		}
 	}
 	return st, nil
 }
 
-// Halt implements backend.Ops: SIGSTOP stops every thread of the
-// process, which then stays stopped without a debugger; the stop arrives
-// as an event, with the main thread's innermost frame, once the process
-// has stopped.
+// Halt implements backend.Ops: every thread of the process is stopped
+// and held, without a signal; the stop arrives as an event, with the
+// main thread's innermost frame, once every thread has stopped.
 func (n native) Halt(ctx context.Context) (wire.State, error) {
 	b := n.b
 	b.settled(ctx)
 	b.mu.Lock()
 	st, p := b.state, b.proc
-	if p == nil || st.State != wire.StateRunning {
+	if p == nil || st.State != wire.StateRunning || p.held {
 		b.mu.Unlock()
 		return st, nil
 	}
 	p.held = true
 	b.mu.Unlock()
-	if err := p.signal(unix.SIGSTOP); err != nil {
-		return wire.State{}, b.rankErr("%v", err)
-	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.announceStop(context.WithoutCancel(ctx), p)
+		b.halted(context.WithoutCancel(ctx), p)
 	}()
 	return st, nil
 }
 
-// announceStop tells of the stop of p that a SIGSTOP makes, once it has
-// happened.
-func (b *Backend) announceStop(ctx context.Context, p *process) {
-	if err := b.waitStopped(ctx, p); err != nil {
-		if !errors.Is(err, ErrClosed) {
+// halted holds p and tells of its stop once every thread has stopped.
+func (b *Backend) halted(ctx context.Context, p *process) {
+	ctx, cancel := context.WithTimeout(ctx, signalWait)
+	defer cancel()
+	if err := p.h.Hold(ctx); err != nil {
+		b.mu.Lock()
+		gone := b.proc != p || b.closed
+		b.mu.Unlock()
+		if !gone {
 			b.Send(backend.Event{Op: wire.EventWarning, Body: wire.MustEncode(b.rankErr("halt: %v", err).Error())})
 		}
 		return
 	}
 	st := wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGSTOP"}
-	if stack, err := b.where(ctx, p); err == nil && len(stack.Frames) > 0 {
+	if stack, err := b.stackOf(ctx, p, p.pid); err == nil && len(stack.Frames) > 0 {
 		st.Frame = stack.Frames[0]
 	}
-	b.mu.Lock()
-	still := b.proc == p && !b.handed && !b.closed
-	out := b.out
-	b.mu.Unlock()
-	if still {
-		out.Drain()
-		b.emit(wire.EventStopped, st)
-	}
+	b.tell(p, wire.EventStopped, st)
 }
 
-// Continue implements backend.Ops: SIGCONT lets a stopped process go on.
+// Continue implements backend.Ops: a halted process goes on, one held at
+// a fault with its signal delivered (its handler runs, or it ends, as
+// after gdb's continue), one in a job-control stop by SIGCONT.
 func (n native) Continue(ctx context.Context) (wire.State, error) {
 	b := n.b
 	b.settled(ctx)
@@ -160,17 +157,26 @@ func (n native) Continue(ctx context.Context) (wire.State, error) {
 	st, p := b.state, b.proc
 	b.mu.Unlock()
 	if p == nil {
-		return wire.State{}, errors.New("the program is not being run")
+		return wire.State{}, b.errNoProcess()
 	}
-	if st.State == wire.StateRunning && !stoppedBySignal(p.pid) {
+	b.mu.Lock()
+	held := p.held || p.fault != nil
+	b.mu.Unlock()
+	switch stopped, _ := p.h.JobStopped(ctx); {
+	case held:
+		if err := p.h.Resume(ctx); err != nil {
+			return wire.State{}, b.rankErr("%v", err)
+		}
+	case stopped:
+		if err := unix.Kill(p.pid, unix.SIGCONT); err != nil {
+			return wire.State{}, b.rankErr("continue process %d: %v", p.pid, err)
+		}
+	case st.State == wire.StateRunning:
 		return wire.State{}, errors.New("the process is running already")
-	}
-	if err := p.signal(unix.SIGCONT); err != nil {
-		return wire.State{}, b.rankErr("%v", err)
 	}
 	st = wire.State{State: wire.StateRunning}
 	b.mu.Lock()
-	p.held = false
+	p.held, p.fault, p.resumed = false, nil, true
 	b.state = st
 	b.mu.Unlock()
 	return st, nil
@@ -182,22 +188,18 @@ func (n native) Kill(ctx context.Context) (wire.State, error) {
 	b := n.b
 	b.mu.Lock()
 	p := b.proc
+	if p != nil {
+		p.killed = true
+	}
 	b.mu.Unlock()
 	if p == nil {
-		return wire.State{}, errors.New("the program is not being run")
+		return wire.State{}, b.errNoProcess()
 	}
-	b.mu.Lock()
-	p.killed = true
-	b.mu.Unlock()
-	if err := p.signal(unix.SIGKILL); err != nil {
+	if err := p.h.Kill(); err != nil {
 		return wire.State{}, b.rankErr("%v", err)
 	}
-	select {
-	case <-p.ended:
-	case <-ctx.Done():
-		return wire.State{}, b.rankErr("process %d: waiting for its end after SIGKILL: %v", p.pid, ctx.Err())
-	case <-b.stopped:
-		return wire.State{}, ErrClosed
+	if err := b.waitEnded(ctx, p); err != nil {
+		return wire.State{}, err
 	}
 	st := wire.State{State: wire.StateExited, Reason: "killed"}
 	b.emit(wire.EventExited, st)
@@ -205,10 +207,10 @@ func (n native) Kill(ctx context.Context) (wire.State, error) {
 }
 
 // Attach implements backend.Ops: the rank's process of a running job
-// becomes the rank's, without gdb, stopped (SIGSTOP) when asked. A job
-// the session launched (Kill) or acquired before main is handed to gdb at
-// once: its ranks may wait at MPIR_debug_gate, which gdb opens, and only
-// gdb can run them to main.
+// becomes the rank's, held without gdb (a fault stops it), stopped when
+// asked. A job the session launched (Kill) or acquired before main is
+// handed to gdb at once: its ranks may wait at MPIR_debug_gate, which gdb
+// opens, and only gdb can run them to main.
 func (n native) Attach(ctx context.Context, a wire.Attach) (wire.Attached, error) {
 	b := n.b
 	rank := b.cfg.Rank
@@ -232,25 +234,22 @@ func (n native) Attach(ctx context.Context, a wire.Attach) (wire.Attached, error
 	if a.PreMain || a.Kill {
 		return b.attachByGDB(ctx, a)
 	}
-	p, err := b.watch(pid, nil, a.Kill)
+	p, err := b.take(pid, a.Kill)
 	if err != nil {
 		return wire.Attached{}, err
 	}
 	st := wire.State{State: wire.StateRunning}
-	if a.Stop || stoppedBySignal(pid) {
-		if !stoppedBySignal(pid) {
+	if a.Stop || p.foundStopped {
+		if !p.foundStopped {
 			b.mu.Lock()
 			p.held = true
 			b.mu.Unlock()
-			if err := p.signal(unix.SIGSTOP); err != nil {
-				return wire.Attached{}, b.rankErr("%v", err)
-			}
-			if err := b.waitStopped(ctx, p); err != nil {
+			if err := p.h.Hold(ctx); err != nil {
 				return wire.Attached{}, b.rankErr("%v", err)
 			}
 		}
 		st = wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: "SIGSTOP"}
-		if stack, err := b.where(ctx, p); err == nil && len(stack.Frames) > 0 {
+		if stack, err := b.stackOf(ctx, p, pid); err == nil && len(stack.Frames) > 0 {
 			st.Frame = stack.Frames[0]
 		}
 	}
@@ -274,7 +273,9 @@ func (b *Backend) attachByGDB(ctx context.Context, a wire.Attach) (wire.Attached
 }
 
 // Detach implements backend.Ops: a process of a running job goes on
-// without the session (a halt is undone).
+// without the session, as it was found: running, or in the job-control
+// stop it was in (unless the session resumed it); a halt is undone, a
+// fault's signal delivered.
 func (n native) Detach(context.Context) (wire.State, error) {
 	b := n.b
 	b.mu.Lock()
@@ -284,13 +285,9 @@ func (n native) Detach(context.Context) (wire.State, error) {
 		return wire.State{}, errors.New("detach: no process attached (kill or quit end a program the debugger started)")
 	}
 	b.mu.Lock()
-	held := p.held
 	b.proc = nil
 	b.mu.Unlock()
-	if held {
-		p.signal(unix.SIGCONT)
-	}
-	p.unwatch()
+	b.letGo(p)
 	st := wire.State{State: wire.StateDetached}
 	b.mu.Lock()
 	b.state = st

@@ -13,43 +13,47 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/backend/program"
+	"github.com/sdm-hpc/sdm/hold"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
 // process is the rank's process while no gdb holds it: one the backend
-// started (cmd), or one of a running job it was given by pid.
-//
-// Its end is watched through a pidfd, never by waiting for it: a wait
-// from any thread of this process would take the ptrace stops of a
-// sample in progress for its own (a tracee's stops are reported to the
-// tracer's whole thread group), so a child is reaped only once its pidfd
-// says it has ended.
+// started (cmd), or one of a running job it was given by pid. Either way
+// it is held (package hold): a fault stops it where it happened, before
+// any handler runs, and is told as gdb would tell it; its end is told
+// with its status.
 type process struct {
 	pid  int
+	h    *hold.Process
 	cmd  *exec.Cmd // nil: attached by pid
 	kill bool      // the session's end ends it
-	held bool      // stopped by a halt of this backend (guarded by the backend's mu)
-	// killed marks the end a kill asked for, which kill tells (guarded
-	// by the backend's mu).
+	// foundStopped: it was in a job-control stop when taken, which
+	// letting it go leaves it in, unless it was resumed meanwhile.
+	foundStopped bool
+	// The fields below are guarded by the backend's mu.
+	held    bool        // stopped by a halt of this backend
+	fault   *hold.Fault // held at this fault
+	resumed bool        // resumed by the session since it was taken
+	// killed marks the end a kill asked for, which kill tells.
 	killed bool
-	fd     *os.File // the pidfd, in the runtime's poller: Close ends the watch
-	// ended is closed once the end is known and told.
+	// ended is closed once the end is known and told, or the process let
+	// go (to gdb, or by detach).
 	ended chan struct{}
 }
 
-// How long the backend waits for a signal to take effect: a SIGSTOP to
-// stop every thread, a SIGKILL to end the process. A loaded node takes
-// its time; one that takes longer is stuck, and is reported so.
+// How long the backend waits for a process to do what it was asked: its
+// threads to stop, a SIGKILL to end it. A loaded node takes its time;
+// one that takes longer is stuck, and is reported so.
 const signalWait = 10 * time.Second
 
-// startProcess starts the loaded program on the rank's terminal, in a
-// process group of its own but in the server's session, without a
-// controlling terminal, as a launcher's ranks run. (gdb gives its
-// program a session of its own. Linux's autogroups share the processors
-// equally between sessions: a session per rank leaves the servers of a
-// node, all in their launcher's session, one share against each rank's;
-// while the ranks spin, a stack sample of 64 then waits seconds for the
-// processor instead of tenths.)
+// startProcess starts the loaded program on the rank's terminal, held
+// from its first instruction, in a process group of its own but in the
+// server's session, without a controlling terminal, as a launcher's
+// ranks run. (gdb gives its program a session of its own. Linux's
+// autogroups share the processors equally between sessions: a session
+// per rank leaves the servers of a node, all in their launcher's
+// session, one share against each rank's; while the ranks spin, a stack
+// sample of 64 then waits seconds for the processor instead of tenths.)
 func (b *Backend) startProcess(st wire.Start) (*process, error) {
 	path, err := program.Find(st.Program, st.Dir)
 	if err != nil {
@@ -73,167 +77,153 @@ func (b *Backend) startProcess(st wire.Start) (*process, error) {
 	cmd.Env = append(cmd.Env, st.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = term.Slave(), term.Slave(), term.Slave()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	h, err := hold.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	p, err := b.watch(cmd.Process.Pid, cmd, true)
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, err
-	}
-	return p, nil
+	return b.watch(h, cmd, true, false), nil
 }
 
-// watch makes process pid the rank's and watches for its end.
-func (b *Backend) watch(pid int, cmd *exec.Cmd, kill bool) (*process, error) {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+// take makes process pid of a running job the rank's, held where it
+// stands.
+func (b *Backend) take(pid int, kill bool) (*process, error) {
+	h, err := hold.Seize(pid)
 	if err != nil {
-		return nil, b.rankErr("process %d: %v", pid, gone(err))
+		return nil, b.rankErr("%v", err)
 	}
-	p := &process{pid: pid, cmd: cmd, kill: kill, ended: make(chan struct{}),
-		fd: os.NewFile(uintptr(fd), "pidfd of process "+strconv.Itoa(pid))}
+	stopped, err := h.JobStopped(context.Background())
+	if err != nil {
+		return nil, b.rankErr("process %d: %v", pid, err)
+	}
+	return b.watch(h, nil, kill, stopped), nil
+}
+
+// watch makes the held process the rank's and follows its news.
+func (b *Backend) watch(h *hold.Process, cmd *exec.Cmd, kill, stopped bool) *process {
+	p := &process{pid: h.PID(), h: h, cmd: cmd, kill: kill, foundStopped: stopped, ended: make(chan struct{})}
 	b.mu.Lock()
 	b.proc = p
 	b.wg.Add(1)
 	b.mu.Unlock()
 	go func() {
 		defer b.wg.Done()
-		b.await(p)
+		b.follow(p)
 	}()
-	return p, nil
+	return p
 }
 
-func gone(err error) error {
-	if errors.Is(err, unix.ESRCH) {
-		return errors.New("no such process (it has exited)")
-	}
-	return err
-}
-
-// await waits for p's end, reaps it when it is a child, and tells it,
-// unless gdb holds the process by then (gdb tells it) or the backend
-// closes.
-func (b *Backend) await(p *process) {
+// follow tells p's faults and its end, until the process ends or is let
+// go.
+func (b *Backend) follow(p *process) {
 	defer close(p.ended)
-	rc, err := p.fd.SyscallConn()
-	if err == nil {
-		err = rc.Read(func(fd uintptr) bool {
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, err := unix.Poll(pfd, 0)
-			return err == nil && n > 0
-		})
+	for ev := range p.h.Events() {
+		switch {
+		case ev.Fault != nil:
+			b.faulted(p, ev.Fault)
+		case ev.Ended != nil:
+			b.ended(p, exitState(ev.Ended.Status))
+		}
 	}
-	st := wire.State{State: wire.StateExited, Reason: "exited"}
-	if err == nil && p.cmd == nil {
-		st = endOf(p.pid)
+}
+
+// faulted tells the stop at a fault, as gdb tells it: the signal and the
+// faulting thread's innermost frame.
+func (b *Backend) faulted(p *process, f *hold.Fault) {
+	st := wire.State{State: wire.StateStopped, Reason: "signal-received", Signal: unix.SignalName(f.Signal)}
+	b.mu.Lock()
+	p.fault = f
+	b.mu.Unlock()
+	if stack, err := b.stackOf(context.Background(), p, f.TID); err == nil && len(stack.Frames) > 0 {
+		st.Frame = stack.Frames[0]
 	}
-	p.fd.Close()
-	if p.cmd != nil {
-		// Ended (or the backend closes and has killed it): reap it.
-		p.cmd.Wait()
-		st = exitState(p.cmd.ProcessState)
-	}
+	b.tell(p, wire.EventStopped, st)
+}
+
+// ended tells the end of the process, unless a kill tells it.
+func (b *Backend) ended(p *process, st wire.State) {
 	b.mu.Lock()
 	mine := b.proc == p && !b.handed && !b.closed
 	if b.proc == p {
 		b.proc = nil
 	}
-	killed, out := p.killed, b.out
+	killed := p.killed
 	b.mu.Unlock()
-	if !mine || killed {
-		return
+	if mine && !killed {
+		b.tell(p, wire.EventExited, st)
 	}
-	out.Drain()
-	b.emit(wire.EventExited, st)
 }
 
-// unwatch ends the watch of a process that is no longer the rank's.
-func (p *process) unwatch() { p.fd.Close() }
-
-// exitState is the state gdb reports for the end of a child.
-func exitState(ps *os.ProcessState) wire.State {
-	if ps == nil {
-		return wire.State{State: wire.StateExited, Reason: "exited"}
+// tell sends news of p, after the output it wrote before, unless the
+// rank has been handed to gdb or the backend closes meanwhile.
+func (b *Backend) tell(p *process, op string, st wire.State) {
+	b.mu.Lock()
+	out := b.out
+	still := !b.handed && !b.closed && (b.proc == p || st.State == wire.StateExited)
+	b.mu.Unlock()
+	if still {
+		out.Drain()
+		b.emit(op, st)
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+}
+
+// exitState is the state gdb reports for the end of a process.
+func exitState(ws unix.WaitStatus) wire.State {
+	if ws.Signaled() {
 		return wire.State{State: wire.StateExited, Reason: "killed by a signal", Signal: unix.SignalName(ws.Signal())}
 	}
-	return wire.State{State: wire.StateExited, Reason: "exited", Code: ps.ExitCode()}
+	return wire.State{State: wire.StateExited, Reason: "exited", Code: ws.ExitStatus()}
 }
 
-// endOf reads how a process that is not a child ended from its zombie's
-// exit_code (field 52 of /proc/PID/stat), while its parent has not yet
-// reaped it; gone, it just exited.
-func endOf(pid int) wire.State {
-	f := program.StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
-	if len(f) >= 50 && f[0] == "Z" {
-		if code, err := strconv.Atoi(f[49]); err == nil {
-			ws := unix.WaitStatus(code)
-			if ws.Signaled() {
-				return wire.State{State: wire.StateExited, Reason: "killed by a signal", Signal: unix.SignalName(ws.Signal())}
-			}
-			return wire.State{State: wire.StateExited, Reason: "exited", Code: ws.ExitStatus()}
-		}
+// waitEnded waits for p's end after a kill.
+func (b *Backend) waitEnded(ctx context.Context, p *process) error {
+	t := time.NewTimer(signalWait)
+	defer t.Stop()
+	select {
+	case <-p.ended:
+		return nil
+	case <-ctx.Done():
+		return b.rankErr("process %d: waiting for its end after SIGKILL: %v", p.pid, ctx.Err())
+	case <-t.C:
+		return b.rankErr("process %d did not end within %v of a SIGKILL", p.pid, signalWait)
+	case <-b.stopped:
+		return ErrClosed
 	}
-	return wire.State{State: wire.StateExited, Reason: "exited"}
 }
 
-// signal sends sig to the process through its pidfd, so that a pid used
-// again after the process ended is never signalled.
-func (p *process) signal(sig unix.Signal) error {
-	rc, err := p.fd.SyscallConn()
-	if err != nil {
-		return err
+// release ends the process if the session owns it, else lets it go.
+func (b *Backend) release(p *process) {
+	if !p.kill {
+		b.letGo(p)
+		return
 	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.PidfdSendSignal(int(fd), sig, nil, 0) }); err != nil {
-		return fmt.Errorf("process %d: no such process (it has exited)", p.pid)
+	p.h.Kill()
+	t := time.NewTimer(signalWait)
+	defer t.Stop()
+	select {
+	case <-p.h.Done():
+	case <-t.C:
 	}
-	if serr != nil {
-		return fmt.Errorf("send %s to process %d: %w", unix.SignalName(sig), p.pid, gone(serr))
-	}
-	return nil
 }
 
-// stoppedBySignal says whether every thread of the process is in a
-// signal stop (state T), as after a SIGSTOP: what status reports as
-// stopped, whoever sent the signal.
-func stoppedBySignal(pid int) bool {
-	f := program.StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
-	return len(f) > 0 && f[0] == "T"
+// letGo lets the process go on as it was before the session: untraced,
+// running, or in the job-control stop it was found in unless the session
+// resumed it.
+func (b *Backend) letGo(p *process) {
+	ctx, cancel := context.WithTimeout(context.Background(), signalWait)
+	defer cancel()
+	p.h.Release(ctx)
+	b.mu.Lock()
+	resumed := p.resumed
+	b.mu.Unlock()
+	if p.foundStopped && resumed {
+		unix.Kill(p.pid, unix.SIGCONT)
+	}
 }
 
-// waitStopped waits until the SIGSTOP sent to p has stopped it, p ended,
-// or the backend closes.
-func (b *Backend) waitStopped(ctx context.Context, p *process) error {
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(signalWait)
-	defer deadline.Stop()
-	for !stoppedBySignal(p.pid) {
-		select {
-		case <-tick.C:
-		case <-p.ended:
-			return fmt.Errorf("process %d exited", p.pid)
-		case <-b.stopped:
-			return ErrClosed
-		case <-ctx.Done():
-			return fmt.Errorf("process %d: waiting for it to stop: %w", p.pid, ctx.Err())
-		case <-deadline.C:
-			return fmt.Errorf("process %d did not stop within %v of a SIGSTOP", p.pid, signalWait)
-		}
+// errNoProcess says the rank has no process to act on, and why.
+func (b *Backend) errNoProcess() error {
+	if b.state.State == wire.StateExited {
+		return errors.New("the program is not being run (it has exited)")
 	}
-	return nil
-}
-
-// release ends the process if the session owns it, else lets it go on
-// as it was before the session: a SIGCONT undoes a halt (held).
-func (p *process) release(held bool) {
-	switch {
-	case p.kill:
-		p.signal(unix.SIGKILL)
-	case held:
-		p.signal(unix.SIGCONT)
-	}
+	return errors.New("the program is not being run")
 }

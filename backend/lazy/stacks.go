@@ -2,24 +2,34 @@ package lazy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/backend/gdbmi"
 	"github.com/sdm-hpc/sdm/stackwalk"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// Where implements backend.Ops: the main thread's stack, sampled; the
-// process keeps running, or stays stopped.
+// Where implements backend.Ops: the stack of the thread gdb would show,
+// sampled: the thread that faulted, else the main thread; the process
+// keeps running, or stays stopped.
 func (n native) Where(ctx context.Context) (wire.Stack, error) {
-	p, err := n.b.process()
+	b := n.b
+	p, err := b.process()
 	if err != nil {
 		return wire.Stack{}, err
 	}
-	return n.b.where(ctx, p)
+	tid := p.pid
+	b.mu.Lock()
+	if p.fault != nil {
+		tid = p.fault.TID
+	}
+	b.mu.Unlock()
+	return b.stackOf(ctx, p, tid)
 }
 
 // Backtrace implements backend.Ops for a backtrace without locals (one
@@ -43,18 +53,22 @@ func (n native) Backtrace(ctx context.Context, bt wire.Backtrace) (wire.Trace, e
 	return tr, nil
 }
 
-// where samples p's main thread (whose thread id is the process id).
-func (b *Backend) where(ctx context.Context, p *process) (wire.Stack, error) {
+// stackOf samples thread tid of p (the main thread's id is the
+// process's).
+func (b *Backend) stackOf(ctx context.Context, p *process, tid int) (wire.Stack, error) {
 	snap, err := b.sample(ctx, p)
 	if err != nil {
 		return wire.Stack{}, err
 	}
 	for _, t := range snap.Threads {
-		if t.TID == p.pid {
+		if t.TID == tid {
 			return wire.Stack{Frames: frames(t.Frames)}, nil
 		}
 	}
-	return wire.Stack{}, b.rankErr("process %d: its main thread has exited", p.pid)
+	if tid == p.pid {
+		return wire.Stack{}, b.rankErr("process %d: its main thread has exited", p.pid)
+	}
+	return wire.Stack{}, b.rankErr("process %d: its thread %d has exited", p.pid, tid)
 }
 
 // Sample implements backend.Ops: s.Count samples of every thread,
@@ -114,10 +128,7 @@ func (b *Backend) process() (*process, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.proc == nil {
-		if b.state.State == wire.StateExited {
-			return nil, errors.New("the program is not being run (it has exited)")
-		}
-		return nil, errors.New("the program is not being run")
+		return nil, b.errNoProcess()
 	}
 	return b.proc, nil
 }
@@ -127,7 +138,7 @@ func (b *Backend) process() (*process, error) {
 func (b *Backend) sample(ctx context.Context, p *process) (stackwalk.Snapshot, error) {
 	b.sampling.Lock()
 	defer b.sampling.Unlock()
-	snap, err := b.sampler.Sample(ctx, p.pid)
+	snap, err := p.h.Sample(ctx, b.sampler)
 	if err != nil {
 		return snap, b.rankErr("stack sample: %v", err)
 	}
@@ -172,9 +183,9 @@ func (b *Backend) viaGDB(ctx context.Context, op string, body []byte) ([]byte, e
 }
 
 // handOver gives the rank to gdb for j, the first command that needs it:
-// a loaded program is loaded into gdb; a process is attached to, stopped
-// for j, and let go on after it when it ran before (unless j resumes or
-// ends it itself).
+// a loaded program is loaded into gdb; a process is handed to gdb
+// stopped (takeOver), and let go on after j when it ran before (unless j
+// resumes or ends it itself).
 func (b *Backend) handOver(j job) {
 	b.mu.Lock()
 	p, loaded, st := b.proc, b.loaded, b.state
@@ -182,9 +193,7 @@ func (b *Backend) handOver(j job) {
 	var err error
 	switch {
 	case p != nil:
-		pids := make([]int, b.cfg.Rank+1)
-		pids[b.cfg.Rank] = p.pid
-		_, err = b.viaGDB(j.ctx, wire.OpAttach, wire.MustEncode(wire.Attach{Pids: pids, Stop: true, Kill: p.kill}))
+		err = b.takeOver(j.ctx, p)
 	case loaded != nil:
 		_, err = b.viaGDB(j.ctx, wire.OpStart, wire.MustEncode(*loaded))
 	}
@@ -204,6 +213,38 @@ func (b *Backend) handOver(j job) {
 		err = fmt.Errorf("%s done, but the process did not go on: %w", j.op, cerr)
 	}
 	b.answer(j.done, answer, err)
+}
+
+// takeOver hands the held process to gdb: let go in a job-control stop
+// (hold.HandOff), attached to by gdb, the stop then lifted unless the
+// process was found in it (gdb holds it meanwhile, and would leave it
+// stopped when it detaches); a fault the process was held at becomes
+// gdb's own stop, with its signal still to be delivered.
+func (b *Backend) takeOver(ctx context.Context, p *process) error {
+	fault, err := p.h.HandOff(ctx)
+	if err != nil {
+		return b.rankErr("%v", err)
+	}
+	if p.cmd != nil {
+		// The process stays this server's child: it is reaped once it
+		// ends, which gdb tells.
+		go p.cmd.Wait()
+	}
+	pids := make([]int, b.cfg.Rank+1)
+	pids[b.cfg.Rank] = p.pid
+	if _, err := b.viaGDB(ctx, wire.OpAttach, wire.MustEncode(wire.Attach{Pids: pids, Stop: true, Kill: p.kill})); err != nil {
+		return err
+	}
+	if !p.foundStopped {
+		if err := unix.Kill(p.pid, unix.SIGCONT); err != nil {
+			return b.rankErr("process %d: lift its stop: %v", p.pid, err)
+		}
+	}
+	if fault == nil {
+		return nil
+	}
+	return b.gdb.TakeFault(ctx, gdbmi.Fault{TID: fault.TID, Signal: unix.SignalName(fault.Signal),
+		Code: fault.Code, Errno: fault.Errno, Addr: fault.Addr})
 }
 
 // resumes are the ops that set the process going, or end it, themselves.
