@@ -496,7 +496,9 @@ func seize(tid, opts int) error {
 	return nil
 }
 
-func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 // describe says how a wait status ended a process.
 func describe(ws unix.WaitStatus) string {
