@@ -7,8 +7,8 @@ BIN     := bin/sdm
 # their own with `make examples OUT=DIR`.
 OUT     ?= bin
 CFLAGS  ?= -g -O0 -Wall
-# Open MPI's compiler: most examples run under its mpirun; ring and hang
-# are also built with MPICH's, for mpiexec.
+# Open MPI's compiler: most examples run under its mpirun; ring, hang and
+# crash are also built with MPICH's, for mpiexec.
 MPICC   ?= $(shell command -v mpicc.openmpi || echo mpicc)
 MPICC_MPICH ?= $(shell command -v mpicc.mpich || echo mpicc)
 # Open MPI's C++ compiler, for the C++ example.
@@ -18,7 +18,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -109,6 +109,14 @@ $(OUT)/hang-mpich: examples/hang/hang.c
 $(OUT)/crash: examples/crash/crash.c
 	@mkdir -p $(OUT)
 	$(MPICC) $(CFLAGS) -o $@ $<
+
+$(OUT)/crash-mpich: examples/crash/crash.c
+	@mkdir -p $(OUT)
+	$(MPICC_MPICH) $(CFLAGS) -o $@ $<
+
+$(OUT)/fault: examples/fault/fault.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -pthread -o $@ $<
 
 lint:
 	$(GO) vet ./...

@@ -166,7 +166,7 @@ func TestCrashUnderMpirun(t *testing.T) {
 	command(t, cs.Command, all, wire.OpRun, nil)
 	states := stoppedAll(t, cs, wire.Single(1))
 	st := states[len(states)-1]
-	if st.Signal != "SIGSEGV" || st.Frame.Func != "fail" || st.Frame.File != "examples/crash/crash.c" || st.Frame.Line != 10 {
+	if st.Signal != "SIGSEGV" || st.Frame.Func != "fail" || st.Frame.File != "examples/crash/crash.c" || st.Frame.Line != 12 {
 		t.Fatalf("crash: %+v", st)
 	}
 	groups := command(t, cs.Command, all, wire.OpStatus, nil)
