@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"syscall"
@@ -43,7 +44,7 @@ type Process struct {
 	pid    int
 	cmd    *exec.Cmd // nil: seized by pid
 	reqs   chan request
-	wake   chan struct{} // a SIGCHLD came: stops to read
+	wake   chan os.Signal // a SIGCHLD came: stops to read
 	events chan Event
 	done   chan struct{} // closed when the tracer has let go of the process
 	err    error         // why it let go (ErrEnded, ErrReleased), set before done
@@ -139,7 +140,7 @@ func newProcess(cmd *exec.Cmd) *Process {
 	p := &Process{
 		cmd:    cmd,
 		reqs:   make(chan request),
-		wake:   make(chan struct{}, 1),
+		wake:   make(chan os.Signal, 1),
 		events: make(chan Event, 4),
 		done:   make(chan struct{}),
 	}

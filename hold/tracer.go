@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -50,15 +51,23 @@ const options = unix.PTRACE_O_TRACECLONE
 // adopt turns the child that PTRACE_TRACEME stopped at its exec into a
 // seized one: a tracee of PTRACE_TRACEME cannot be interrupted nor left
 // in a job-control stop. Detached with SIGSTOP, it stops before its first
-// instruction; seized, it is woken by SIGCONT, which also ends the
-// job-control stop (a detach later would otherwise stop it again).
+// instruction; seized there, it is woken by SIGCONT, which also ends the
+// job-control stop (a detach later would otherwise stop it again). Each
+// step's stop is certain and immediate, so the waits block: this is on
+// the way of every rank's start.
 func (t *tracer) adopt(pid int) error {
-	var ws unix.WaitStatus
-	if _, err := wait4(pid, &ws, unix.WALL); err != nil {
-		return fmt.Errorf("process %d: wait for its exec: %w", pid, err)
+	stop := func(what string) (unix.WaitStatus, error) {
+		var ws unix.WaitStatus
+		if _, err := rawWait4(pid, &ws, unix.WALL); err != nil {
+			return ws, fmt.Errorf("process %d: wait for %s: %w", pid, what, err)
+		}
+		if !ws.Stopped() {
+			return ws, fmt.Errorf("process %d ended at its start (%s)", pid, describe(ws))
+		}
+		return ws, nil
 	}
-	if !ws.Stopped() {
-		return fmt.Errorf("process %d ended at its start (%s)", pid, describe(ws))
+	if _, err := stop("its exec"); err != nil {
+		return err
 	}
 	if err := detach(pid, unix.SIGSTOP); err != nil {
 		return fmt.Errorf("process %d: %w", pid, err)
@@ -66,16 +75,25 @@ func (t *tracer) adopt(pid int) error {
 	if err := seize(pid, options|unix.PTRACE_O_EXITKILL); err != nil {
 		return fmt.Errorf("process %d: ptrace seize: %w", pid, err)
 	}
-	th := t.add(pid)
-	t.held = true
-	if err := t.waitStopped(context.Background(), []*thread{th}); err != nil {
+	if _, err := stop("its stop"); err != nil {
 		return err
 	}
 	if err := unix.Kill(pid, unix.SIGCONT); err != nil {
 		return fmt.Errorf("process %d: continue it: %w", pid, err)
 	}
-	th.group = false
-	return t.resumeAll()
+	// SIGCONT is the next signal it takes, at once.
+	for sig := unix.Signal(0); sig != unix.SIGCONT; {
+		if err := ptrace(unix.PTRACE_CONT, pid, 0); err != nil {
+			return fmt.Errorf("process %d: continue it: %w", pid, err)
+		}
+		ws, err := stop("SIGCONT")
+		if err != nil {
+			return err
+		}
+		sig = ws.StopSignal()
+	}
+	t.add(pid)
+	return ptrace(unix.PTRACE_CONT, pid, uintptr(unix.SIGCONT))
 }
 
 // seize holds every thread of pid, rescanning /proc/PID/task until no new
@@ -203,9 +221,9 @@ func (t *tracer) caught(th *thread) {
 	var info [128]byte
 	if _, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(th.tid), 0,
 		uintptr(unsafe.Pointer(&info[0])), 0, 0); errno == 0 {
-		f.Errno = int32(le32(info[4:]))
-		f.Code = int32(le32(info[8:]))
-		f.Addr = uint64(le32(info[16:])) | uint64(le32(info[20:]))<<32
+		f.Errno = int32(binary.LittleEndian.Uint32(info[4:]))
+		f.Code = int32(binary.LittleEndian.Uint32(info[8:]))
+		f.Addr = binary.LittleEndian.Uint64(info[16:])
 	}
 	t.held, t.fault = true, f
 	// Should another thread not stop in time, the fault is still told:
@@ -476,6 +494,22 @@ func wait4(pid int, ws *unix.WaitStatus, options int) (int, error) {
 	}
 }
 
+// rawWait4 is wait4 for a stop that is certain and comes within
+// microseconds: a raw system call keeps the goroutine's processor, which
+// a blocking one would hand over (waking a thread to take it) and take
+// back, for nothing.
+func rawWait4(pid int, ws *unix.WaitStatus, options int) (int, error) {
+	for {
+		r, _, errno := unix.RawSyscall6(unix.SYS_WAIT4, uintptr(pid), uintptr(unsafe.Pointer(ws)), uintptr(options), 0, 0, 0)
+		if errno == 0 {
+			return int(r), nil
+		}
+		if errno != unix.EINTR {
+			return 0, errno
+		}
+	}
+}
+
 // ptrace makes a ptrace request with a data argument, which x/sys/unix's
 // wrappers of PTRACE_CONT and PTRACE_DETACH do not all take.
 func ptrace(req, tid int, data uintptr) error {
@@ -494,10 +528,6 @@ func seize(tid, opts int) error {
 		return errno
 	}
 	return nil
-}
-
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 // describe says how a wait status ended a process.

@@ -140,3 +140,54 @@ func wrote(ctx context.Context, b *testing.B, s *launcher.Session, ranks wire.Ra
 		}
 	}
 }
+
+// BenchmarkRunToEnd64 is 64 ranks of plain (without MPI, to its end at
+// once) run to their end with the default --gdb lazy, from run to every
+// rank's exit at the front end, and the CPU time of the whole session
+// (servers, programs and front end): the price of holding each rank so
+// that a fault would stop it (a seize at its exec, a stop per signal and
+// new thread), next to eager gdb.
+func BenchmarkRunToEnd64(b *testing.B) {
+	testenv.RequireTool(b, "gdb")
+	bin := testenv.Examples(b)
+	const n = 64
+	all := wire.All(n)
+	for _, start := range []backend.GDBStart{backend.Lazy, backend.Eager} {
+		b.Run(string(start), func(b *testing.B) {
+			var took, cpu time.Duration
+			for range b.N {
+				before := childrenCPU(b)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: start, SDM: sdmBin, ConnectTimeout: 2 * time.Minute})
+				if err != nil {
+					b.Fatal(err)
+				}
+				body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain")})
+				if g, err := s.Command(ctx, all, wire.OpStart, body, 2*time.Minute); err != nil || !okRanks(g).Equal(all) {
+					b.Fatalf("start: %s %v", describe(g), err)
+				}
+				begin := time.Now()
+				if g, err := s.Command(ctx, all, wire.OpRun, nil, 2*time.Minute); err != nil || !okRanks(g).Equal(all) {
+					b.Fatalf("run: %s %v", describe(g), err)
+				}
+				var ended wire.RankSet
+				for !ended.Equal(all) {
+					ev, err := s.NextEvent(ctx)
+					if err != nil {
+						b.Fatalf("waiting for every rank's end (%s ended): %v", ended, err)
+					}
+					if ev.Op == wire.EventExited {
+						ended = ended.Union(ev.Group.Ranks)
+					}
+				}
+				took += time.Since(begin)
+				s.End(30 * time.Second)
+				cancel()
+				cpu += childrenCPU(b) - before
+			}
+			b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms-run-to-end")
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "ms-cpu-session")
+		})
+	}
+}
+

@@ -70,9 +70,11 @@ int main(int argc, char **argv)
     if (strcmp(what, "exit") == 0)
         return atoi(argv[2]);
     if (strcmp(what, "usr1") == 0) {
-        while (usr1 < 5)
-            pause();
-        printf("usr1 %d\n", usr1);
+        for (int k = 1; k <= 5; k++) {
+            while (usr1 < k)
+                usleep(1000);
+            printf("usr1 %d\n", usr1);
+        }
         return 0;
     }
     if (strcmp(what, "trap") == 0) {
