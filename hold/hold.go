@@ -190,7 +190,13 @@ func (p *Process) call(ctx context.Context, f func(ctx context.Context) error) e
 	case err := <-r.done:
 		return err
 	case <-p.done:
-		return p.err
+		// The request's answer, if it ran, was sent before the end.
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return p.err
+		}
 	}
 }
 

@@ -254,6 +254,7 @@ func TestSampleHoldRelease(t *testing.T) {
 	bin := victim(t)
 	r := start(t, bin, "spin")
 	r.proceed(t)
+	r.line(t, "two threads")
 	pid := r.p.PID()
 	s := stackwalk.NewSampler()
 	defer s.Close()

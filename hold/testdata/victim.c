@@ -59,8 +59,10 @@ int main(int argc, char **argv)
     printf("ready %d\n", (int)getpid());
     if (!fgets(line, sizeof line, stdin))
         return 9;
-    if (strcmp(what, "thread-segv") == 0 || strcmp(what, "spin") == 0)
+    if (strcmp(what, "thread-segv") == 0 || strcmp(what, "spin") == 0) {
         pthread_create(&t, NULL, worker, NULL);
+        printf("two threads\n");
+    }
     if (strcmp(what, "segv") == 0)
         fault();
     if (strcmp(what, "abort") == 0)
