@@ -18,7 +18,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/busy $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -113,6 +113,10 @@ $(OUT)/crash: examples/crash/crash.c
 $(OUT)/crash-mpich: examples/crash/crash.c
 	@mkdir -p $(OUT)
 	$(MPICC_MPICH) $(CFLAGS) -o $@ $<
+
+$(OUT)/busy: examples/busy/busy.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -o $@ $<
 
 $(OUT)/fault: examples/fault/fault.c
 	@mkdir -p $(OUT)

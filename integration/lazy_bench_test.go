@@ -191,3 +191,62 @@ func BenchmarkRunToEnd64(b *testing.B) {
 	}
 }
 
+// BenchmarkStacksFirst64 is the first stacks of a session of 64 running
+// ranks of busy on the local launcher (56 asleep in nap, 8 spinning, a
+// dynamically linked program whose frames pass through libc, whose debug
+// file libc6-dbg installs), from the command to the merged tree at the
+// front end, with gdb lazy (every server samples its rank, a module cache
+// of its own): with the host's module cache empty (the first session on
+// a host: one server reads each module and the others wait for it), and
+// full (every later session).
+func BenchmarkStacksFirst64(b *testing.B) {
+	bin := testenv.Examples(b)
+	const n = 64
+	all := wire.All(n)
+	for _, host := range []string{"cold", "warm"} {
+		b.Run("host-cache="+host, func(b *testing.B) {
+			b.Setenv("XDG_CACHE_HOME", b.TempDir())
+			var took time.Duration
+			for i := range b.N {
+				if host == "cold" {
+					b.Setenv("XDG_CACHE_HOME", b.TempDir())
+				} else if i == 0 {
+					firstStacks(b, bin, n, all) // fills the host's cache
+				}
+				took += firstStacks(b, bin, n, all)
+			}
+			b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms-first-stacks")
+		})
+	}
+}
+
+// firstStacks launches n ranks of busy, waits until each runs in main,
+// and times the first where of all of them to the merged tree.
+func firstStacks(b *testing.B, bin string, n int, all wire.RankSet) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: backend.Lazy, SDM: sdmBin, ConnectTimeout: 2 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.End(30 * time.Second)
+	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "busy"), Args: []string{"600"}})
+	for _, c := range []struct {
+		op   string
+		body []byte
+	}{{wire.OpStart, body}, {wire.OpRun, nil}} {
+		if g, err := s.Command(ctx, all, c.op, c.body, 2*time.Minute); err != nil || !okRanks(g).Equal(all) {
+			b.Fatalf("%s: %s %v", c.op, describe(g), err)
+		}
+	}
+	wrote(ctx, b, s, all, "rank ")
+	begin := time.Now()
+	groups, err := s.Command(ctx, all, wire.OpWhere, nil, 3*time.Minute)
+	if err != nil || !okRanks(groups).Equal(all) {
+		b.Fatalf("where: %s %v", describe(groups), err)
+	}
+	if _, err := console.BuildStackTree(groups); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(begin)
+}

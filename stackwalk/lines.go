@@ -17,7 +17,9 @@ import (
 // on first use; answers are cached per pc, which every process running
 // the same code shares.
 type lineIndex struct {
-	file *elf.File
+	file    *elf.File
+	section sectionFunc
+	keep    rangesKeeper // nil: the units' ranges are read each time
 
 	once sync.Once
 	src  unitSource // nil without usable DWARF
@@ -70,7 +72,7 @@ func (s *scope) holds(pc uint64) bool {
 
 func (x *lineIndex) init() {
 	x.once.Do(func() {
-		src, cus, err := unitsOf(x.file)
+		src, cus, err := unitsOf(x.file, x.section, x.keep)
 		if err != nil {
 			return
 		}

@@ -5,122 +5,230 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // module is one ELF object (executable, shared library, vdso) as the
-// sampler needs it: its loadable segments (for the load bias), its call
-// frame information, its function symbols, and its DWARF, read on first
-// use. A module is shared by every process that maps it.
+// sampler needs it, shared by every process that maps it. Each part is
+// read on first use, so that of the seventy objects an MPI rank maps,
+// only those its stacks pass through cost anything: the headers (for
+// the load bias) when a walk first meets the module, the call frame
+// information one FDE at a time (through .eh_frame_hdr), the symbols
+// when a frame is first named, the DWARF one unit at a time. Symbols and
+// inflated DWARF sections come from the host's cache when another server
+// made them (cache.go).
 type module struct {
-	path    string
+	path  string
+	cache *hostCache
+	// open gives the object's bytes: the file mapped, or the vdso's image.
+	open func() ([]byte, func(), error)
+
+	once    sync.Once
+	err     error // why the module could not be read; its frames are "??"
+	data    []byte
+	release []func()
+	file    *elf.File
 	buildID string
 	loads   []elf.ProgHeader
-	cfi     *cfiTable
-	syms    symtab
-	lines   *lineIndex // nil without DWARF
-	err     error      // why the module could not be read; its frames are "??"
-	once    sync.Once
-	files   []io.Closer
+
+	debugOnce sync.Once
+	debug     *object // the separate debug file, or nil
+
+	cfiOnce sync.Once
+	cfi     cfiSource
+
+	symsOnce sync.Once
+	syms     symtab
+
+	linesOnce sync.Once
+	lines     *lineIndex // nil without DWARF
+}
+
+// object is an ELF file and its bytes.
+type object struct {
+	f    *elf.File
+	data []byte
 }
 
 // debugRoot is where separate debug files live, by build-id.
-const debugRoot = "/usr/lib/debug"
+var debugRoot = "/usr/lib/debug"
 
-// load reads the module once, from what open opens: the object itself.
-func (m *module) load(open func() (io.ReaderAt, io.Closer, error)) {
+// header reads the object's headers once; it reports whether the module
+// can be used.
+func (m *module) header() bool {
 	m.once.Do(func() {
-		r, c, err := open()
+		data, release, err := m.open()
 		if err != nil {
 			m.err = err
 			return
 		}
-		if c != nil {
-			m.files = append(m.files, c)
+		if release != nil {
+			m.release = append(m.release, release)
 		}
-		m.err = m.read(r)
-	})
-}
-
-func (m *module) read(r io.ReaderAt) error {
-	f, err := elf.NewFile(r)
-	if err != nil {
-		return fmt.Errorf("%s: %w", m.path, err)
-	}
-	if f.Machine != elf.EM_X86_64 {
-		return &ArchError{Arch: archName(f.Machine)}
-	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			m.loads = append(m.loads, p.ProgHeader)
+		f, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil {
+			m.err = fmt.Errorf("%s: %w", m.path, err)
+			return
 		}
-	}
-	m.buildID = buildID(f)
-	debug := m.debugFile()
-
-	var eh, df []fde
-	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-		if data, err := s.Data(); err == nil {
-			eh, _ = parseCFI(data, s.Addr, true)
+		if f.Machine != elf.EM_X86_64 {
+			m.err = &ArchError{Arch: archName(f.Machine)}
+			return
 		}
-	}
-	for _, o := range []*elf.File{f, debug} {
-		if o == nil {
-			continue
-		}
-		if s := o.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-			if data, err := s.Data(); err == nil {
-				df, _ = parseCFI(data, 0, false)
-				break
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD {
+				m.loads = append(m.loads, p.ProgHeader)
 			}
 		}
-	}
-	m.cfi = newCFITable(eh, df)
-
-	var tables [][]elf.Symbol
-	for _, o := range []*elf.File{f, debug} {
-		if o == nil {
-			continue
-		}
-		if s, err := o.Symbols(); err == nil {
-			tables = append(tables, s)
-		}
-		if s, err := o.DynamicSymbols(); err == nil {
-			tables = append(tables, s)
-		}
-	}
-	m.syms = newSymtab(tables...)
-
-	for _, o := range []*elf.File{f, debug} {
-		if o != nil && o.Section(".debug_info") != nil && o.Section(".debug_info").Type != elf.SHT_NOBITS {
-			m.lines = &lineIndex{file: o}
-			break
-		}
-	}
-	return nil
+		m.data, m.file, m.buildID = data, f, buildID(f)
+	})
+	return m.err == nil
 }
 
-// debugFile opens the separate debug file that matches the module's
-// build-id, or returns nil.
-func (m *module) debugFile() *elf.File {
-	if len(m.buildID) < 3 {
+// debugFile is the separate debug file that matches the module's
+// build-id, or nil.
+func (m *module) debugFile() *object {
+	m.debugOnce.Do(func() {
+		if len(m.buildID) < 3 {
+			return
+		}
+		path := filepath.Join(debugRoot, ".build-id", m.buildID[:2], m.buildID[2:]+".debug")
+		data, release, err := mapFile(path)
+		if err != nil {
+			return
+		}
+		f, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil || buildID(f) != m.buildID {
+			release()
+			return
+		}
+		m.release = append(m.release, release)
+		m.debug = &object{f: f, data: data}
+	})
+	return m.debug
+}
+
+// objects are the module's object and its debug file, where there is one.
+func (m *module) objects() []*object {
+	objs := []*object{{f: m.file, data: m.data}}
+	if d := m.debugFile(); d != nil {
+		objs = append(objs, d)
+	}
+	return objs
+}
+
+// frames is the module's call frame information: .eh_frame through its
+// header's table (else parsed whole), then .debug_frame of the object or
+// its debug file, parsed whole on first use.
+func (m *module) frames() cfiSource {
+	m.cfiOnce.Do(func() {
+		var eh cfiSource
+		if s := m.file.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+			data := sectionBytes(m.data, s)
+			if h := m.file.Section(".eh_frame_hdr"); h != nil {
+				eh = newEHIndex(sectionBytes(m.data, h), h.Addr, data, s.Addr)
+			}
+			if eh == nil && data != nil {
+				fdes, _ := parseCFI(data, s.Addr, true)
+				eh = newCFITable(fdes)
+			}
+		}
+		m.cfi = &cfiChain{first: eh, rest: func() cfiSource {
+			for _, o := range m.objects() {
+				if s := o.f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+					if data, err := m.section(o, s); err == nil {
+						fdes, _ := parseCFI(data, 0, false)
+						return newCFITable(fdes)
+					}
+				}
+			}
+			return nil
+		}}
+	})
+	return m.cfi
+}
+
+// symbols is the module's function symbols: from the host's cache, else
+// read from the object and its debug file (and left in the cache). The
+// cache's entry is named by the sizes of the tables it is made of: a
+// stripped object of the same build (its build-id is the same), or one
+// whose debug file was installed since, has an entry of its own.
+func (m *module) symbols() symtab {
+	m.symsOnce.Do(func() {
+		name := "symbols"
+		for _, o := range m.objects() {
+			for _, t := range []string{".symtab", ".dynsym"} {
+				size := uint64(0)
+				if s := o.f.Section(t); s != nil {
+					size = s.Size
+				}
+				name += "-" + strconv.FormatUint(size, 10)
+			}
+		}
+		m.syms = m.cache.symbols(m.buildID, name, func() symtab {
+			var tables [][]elf.Symbol
+			for _, o := range m.objects() {
+				if s, err := o.f.Symbols(); err == nil {
+					tables = append(tables, s)
+				}
+				if s, err := o.f.DynamicSymbols(); err == nil {
+					tables = append(tables, s)
+				}
+			}
+			return newSymtab(tables...)
+		})
+	})
+	return m.syms
+}
+
+// lineIndex is the module's DWARF, from the object or its debug file,
+// or nil.
+func (m *module) lineIndex() *lineIndex {
+	m.linesOnce.Do(func() {
+		for _, o := range m.objects() {
+			if s := o.f.Section(".debug_info"); s != nil && s.Type != elf.SHT_NOBITS {
+				m.lines = &lineIndex{file: o.f,
+					section: func(s *elf.Section) ([]byte, error) { return m.section(o, s) },
+					keep: func(build func() ([]cuRange, error)) ([]cuRange, error) {
+						return m.cache.units(m.buildID, build)
+					}}
+				return
+			}
+		}
+	})
+	return m.lines
+}
+
+// section is a section's bytes: the mapped file's own, or, compressed,
+// inflated once per host into its cache (else in memory).
+func (m *module) section(o *object, s *elf.Section) ([]byte, error) {
+	if s.Flags&elf.SHF_COMPRESSED == 0 {
+		if b := sectionBytes(o.data, s); b != nil {
+			return b, nil
+		}
+		return nil, fmt.Errorf("%s: section %s is beyond the file's end", m.path, s.Name)
+	}
+	return m.cache.section(m.buildID, s)
+}
+
+// sectionBytes is an uncompressed section's bytes in the object's, or nil.
+func sectionBytes(data []byte, s *elf.Section) []byte {
+	if s.Type == elf.SHT_NOBITS || s.Flags&elf.SHF_COMPRESSED != 0 || s.Offset > uint64(len(data)) || s.FileSize > uint64(len(data))-s.Offset {
 		return nil
 	}
-	path := filepath.Join(debugRoot, ".build-id", m.buildID[:2], m.buildID[2:]+".debug")
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil
+	return data[s.Offset : s.Offset+s.FileSize]
+}
+
+// close lets go of the module's mappings.
+func (m *module) close() {
+	for _, r := range m.release {
+		r()
 	}
-	f, err := elf.NewFile(fh)
-	if err != nil || buildID(f) != m.buildID {
-		fh.Close()
-		return nil
-	}
-	m.files = append(m.files, fh)
-	return f
+	m.release = nil
 }
 
 // bias is the load bias of a mapping of this module: the mapped address
@@ -135,6 +243,28 @@ func (m *module) bias(mp mapping) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// mapFile maps a file read-only: its pages are the page cache's, shared
+// by every process that maps it.
+func mapFile(path string) ([]byte, func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Size() == 0 {
+		return nil, func() {}, nil
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: map it: %w", path, err)
+	}
+	return data, func() { unix.Munmap(data) }, nil
 }
 
 // buildID is the hex GNU build-id of an ELF file, or "".

@@ -1,7 +1,6 @@
 package stackwalk
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -18,7 +17,9 @@ func TestArchError(t *testing.T) {
 		t.Fatal(err)
 	}
 	binary.LittleEndian.PutUint16(data[18:], uint16(elf.EM_AARCH64))
-	err = (&module{path: bin}).read(bytes.NewReader(data))
+	m := &module{path: bin, open: func() ([]byte, func(), error) { return data, nil, nil }}
+	m.header()
+	err = m.err
 	var ae *ArchError
 	if !errors.As(err, &ae) || err.Error() != "stack sampling needs amd64; this is arm64" {
 		t.Errorf("module of arm64: %v, want \"stack sampling needs amd64; this is arm64\"", err)

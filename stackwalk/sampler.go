@@ -14,11 +14,9 @@
 package stackwalk
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"os"
 	"runtime"
 	"sort"
@@ -71,11 +69,19 @@ type Snapshot struct {
 type Sampler struct {
 	mu      sync.Mutex
 	modules map[string]*module
+	cache   *hostCache
 }
 
-// NewSampler returns a sampler with an empty module cache.
+// NewSampler returns a sampler with an empty module cache, which shares
+// what it reads of modules with the host's other samplers through the
+// user's cache directory (sdm/modules in it).
 func NewSampler() *Sampler {
-	return &Sampler{modules: map[string]*module{}}
+	return newSampler(defaultCacheDir())
+}
+
+// newSampler returns a sampler whose host cache is in dir ("": none).
+func newSampler(dir string) *Sampler {
+	return &Sampler{modules: map[string]*module{}, cache: newHostCache(dir)}
 }
 
 // Sample stops every thread of process pid, walks its stacks, lets it go
@@ -228,12 +234,16 @@ func unmapped(fr []rawFrame) bool {
 	return false
 }
 
-// space reads the process's executable mappings and loads their modules.
+// space reads the process's executable mappings. Their modules are
+// read when a walk first meets them (segment.resolve); only the
+// program's headers are read here, to refuse a process of another
+// architecture at once.
 func (s *Sampler) space(pid int, mem *procMem) (space, error) {
 	maps, err := readMaps(pid)
 	if err != nil {
 		return nil, err
 	}
+	exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 	var sp space
 	for _, m := range maps {
 		if !m.executable() || m.path == "[vsyscall]" {
@@ -251,32 +261,31 @@ func (s *Sampler) space(pid int, mem *procMem) (space, error) {
 		if mod == nil {
 			continue
 		}
-		if ae, ok := mod.err.(*ArchError); ok {
-			// Code of another architecture: a process this sampler cannot
-			// walk (a 32-bit program, an emulated one).
-			return nil, &ArchError{Arch: ae.Arch + " (process " + strconv.Itoa(pid) + ", " + m.path + ")"}
+		if m.path == exe && !mod.header() {
+			if ae, ok := mod.err.(*ArchError); ok {
+				// Code of another architecture: a process this sampler
+				// cannot walk (a 32-bit program, an emulated one).
+				return nil, &ArchError{Arch: ae.Arch + " (process " + strconv.Itoa(pid) + ", " + m.path + ")"}
+			}
 		}
-		bias, _ := mod.bias(m)
-		sp = append(sp, segment{start: m.start, end: m.end, bias: bias, mod: mod, path: m.path})
+		sp = append(sp, segment{mapping: m, mod: mod, path: m.path})
 	}
 	return sp, nil
 }
 
-// file returns the module of a file mapping, read once per device+inode.
+// file returns the module of a file mapping, one per device+inode.
 func (s *Sampler) file(pid int, m mapping) *module {
 	key := m.dev + ":" + strconv.FormatUint(m.inode, 10)
-	mod := s.cached(key, m.path)
-	mod.load(func() (io.ReaderAt, io.Closer, error) {
+	return s.cached(key, m.path, func() ([]byte, func(), error) {
 		path := strings.TrimSuffix(m.path, " (deleted)")
 		for _, p := range []string{path, fmt.Sprintf("/proc/%d/root%s", pid, path),
 			fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)} {
-			if f, err := os.Open(p); err == nil {
-				return f, f, nil
+			if data, release, err := mapFile(p); err == nil {
+				return data, release, nil
 			}
 		}
 		return nil, nil, fmt.Errorf("%s: cannot open it (nor through /proc/%d)", m.path, pid)
 	})
-	return mod
 }
 
 // vdso returns the module of the vdso, read from the process's memory and
@@ -289,17 +298,15 @@ func (s *Sampler) vdso(m mapping, mem *procMem) *module {
 	h := fnv.New64a()
 	h.Write(image)
 	key := fmt.Sprintf("vdso:%x", h.Sum64())
-	mod := s.cached(key, "[vdso]")
-	mod.load(func() (io.ReaderAt, io.Closer, error) { return bytes.NewReader(image), nil, nil })
-	return mod
+	return s.cached(key, "[vdso]", func() ([]byte, func(), error) { return image, nil, nil })
 }
 
-func (s *Sampler) cached(key, path string) *module {
+func (s *Sampler) cached(key, path string, open func() ([]byte, func(), error)) *module {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mod, ok := s.modules[key]
 	if !ok {
-		mod = &module{path: path}
+		mod = &module{path: path, cache: s.cache, open: open}
 		s.modules[key] = mod
 	}
 	return mod
@@ -311,11 +318,10 @@ func (s *Sampler) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range s.modules {
-		for _, f := range m.files {
-			f.Close()
-		}
+		m.close()
 	}
 	s.modules = map[string]*module{}
+	s.cache.close()
 	return nil
 }
 
@@ -335,12 +341,12 @@ func symbolize(raw []rawFrame) []Frame {
 		f.Module = r.seg.path
 		mod := r.seg.mod
 		addr := r.lookup - r.seg.bias
-		if sym, ok := mod.syms.find(addr); ok {
+		if sym, ok := mod.symbols().find(addr); ok {
 			f.Function = demangled(sym.name)
 		}
 		var places []place
-		if mod.lines != nil {
-			places = mod.lines.places(addr)
+		if lines := mod.lineIndex(); lines != nil {
+			places = lines.places(addr)
 		}
 		for i, p := range places {
 			g := f

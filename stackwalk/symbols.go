@@ -3,6 +3,7 @@ package stackwalk
 import (
 	"cmp"
 	"debug/elf"
+	"encoding/binary"
 	"slices"
 	"sort"
 	"strings"
@@ -19,9 +20,56 @@ type symbol struct {
 
 // symtab is a module's function symbols, sorted by address, one per
 // address; the sized ones, and apart from them those without a size
-// (hand-written assembly such as glibc's __restore_rt).
+// (hand-written assembly such as glibc's __restore_rt). It is kept in
+// the form the host's cache stores (cache.go), records and names in one
+// block of bytes, so that a table another server made is used as it lies
+// in the page cache, without a copy or a string per symbol:
+//
+//	"SDMSYMS1" | sized count u32 | unsized count u32 |
+//	records (addr u64, size u64, name offset u32, name length u32) | names
 type symtab struct {
-	sized, unsized []symbol
+	b              []byte
+	sized, unsized int // how many records of each, the sized first
+}
+
+const (
+	symMagic  = "SDMSYMS1"
+	symHeader = len(symMagic) + 8
+	symRecord = 24
+)
+
+// parseSymtab checks a table's bytes; a table that does not hold together
+// is none.
+func parseSymtab(b []byte) (symtab, bool) {
+	if len(b) < symHeader || string(b[:len(symMagic)]) != symMagic {
+		return symtab{}, false
+	}
+	sized := int(binary.LittleEndian.Uint32(b[len(symMagic):]))
+	unsized := int(binary.LittleEndian.Uint32(b[len(symMagic)+4:]))
+	names := symHeader + (sized+unsized)*symRecord
+	if sized < 0 || unsized < 0 || sized+unsized > (len(b)-symHeader)/symRecord {
+		return symtab{}, false
+	}
+	t := symtab{b: b, sized: sized, unsized: unsized}
+	for i := range sized + unsized {
+		off, n := t.nameAt(i)
+		if off < names || n > len(b)-off {
+			return symtab{}, false
+		}
+	}
+	return t, true
+}
+
+// record i's fields.
+func (t symtab) addr(i int) uint64 { return binary.LittleEndian.Uint64(t.b[symHeader+i*symRecord:]) }
+func (t symtab) size(i int) uint64 { return binary.LittleEndian.Uint64(t.b[symHeader+i*symRecord+8:]) }
+func (t symtab) nameAt(i int) (off, n int) {
+	at := symHeader + i*symRecord + 16
+	return int(binary.LittleEndian.Uint32(t.b[at:])), int(binary.LittleEndian.Uint32(t.b[at+4:]))
+}
+func (t symtab) symbol(i int) symbol {
+	off, n := t.nameAt(i)
+	return symbol{addr: t.addr(i), size: t.size(i), name: string(t.b[off : off+n])}
 }
 
 // unsizedReach is how far past an unsized symbol's address a pc may be and
@@ -53,7 +101,21 @@ func newSymtab(tables ...[]elf.Symbol) symtab {
 			}
 		}
 	}
-	return symtab{sized: oneEach(sized), unsized: oneEach(unsized)}
+	sized, unsized = oneEach(sized), oneEach(unsized)
+	n := len(sized) + len(unsized)
+	b := make([]byte, symHeader+n*symRecord, symHeader+n*(symRecord+16))
+	copy(b, symMagic)
+	binary.LittleEndian.PutUint32(b[len(symMagic):], uint32(len(sized)))
+	binary.LittleEndian.PutUint32(b[len(symMagic)+4:], uint32(len(unsized)))
+	for i, sym := range append(sized, unsized...) {
+		at := symHeader + i*symRecord
+		binary.LittleEndian.PutUint64(b[at:], sym.addr)
+		binary.LittleEndian.PutUint64(b[at+8:], sym.size)
+		binary.LittleEndian.PutUint32(b[at+16:], uint32(len(b)))
+		binary.LittleEndian.PutUint32(b[at+20:], uint32(len(sym.name)))
+		b = append(b, sym.name...)
+	}
+	return symtab{b: b, sized: len(sized), unsized: len(unsized)}
 }
 
 // oneEach sorts symbols by address and keeps the preferred one of each.
@@ -111,22 +173,22 @@ func bindRank(b elf.SymBind) int {
 // longer one (rare: assembly) is found by looking back a few entries. An
 // unsized symbol names addr when no sized one does, addr is within
 // unsizedReach of it and no sized symbol starts between them.
-func (s symtab) find(addr uint64) (symbol, bool) {
-	i := sort.Search(len(s.sized), func(i int) bool { return s.sized[i].addr > addr })
+func (t symtab) find(addr uint64) (symbol, bool) {
+	i := sort.Search(t.sized, func(i int) bool { return t.addr(i) > addr })
 	for j := i - 1; j >= 0 && j >= i-8; j-- {
-		if addr < s.sized[j].addr+s.sized[j].size {
-			return s.sized[j], true
+		if addr < t.addr(j)+t.size(j) {
+			return t.symbol(j), true
 		}
 	}
-	k := sort.Search(len(s.unsized), func(k int) bool { return s.unsized[k].addr > addr })
+	k := sort.Search(t.unsized, func(k int) bool { return t.addr(t.sized+k) > addr })
 	if k == 0 {
 		return symbol{}, false
 	}
-	u := s.unsized[k-1]
-	if addr-u.addr >= unsizedReach || (i > 0 && s.sized[i-1].addr > u.addr) {
+	u := t.sized + k - 1
+	if addr-t.addr(u) >= unsizedReach || (i > 0 && t.addr(i-1) > t.addr(u)) {
 		return symbol{}, false
 	}
-	return u, true
+	return t.symbol(u), true
 }
 
 // demangled is name demangled when it is a C++ (Itanium) name, and name

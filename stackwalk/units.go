@@ -6,18 +6,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 )
 
 // A module's DWARF is read one compile unit at a time when it can be:
-// debug/elf's DWARF() inflates every section whole and parses the header
-// of every unit before the first answer (about 100 ms for libc's debug
-// file, in the first stacks of every job), where a stack needs the few
-// units that hold its frames. .debug_aranges says which unit holds a pc;
-// .debug_info is inflated only up to the end of the units asked for, and
-// each unit becomes a dwarf.Data of its own.
+// debug/elf's DWARF() parses the header of every unit before the first
+// answer, where a stack needs the few units that hold its frames.
+// .debug_aranges says which unit holds a pc, and each unit becomes a
+// dwarf.Data of its own. The sections' bytes are the mapped file's, or,
+// compressed, inflated once per host (module.section).
 //
 // That holds while a unit's entries refer only to entries of the same
 // unit: the abbreviations are checked for forms that reach into other
@@ -36,11 +34,14 @@ type whole struct{ d *dwarf.Data }
 
 func (w whole) unit(off dwarf.Offset) (*dwarf.Data, dwarf.Offset, error) { return w.d, off, nil }
 
+// sectionFunc gives a section's bytes.
+type sectionFunc func(*elf.Section) ([]byte, error)
+
 // perUnit reads compile units one at a time (see above).
 type perUnit struct {
 	order  binary.ByteOrder
-	info   *prefix
-	line   *prefix
+	info   []byte
+	line   []byte // nil without a line table
 	abbrev []byte
 	ranges []byte            // DWARF 4's .debug_ranges
 	str    []byte            // .debug_str
@@ -49,8 +50,8 @@ type perUnit struct {
 
 // wholeUnits reads every compile unit of f and their ranges, as
 // DWARF() does.
-func wholeUnits(f *elf.File) (unitSource, []cuRange, error) {
-	d, err := f.DWARF()
+func wholeUnits(f *elf.File, section sectionFunc) (unitSource, []cuRange, error) {
+	d, err := wholeDWARF(f, section)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,20 +76,56 @@ func wholeUnits(f *elf.File) (unitSource, []cuRange, error) {
 	return whole{d}, cus, nil
 }
 
+// wholeDWARF is f's DWARF from the sections' bytes as section gives them;
+// the old .zdebug sections are debug/elf's to inflate.
+func wholeDWARF(f *elf.File, section sectionFunc) (*dwarf.Data, error) {
+	for _, s := range f.Sections {
+		if strings.HasPrefix(s.Name, ".zdebug") {
+			return f.DWARF()
+		}
+	}
+	get := func(name string) ([]byte, error) {
+		s := f.Section(name)
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			return nil, nil
+		}
+		return section(s)
+	}
+	var b [8][]byte
+	for i, name := range []string{".debug_abbrev", ".debug_aranges", ".debug_frame", ".debug_info", ".debug_line", ".debug_pubnames", ".debug_ranges", ".debug_str"} {
+		var err error
+		if b[i], err = get(name); err != nil {
+			return nil, err
+		}
+	}
+	d, err := dwarf.New(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7])
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists", ".debug_types"} {
+		if b, err := get(name); err == nil && b != nil {
+			if err := d.AddSection(name, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
+}
+
 // unitsOf reads f's DWARF one compile unit at a time when f allows it
 // (see above), else whole.
-func unitsOf(f *elf.File) (unitSource, []cuRange, error) {
-	if src, cus, err := splitUnits(f); err == nil {
+func unitsOf(f *elf.File, section sectionFunc, keep rangesKeeper) (unitSource, []cuRange, error) {
+	if src, cus, err := splitUnits(f, section, keep); err == nil {
 		return src, cus, nil
 	}
-	return wholeUnits(f)
+	return wholeUnits(f, section)
 }
 
 // errWhole says why a module's DWARF must be read whole.
 var errWhole = errors.New("read whole")
 
 // splitUnits prepares f's DWARF for reading per unit, or returns errWhole.
-func splitUnits(f *elf.File) (*perUnit, []cuRange, error) {
+func splitUnits(f *elf.File, section sectionFunc, keep rangesKeeper) (*perUnit, []cuRange, error) {
 	for _, s := range f.Sections {
 		if strings.HasPrefix(s.Name, ".zdebug") || s.Name == ".gnu_debugaltlink" || s.Name == ".debug_sup" {
 			return nil, nil, errWhole
@@ -99,24 +136,23 @@ func splitUnits(f *elf.File) (*perUnit, []cuRange, error) {
 		if s == nil || s.Type == elf.SHT_NOBITS {
 			return nil, nil
 		}
-		return s.Data()
+		return section(s)
 	}
-	aranges, err := data(".debug_aranges")
-	if err != nil || len(aranges) == 0 {
-		return nil, nil, errWhole
+	if keep == nil {
+		keep = func(build func() ([]cuRange, error)) ([]cuRange, error) { return build() }
 	}
-	cus, err := parseAranges(aranges, f.ByteOrder)
+	cus, err := keep(func() ([]cuRange, error) { return unitRanges(f, data) })
 	if err != nil || len(cus) == 0 {
 		return nil, nil, errWhole
 	}
 	p := &perUnit{order: f.ByteOrder, extra: map[string][]byte{}}
-	if p.abbrev, err = data(".debug_abbrev"); err != nil || len(p.abbrev) == 0 || crossUnitForms(p.abbrev) {
+	if p.abbrev, err = data(".debug_abbrev"); err != nil || len(p.abbrev) == 0 {
 		return nil, nil, errWhole
 	}
-	if p.info, err = openPrefix(f.Section(".debug_info")); err != nil {
+	if p.info, err = data(".debug_info"); err != nil || p.info == nil {
 		return nil, nil, errWhole
 	}
-	if p.line, err = openPrefix(f.Section(".debug_line")); err != nil {
+	if p.line, err = data(".debug_line"); err != nil {
 		p.line = nil // no line table: functions without lines
 	}
 	if p.ranges, err = data(".debug_ranges"); err != nil {
@@ -138,16 +174,36 @@ func splitUnits(f *elf.File) (*perUnit, []cuRange, error) {
 	return p, cus, nil
 }
 
+// rangesKeeper gives the units' ranges that build reads, or a copy kept
+// from an earlier read (the host's cache).
+type rangesKeeper func(build func() ([]cuRange, error)) ([]cuRange, error)
+
+// unitRanges reads the units' ranges from .debug_aranges, sorted, once it
+// has checked that the units can be read one at a time: errWhole if not.
+// Both read a whole section (libc's abbreviations are a megabyte), which
+// is why their answer is kept.
+func unitRanges(f *elf.File, data func(string) ([]byte, error)) ([]cuRange, error) {
+	aranges, err := data(".debug_aranges")
+	if err != nil || len(aranges) == 0 {
+		return nil, errWhole
+	}
+	cus, err := parseAranges(aranges, f.ByteOrder)
+	if err != nil || len(cus) == 0 {
+		return nil, errWhole
+	}
+	if abbrev, err := data(".debug_abbrev"); err != nil || len(abbrev) == 0 || crossUnitForms(abbrev) {
+		return nil, errWhole
+	}
+	return cus, nil
+}
+
 func (p *perUnit) unit(off dwarf.Offset) (*dwarf.Data, dwarf.Offset, error) {
 	start := uint64(off)
 	end, err := unitEnd(p.info, p.order, start)
 	if err != nil {
 		return nil, 0, fmt.Errorf(".debug_info: %w", err)
 	}
-	info, err := p.info.upTo(end)
-	if err != nil {
-		return nil, 0, err
-	}
+	info := p.info
 	var line []byte
 	if p.line != nil {
 		if line, err = p.lineProgram(info[start:end]); err != nil {
@@ -180,27 +236,24 @@ func (p *perUnit) lineProgram(info []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf(".debug_line: %w", err)
 	}
-	return p.line.upTo(end)
+	return p.line[:end], nil
 }
 
 // unitEnd reads the length of the unit (of .debug_info or .debug_line)
 // at start in sec, and returns the offset of its end, within the section.
-func unitEnd(sec *prefix, order binary.ByteOrder, start uint64) (uint64, error) {
-	head, err := sec.upTo(start + 12)
-	if err != nil {
-		return 0, err
-	}
-	if start > sec.size || sec.size-start < 4 || uint64(len(head)) < start+4 {
+func unitEnd(sec []byte, order binary.ByteOrder, start uint64) (uint64, error) {
+	size := uint64(len(sec))
+	if start > size || size-start < 4 {
 		return 0, fmt.Errorf("no unit at %#x", start)
 	}
-	length, hdr := uint64(order.Uint32(head[start:])), uint64(4)
+	length, hdr := uint64(order.Uint32(sec[start:])), uint64(4)
 	if length == 0xffffffff {
-		if uint64(len(head)) < start+12 {
+		if size-start < 12 {
 			return 0, fmt.Errorf("unit at %#x: truncated header", start)
 		}
-		length, hdr = order.Uint64(head[start+4:]), 12
+		length, hdr = order.Uint64(sec[start+4:]), 12
 	}
-	if length > sec.size-start-hdr {
+	if length > size-start-hdr {
 		return 0, fmt.Errorf("unit at %#x: %d bytes, beyond the section's end", start, length)
 	}
 	return start + hdr + length, nil
@@ -218,54 +271,6 @@ func (p *perUnit) data(info, line []byte) (*dwarf.Data, error) {
 		}
 	}
 	return d, nil
-}
-
-// prefix is a section read from its start as far as it was needed:
-// inflating a compressed one can only go forward.
-type prefix struct {
-	r    io.Reader
-	buf  []byte
-	size uint64
-}
-
-func openPrefix(s *elf.Section) (*prefix, error) {
-	if s == nil || s.Type == elf.SHT_NOBITS {
-		return nil, errors.New("no such section")
-	}
-	size := s.Size
-	if s.Flags&elf.SHF_COMPRESSED != 0 {
-		// The size is in the compression header, which Open reads.
-		rs := s.Open()
-		n, err := rs.Seek(0, io.SeekEnd)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := rs.Seek(0, io.SeekStart); err != nil {
-			return nil, err
-		}
-		size = uint64(n)
-	}
-	return &prefix{r: s.Open(), size: size}, nil
-}
-
-// upTo returns the section's first n bytes (all of it when shorter),
-// reading as far as needed.
-func (p *prefix) upTo(n uint64) ([]byte, error) {
-	n = min(n, p.size)
-	if uint64(len(p.buf)) >= n {
-		return p.buf, nil
-	}
-	// Grow by at least a quarter, so that units asked for in turn do not
-	// copy the prefix each time.
-	want := max(n, uint64(len(p.buf))+uint64(len(p.buf))/4+64<<10)
-	want = min(want, p.size)
-	grown := make([]byte, want)
-	copy(grown, p.buf)
-	if _, err := io.ReadFull(p.r, grown[len(p.buf):]); err != nil {
-		return p.buf, fmt.Errorf("read the DWARF: %w", err)
-	}
-	p.buf = grown
-	return p.buf, nil
 }
 
 // parseAranges reads .debug_aranges: the address ranges of each compile

@@ -1,7 +1,6 @@
 package stackwalk
 
 import (
-	"bytes"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -12,6 +11,9 @@ import (
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
 )
+
+// dataOf is a section's bytes as debug/elf gives them, inflated.
+func dataOf(s *elf.Section) ([]byte, error) { return s.Data() }
 
 // index is a line index of f read from src, as init would make it.
 func index(f *elf.File, src unitSource, cus []cuRange) *lineIndex {
@@ -26,11 +28,11 @@ func index(f *elf.File, src unitSource, cus []cuRange) *lineIndex {
 // one, and says how many pcs had a line.
 func agree(t *testing.T, name string, f *elf.File) {
 	t.Helper()
-	split, splitCUs, err := splitUnits(f)
+	split, splitCUs, err := splitUnits(f, dataOf, nil)
 	if err != nil {
 		t.Fatalf("%s: not read per unit: %v", name, err)
 	}
-	all, allCUs, err := wholeUnits(f)
+	all, allCUs, err := wholeUnits(f, dataOf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +123,10 @@ func TestCrossUnitReferencesReadWhole(t *testing.T) {
 	if !crossUnitForms(abbrev) {
 		t.Skip("this compiler's -flto output has no DW_FORM_ref_addr")
 	}
-	if _, _, err := splitUnits(f); err == nil {
+	if _, _, err := splitUnits(f, dataOf, nil); err == nil {
 		t.Fatal("a module with DW_FORM_ref_addr is read per unit")
 	}
-	x := &lineIndex{file: f}
+	x := &lineIndex{file: f, section: dataOf}
 	if p := x.places(symbolValue(t, f, "main")); len(p) == 0 || p[len(p)-1].function != "main" {
 		t.Errorf("main, read whole: %+v", p)
 	}
@@ -157,8 +159,8 @@ func FuzzDWARFUnits(f *testing.F) {
 		crossUnitForms(data)
 		p := &perUnit{
 			order:  binary.LittleEndian,
-			info:   &prefix{r: bytes.NewReader(data), size: uint64(len(data))},
-			line:   &prefix{r: bytes.NewReader(data), size: uint64(len(data))},
+			info:   data,
+			line:   data,
 			abbrev: data,
 			extra:  map[string][]byte{},
 		}

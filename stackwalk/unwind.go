@@ -4,19 +4,28 @@ import "sort"
 
 // segment is an executable mapping of a module in one process.
 type segment struct {
-	start, end uint64
-	bias       uint64
-	mod        *module
-	path       string
+	mapping
+	bias     uint64
+	mod      *module
+	path     string
+	resolved bool // the module's headers read, the bias known
 }
 
 // space is a process's executable mappings, sorted by address.
 type space []segment
 
+// find returns the segment that holds pc, its module's headers read.
 func (s space) find(pc uint64) *segment {
 	i := sort.Search(len(s), func(i int) bool { return s[i].end > pc })
 	if i < len(s) && pc >= s[i].start {
-		return &s[i]
+		seg := &s[i]
+		if !seg.resolved {
+			seg.resolved = true
+			if seg.mod.header() {
+				seg.bias, _ = seg.mod.bias(seg.mapping)
+			}
+		}
+		return seg
 	}
 	return nil
 }
@@ -83,7 +92,7 @@ func walk(regs registers, sp space, mem memReader) []rawFrame {
 // step computes the caller's registers from the CFI row at lookup. signal
 // reports a signal trampoline's frame, whose caller's pc is exact.
 func step(regs registers, seg *segment, lookup uint64, mem memReader) (next registers, signal, ok bool) {
-	f := seg.mod.cfi.find(lookup - seg.bias)
+	f := seg.mod.frames().find(lookup - seg.bias)
 	if f == nil {
 		return next, false, false
 	}
@@ -162,7 +171,7 @@ func step(regs registers, seg *segment, lookup uint64, mem memReader) (next regi
 // anything less could skip frames without a sign.
 func framePointerStep(regs registers, seg *segment, lookup uint64, sp space, mem memReader) (registers, bool) {
 	var next registers
-	sym, ok := seg.mod.syms.find(lookup - seg.bias)
+	sym, ok := seg.mod.symbols().find(lookup - seg.bias)
 	if !ok {
 		return next, false
 	}
