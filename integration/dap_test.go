@@ -230,7 +230,12 @@ func TestDAPSessionOpenMPI(t *testing.T) {
 	if r := c.call("evaluate", map[string]any{"expression": "rank * 10 + size", "frameId": frames[0].Id, "context": "watch"}).(*godap.EvaluateResponse); r.Body.Result != "24" {
 		t.Errorf("watch rank * 10 + size on rank 2: %q", r.Body.Result)
 	}
-	if r := c.call("evaluate", map[string]any{"expression": `(char *)getenv("SDM_DAP_ENV")`, "frameId": frames[0].Id, "context": "watch"}).(*godap.EvaluateResponse); !strings.HasSuffix(r.Body.Result, `"42"`) {
+	if !testenv.InferiorCalls(t) {
+		// The launch's environment, read without a call.
+		if r := c.call("evaluate", map[string]any{"expression": "[2] gdb show environment SDM_DAP_ENV", "context": "repl"}).(*godap.EvaluateResponse); !strings.Contains(r.Body.Result, "SDM_DAP_ENV = 42") {
+			t.Errorf("the launch's env in rank 2: %q", r.Body.Result)
+		}
+	} else if r := c.call("evaluate", map[string]any{"expression": `(char *)getenv("SDM_DAP_ENV")`, "frameId": frames[0].Id, "context": "watch"}).(*godap.EvaluateResponse); !strings.HasSuffix(r.Body.Result, `"42"`) {
 		t.Errorf("the launch's env in rank 2: %q", r.Body.Result)
 	}
 	repl := c.call("evaluate", map[string]any{"expression": "[1-3] print rank > 0", "context": "repl"}).(*godap.EvaluateResponse).Body.Result
