@@ -45,8 +45,9 @@ func callTreeNodes(nodes []wire.CallNode) []*StackNode {
 	for i, n := range nodes {
 		out[i] = &StackNode{Frame: n.Frame, Ranks: n.Ranks, Children: callTreeNodes(n.Children)}
 	}
-	(&StackNode{Children: out}).sort()
-	return out
+	top := &StackNode{Children: out}
+	top.sort()
+	return top.Children
 }
 
 // showCallTree prints a tree of samples as stacks prints its tree.
@@ -62,8 +63,11 @@ func showCallTree(t wire.CallTree) (any, []string) {
 		strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }
 
+// sort orders the children by lowest rank, a main thread's before the
+// other threads' (mainFirst).
 func (n *StackNode) sort() {
 	slices.SortFunc(n.Children, func(a, b *StackNode) int { return a.Ranks.Min() - b.Ranks.Min() })
+	n.Children = mainFirst(n.Children)
 	for _, c := range n.Children {
 		c.sort()
 	}

@@ -14,11 +14,18 @@ import (
 type StackClass struct {
 	Ranks wire.RankSet
 	// Ends are the innermost frames of the class's paths through the
-	// tree, in the tree's order.
+	// tree, the main thread's first, then in the tree's order.
 	Ends []wire.Frame
+	// Label says where the class departs from the biggest class: the
+	// paths (threads) it has that the biggest has not, each from the
+	// first frame where they part to the innermost, the main thread's
+	// first, then those it lacks. The biggest class is labelled by its
+	// ends. No two classes have the same label.
+	Label string
 	// Outlier marks a class smaller than the mean class: the ranks that
 	// look different from the many, where a hang usually starts.
 	Outlier bool
+	ends    []*StackNode
 }
 
 // StackClasses splits the ranks of the tree into classes, biggest
@@ -38,20 +45,22 @@ func StackClasses(roots []*StackNode) []StackClass {
 		return nil
 	}
 	classes := []StackClass{{Ranks: all}}
+	parent := map[*StackNode]*StackNode{}
 	var walk func(n *StackNode)
 	walk = func(n *StackNode) {
 		ends := n.Ranks
 		for _, c := range n.Children {
 			ends = ends.Minus(c.Ranks)
+			parent[c] = n
 		}
 		if !ends.Empty() {
-			classes = split(classes, ends, n.Frame)
+			classes = split(classes, ends, n)
 		}
 		for _, c := range n.Children {
 			walk(c)
 		}
 	}
-	for _, r := range roots {
+	for _, r := range mainFirst(roots) {
 		walk(r)
 	}
 	slices.SortFunc(classes, func(a, b StackClass) int {
@@ -65,23 +74,120 @@ func StackClasses(roots []*StackNode) []StackClass {
 			classes[i].Outlier = classes[i].Ranks.Count()*len(classes) < all.Count()
 		}
 	}
+	label(classes, parent)
 	return classes
 }
 
-// split parts every class into its ranks whose paths end at f and the
+// split parts every class into its ranks whose paths end at n and the
 // others.
-func split(classes []StackClass, ends wire.RankSet, f wire.Frame) []StackClass {
+func split(classes []StackClass, ends wire.RankSet, n *StackNode) []StackClass {
 	out := make([]StackClass, 0, len(classes)+1)
 	for _, c := range classes {
 		in := c.Ranks.Intersect(ends)
 		if rest := c.Ranks.Minus(ends); !rest.Empty() {
-			out = append(out, StackClass{Ranks: rest, Ends: c.Ends})
+			out = append(out, StackClass{Ranks: rest, Ends: c.Ends, ends: c.ends})
 		}
 		if !in.Empty() {
-			out = append(out, StackClass{Ranks: in, Ends: append(slices.Clip(c.Ends), f)})
+			out = append(out, StackClass{Ranks: in, Ends: append(slices.Clip(c.Ends), n.Frame), ends: append(slices.Clip(c.ends), n)})
 		}
 	}
 	return out
+}
+
+// mainFirst orders the roots of a tree as a process lists its threads:
+// the main thread's (its outermost frame is main; stacks are cut there)
+// first, then by lowest rank as the tree orders them.
+func mainFirst(roots []*StackNode) []*StackNode {
+	out := slices.Clone(roots)
+	slices.SortStableFunc(out, func(a, b *StackNode) int {
+		am, bm := a.Frame.Func == "main", b.Frame.Func == "main"
+		switch {
+		case am && !bm:
+			return -1
+		case bm && !am:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// label labels each class by where it departs from the biggest (see
+// StackClass.Label): each path told from where it parts from the
+// biggest class's paths to its innermost frame; should two classes read
+// the same, they are told by their whole paths, which tell every two
+// classes apart (a path is one node of the tree, and a class its set of
+// paths).
+func label(classes []StackClass, parent map[*StackNode]*StackNode) {
+	if len(classes) == 0 {
+		return
+	}
+	big := classes[0]
+	path := func(n *StackNode) []*StackNode {
+		var p []*StackNode
+		for ; n != nil; n = parent[n] {
+			p = append(p, n)
+		}
+		slices.Reverse(p)
+		return p
+	}
+	// part is the text of a path: whole, or from where the biggest
+	// class's ranks leave it.
+	part := func(n *StackNode, whole bool) string {
+		p := path(n)
+		from := 0
+		if !whole {
+			for from < len(p)-1 && p[from].Ranks.Intersects(big.Ranks) {
+				from++
+			}
+		}
+		texts := make([]string, 0, len(p)-from)
+		for _, m := range p[from:] {
+			texts = append(texts, frameText(m.Frame))
+		}
+		if !whole && len(texts) > 2 {
+			texts = []string{texts[0], "…", texts[len(texts)-1]}
+		}
+		return strings.Join(texts, " > ")
+	}
+	text := func(c StackClass, whole bool) string {
+		if c.Ranks.Equal(big.Ranks) {
+			return endsText(c.Ends)
+		}
+		var parts []string
+		// Threads are counted by the function they start in (main,
+		// start_thread): a thread elsewhere in main is main's still.
+		threads := map[string]int{}
+		for _, n := range c.ends {
+			threads[path(n)[0].Frame.Func]++
+			if !slices.Contains(big.ends, n) {
+				parts = append(parts, part(n, whole))
+			}
+		}
+		for _, n := range big.ends {
+			threads[path(n)[0].Frame.Func]--
+		}
+		// A path of the biggest class's that the class lacks is told
+		// where the class has fewer threads from its root (it does not
+		// have that thread: elsewhere, it would be told as added), or to
+		// tell the class apart.
+		for _, n := range big.ends {
+			if !slices.Contains(c.ends, n) && (whole || threads[path(n)[0].Frame.Func] < 0) {
+				parts = append(parts, "without "+part(n, true))
+			}
+		}
+		return strings.Join(parts, "; ")
+	}
+	seen := map[string]int{}
+	for i := range classes {
+		classes[i].Label = text(classes[i], false)
+		seen[classes[i].Label]++
+	}
+	for i := range classes {
+		if seen[classes[i].Label] > 1 {
+			classes[i].Label = text(classes[i], true)
+		}
+	}
 }
 
 // Progress is what several samples tell of the ranks: Moved are those
@@ -149,7 +255,7 @@ func triageText(classes []StackClass, p Progress, suggestion string) []string {
 	if len(classes) > 0 {
 		lines = append(lines, fmt.Sprintf("%d %s, biggest first:", len(classes), plural(len(classes), "class", "classes")))
 		for _, c := range classes {
-			line := fmt.Sprintf("  [%v] %d %s: %s", c.Ranks, c.Ranks.Count(), plural(c.Ranks.Count(), "rank", "ranks"), endsText(c.Ends))
+			line := fmt.Sprintf("  [%v] %d %s: %s", c.Ranks, c.Ranks.Count(), plural(c.Ranks.Count(), "rank", "ranks"), c.Label)
 			if c.Outlier {
 				line += "  <- outlier"
 			}
@@ -208,7 +314,7 @@ func triageJSON(roots []*StackNode, classes []StackClass, p Progress, suggestion
 		for j, f := range c.Ends {
 			ends[j] = map[string]any{"func": f.Func, "file": f.File, "line": f.Line, "from": f.From}
 		}
-		cls[i] = map[string]any{"ranks": c.Ranks.String(), "count": c.Ranks.Count(), "outlier": c.Outlier, "ends": ends}
+		cls[i] = map[string]any{"ranks": c.Ranks.String(), "count": c.Ranks.Count(), "outlier": c.Outlier, "ends": ends, "label": c.Label}
 	}
 	v := map[string]any{"roots": trees, "classes": cls, "samples": p.Samples, "suggestion": suggestion}
 	if p.Known {

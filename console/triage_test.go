@@ -211,3 +211,64 @@ func TestStackClassesSeeEveryThread(t *testing.T) {
 		t.Fatal("no ranks, yet classes or a suggestion")
 	}
 }
+
+// Classes are labelled by where they part from the biggest: on ranks of
+// an MPI library with progress threads, whose innermost frames are the
+// same everywhere, the labels differ and the main thread comes first, in
+// the labels and in the tree; a class that lacks a thread says so; two
+// classes that part at the same frame are told by their whole paths.
+func TestStackClassLabels(t *testing.T) {
+	lib := func(fn string) wire.Frame { return wire.Frame{Func: fn, From: "libmpi.so.40"} }
+	libc := func(fn string) wire.Frame { return wire.Frame{Func: fn, From: "libc.so.6"} }
+	app := func(fn string, line int) wire.Frame { return wire.Frame{Func: fn, File: "app.c", Line: line} }
+	progress := []wire.Frame{libc("__sched_yield"), {Func: "??", From: "libc.so.6"}, lib("progress_engine"), libc("start_thread")}
+	pmix := []wire.Frame{libc("epoll_wait"), {Func: "event_base_loop", From: "libevent.so"}, libc("start_thread")}
+	yield := func(frames ...wire.Frame) []wire.Frame {
+		return append([]wire.Frame{libc("__sched_yield"), {Func: "??", From: "libc.so.6"}}, append(frames, app("main", 30))...)
+	}
+	var tr wire.CallTree
+	for r := range 8 {
+		switch {
+		case r < 5:
+			tr.AddStack(r, yield(lib("opal_progress"), lib("mca_pml_ob1_recv"), lib("MPI_Recv"), app("exchange", 12)))
+		case r == 5:
+			tr.AddStack(r, yield(lib("opal_progress"), lib("ompi_request_wait"), lib("MPI_Wait"), app("exchange", 14)))
+		case r == 6:
+			tr.AddStack(r, yield(lib("opal_progress"), lib("ompi_coll_barrier"), lib("MPI_Barrier"), app("finish", 20)))
+		default:
+			tr.AddStack(r, yield(lib("opal_progress"), lib("ompi_coll_allreduce"), lib("MPI_Allreduce"), app("finish", 20)))
+		}
+		tr.AddStack(r, progress)
+		if r != 4 {
+			tr.AddStack(r, pmix)
+		}
+	}
+	roots := callTreeNodes(tr.Roots)
+	if roots[0].Frame.Func != "main" {
+		t.Errorf("the tree's first root is %s, want the main thread's", roots[0].Frame.Func)
+	}
+	classes := StackClasses(roots)
+	want := map[string]string{
+		"0-3": "__sched_yield from libc.so.6",
+		"4":   "without start_thread from libc.so.6 > event_base_loop from libevent.so > epoll_wait from libc.so.6",
+		"5":   "exchange at app.c:14 > … > __sched_yield from libc.so.6",
+		"6":   "main at app.c:30 > finish at app.c:20 > MPI_Barrier from libmpi.so.40 > ompi_coll_barrier from libmpi.so.40 > opal_progress from libmpi.so.40 > ?? from libc.so.6 > __sched_yield from libc.so.6",
+		"7":   "main at app.c:30 > finish at app.c:20 > MPI_Allreduce from libmpi.so.40 > ompi_coll_allreduce from libmpi.so.40 > opal_progress from libmpi.so.40 > ?? from libc.so.6 > __sched_yield from libc.so.6",
+	}
+	labels := map[string]bool{}
+	for _, c := range classes {
+		if w, ok := want[c.Ranks.String()]; !ok || !strings.HasPrefix(c.Label, w) {
+			t.Errorf("class [%v]: label %q, want %q", c.Ranks, c.Label, w)
+		}
+		if labels[c.Label] {
+			t.Errorf("two classes labelled %q", c.Label)
+		}
+		labels[c.Label] = true
+		if c.Ends[0].Func != "__sched_yield" || len(c.Ends) < 2 {
+			t.Errorf("class [%v]: ends %v, want the main thread's first", c.Ranks, c.Ends)
+		}
+	}
+	if len(classes) != 5 {
+		t.Errorf("%d classes, want 5: %+v", len(classes), classes)
+	}
+}

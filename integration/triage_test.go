@@ -134,10 +134,16 @@ func TestStacksCommandOnOpenMPI(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
 	for _, want := range []string{"[0-2] PMPI_Recv from libmpi.so", "[3] compute at ", "2 classes, biggest first:\n",
-		"progress over 2 samples", "one rank per class: sdm attach --pid " + strconv.Itoa(pid) + " --ranks 0,3\n"} {
+		"progress over 2 samples", "one rank per class: sdm attach --pid " + strconv.Itoa(pid) + " --ranks 0,3\n",
+		// The outlier is told by where it parts from the others.
+		"  [3] 1 rank: main at examples/hang/hang.c:25 > compute at examples/hang/hang.c:12  <- outlier\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
+	}
+	// The main threads come first, before Open MPI's progress threads.
+	if !strings.HasPrefix(out[strings.Index(out, "\n[")+1:], "[0-2] main at ") {
+		t.Errorf("the tree does not start with the main threads:\n%s", out)
 	}
 	for _, rank := range rankPids(t, pid, n) {
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", rank))
