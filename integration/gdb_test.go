@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/internal/testenv"
@@ -403,4 +405,70 @@ func ranksOf(out, what string) wire.RankSet {
 		}
 	}
 	return all
+}
+
+// where and stacks of ranks that run under their gdb (--gdb eager) look
+// at them in passing, as the lazy servers' samples do: the stacks, and
+// the ranks still running, with nothing said of a stop.
+func TestWhereOfRunningRanksUnderGDB(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	const n = 3
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: backend.GDB, GDB: backend.Eager, SDM: sdmBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.End(30 * time.Second)
+	all := wire.All(n)
+	command(t, s.Command, all, wire.OpStart, wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"30"}}))
+	command(t, s.Command, all, wire.OpRun, nil)
+	wrote(ctx, t, s, all, "hello")
+	inRest := func(frames []wire.Frame) bool {
+		return slices.ContainsFunc(frames, func(f wire.Frame) bool { return f.Func == "rest" })
+	}
+	g := command(t, s.Command, all, wire.OpWhere, nil)
+	for _, st := range decoded[wire.Stack](t, g) {
+		if !okRanks(g).Equal(all) || !inRest(st.Frames) {
+			t.Fatalf("where of running ranks: %s %+v", describe(g), st)
+		}
+	}
+	g = command(t, s.Command, all, wire.OpBacktrace, wire.MustEncode(wire.Backtrace{Full: true}))
+	for _, tr := range decoded[wire.Trace](t, g) {
+		var frames []wire.Frame
+		for _, l := range tr.Levels {
+			frames = append(frames, l.Frame)
+		}
+		if !okRanks(g).Equal(all) || !inRest(frames) {
+			t.Fatalf("bt full of running ranks: %s %+v", describe(g), tr)
+		}
+	}
+	for _, st := range decoded[wire.State](t, command(t, s.Command, all, wire.OpStatus, nil)) {
+		if st.State != wire.StateRunning {
+			t.Fatalf("status after a look: %+v, want running", st)
+		}
+	}
+	// Nothing was said of a stop, nor of running again (beyond run's
+	// own news): what came in is read without waiting.
+	drained, done := context.WithCancel(ctx)
+	done()
+	runs := map[int]int{}
+	for {
+		ev, err := s.NextEvent(drained)
+		if err != nil {
+			break
+		}
+		if ev.Op == wire.EventStopped {
+			t.Fatalf("a look told a stop of %v", ev.Group.Ranks)
+		}
+		if ev.Op == wire.EventRunning {
+			ev.Group.Ranks.Each(func(r int) bool {
+				if runs[r]++; runs[r] > 1 {
+					t.Errorf("rank %d told running twice: run's, and a look's", r)
+				}
+				return true
+			})
+		}
+	}
 }

@@ -127,7 +127,7 @@ func haltAll(ctx context.Context, b *testing.B, s *launcher.Session, ranks wire.
 
 // wrote waits until every rank has written what, which the program
 // writes once it is where it stays.
-func wrote(ctx context.Context, b *testing.B, s *launcher.Session, ranks wire.RankSet, what string) {
+func wrote(ctx context.Context, b testing.TB, s *launcher.Session, ranks wire.RankSet, what string) {
 	var said wire.RankSet
 	for !said.Equal(ranks) {
 		ev, err := s.NextEvent(ctx)

@@ -191,13 +191,14 @@ func (b *Backend) PID() int {
 	return b.pid
 }
 
-// emit sends an event up unless the backend is closing, or attaching.
+// emit sends an event up unless the backend is closing, attaching or
+// peeking.
 func (b *Backend) emit(op string, body []byte) { b.send(backend.Event{Op: op, Body: body}) }
 
 // send is emit for a whole event; it says whether the event went up.
 func (b *Backend) send(ev backend.Event) bool {
 	b.mu.Lock()
-	quiet := b.closed || b.attaching
+	quiet := b.closed || b.attaching || b.peeking
 	b.mu.Unlock()
 	if !quiet {
 		b.events <- ev

@@ -29,7 +29,10 @@ type inferior struct {
 	// attaching: the stops on the way are the attach command's answer,
 	// not news.
 	attaching bool
-	exiting   bool // the end is being reported (exited)
+	// peeking: a where of a running rank stops it for its stack and lets
+	// it go on; neither is news (peek.go).
+	peeking bool
+	exiting bool // the end is being reported (exited)
 	// announcing counts stops and ends sent as events whose state is
 	// not set yet: status waits for them, so that it never contradicts
 	// news that went out before it.

@@ -282,17 +282,18 @@ func (b *Backend) run1(ctx context.Context, op, cmd string) (Record, error) {
 	return r, err
 }
 
-// Where implements backend.Ops.
+// Where implements backend.Ops: the selected thread's stack, or, of a
+// rank that runs, the main thread's, taken in passing (look).
 func (b *Backend) Where(ctx context.Context) (wire.Stack, error) {
-	r, err := b.run1(ctx, wire.OpWhere, "-stack-list-frames")
-	if err != nil {
-		return wire.Stack{}, err
-	}
 	var st wire.Stack
-	for _, v := range r.Results.Get("stack").Items() {
-		st.Frames = append(st.Frames, frame(v))
-	}
-	return st, nil
+	err := b.look(ctx, wire.OpWhere, func(run func(string) (Record, string, error)) error {
+		r, _, err := run("-stack-list-frames")
+		for _, v := range r.Results.Get("stack").Items() {
+			st.Frames = append(st.Frames, frame(v))
+		}
+		return err
+	})
+	return st, err
 }
 
 // Frame implements backend.Ops.

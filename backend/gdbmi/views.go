@@ -23,10 +23,18 @@ import (
 // frame's locals, read with the frame selected in turn; the frame the user
 // selected is selected again after.
 func (b *Backend) Backtrace(ctx context.Context, bt wire.Backtrace) (wire.Trace, error) {
-	_, run, err := b.session(ctx, wire.OpBacktrace)
-	if err != nil {
-		return wire.Trace{}, err
-	}
+	var tr wire.Trace
+	err := b.look(ctx, wire.OpBacktrace, func(run func(string) (Record, string, error)) error {
+		var err error
+		tr, err = b.backtrace(run, bt)
+		return err
+	})
+	return tr, err
+}
+
+// backtrace lists the frames bt asks for, with their arguments (and
+// locals, for bt full).
+func (b *Backend) backtrace(run func(string) (Record, string, error), bt wire.Backtrace) (wire.Trace, error) {
 	span := ""
 	more := func(int) bool { return false }
 	switch {
