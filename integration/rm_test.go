@@ -203,6 +203,21 @@ func TestJobFailsToStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not enough slots available") {
 		t.Fatalf("mpirun without slots: %v", err)
 	}
+	// The logs sdm names are there, and stay there when the next session
+	// clears away those of sessions whose process is gone.
+	_, stderr, code := run(t, "", "debug", "--rm", "openmpi", "-n", "64", "-e", "run", "--", filepath.Join(bin, "ring"))
+	_, kept, ok := strings.Cut(stderr, "(logs kept in ")
+	kept, _, _ = strings.Cut(kept, ")")
+	if code == 0 || !ok || !strings.HasPrefix(kept, os.TempDir()) {
+		t.Fatalf("exit %d, no logs named: %s", code, stderr)
+	}
+	defer os.RemoveAll(kept)
+	if out, stderr, code := run(t, "", "debug", "-n", "1", "-e", "run", "-e", "wait", "--", "/bin/true"); code != 0 {
+		t.Fatalf("the next session: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(kept, "servers.log")); err != nil {
+		t.Errorf("the logs named are not there after the next session began: %v", err)
+	}
 }
 
 // Servers that never show up: the wait ends at its deadline, naming the

@@ -522,10 +522,32 @@ func answered(groups []wire.Group, size int) bool {
 
 // keptLogs says where the logs of a session that failed are kept, and
 // removes its key file, which nothing needs any more: the directory stays
-// for the user to read, the key must not.
+// for the user to read (a later session leaves it, wire.KeepSession), the
+// key must not. Whoever would remove the session's directory after such
+// an error keeps it (logsKept).
 func keptLogs(err error, dir string) error {
 	os.Remove(filepath.Join(dir, "key"))
-	return fmt.Errorf("%w (logs kept in %s)", err, dir)
+	if wire.KeepSession(dir) != nil {
+		return err // no directory to name
+	}
+	return &logsError{err: err, dir: dir}
+}
+
+// logsError is a failed session's error that names the directory its
+// logs are kept in.
+type logsError struct {
+	err error
+	dir string
+}
+
+func (e *logsError) Error() string { return fmt.Sprintf("%v (logs kept in %s)", e.err, e.dir) }
+func (e *logsError) Unwrap() error { return e.err }
+
+// logsKept says whether err names dir as where logs are kept: dir must
+// stay.
+func logsKept(err error, dir string) bool {
+	var le *logsError
+	return errors.As(err, &le) && le.dir == dir
 }
 
 // ServerBinary is the name of the server role's own executable, which

@@ -101,7 +101,7 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 	if err != nil {
 		if s == nil {
 			a.undo()
-			if a.job == nil {
+			if a.job == nil && !logsKept(err, dir) {
 				os.RemoveAll(dir)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // sessionPrefix starts the name of every session directory.
@@ -16,6 +17,21 @@ const sessionPrefix = "sdm-"
 // ownerFile, in a session directory, names the process that made it: its
 // pid and its start time, so that a recycled pid is not taken for it.
 const ownerFile = "owner"
+
+// keptFile, in a session directory, marks the logs of a session that
+// failed, which the user was told are kept there: a later session leaves
+// them for keptFor.
+const keptFile = "kept"
+
+// keptFor is how long the logs of a failed session are kept.
+const keptFor = 7 * 24 * time.Hour
+
+// KeepSession marks a session directory's logs as kept (a failed
+// session's, which the user was told of): they outlive the session's
+// process for keptFor.
+func KeepSession(dir string) error {
+	return os.WriteFile(filepath.Join(dir, keptFile), nil, 0o600)
+}
 
 // SessionDir creates a fresh 0700 directory for a session's secrets and
 // logs under parent ("" for the system temporary directory), recording
@@ -75,6 +91,9 @@ func staleSession(dir string) bool {
 	}
 	if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
 		return false
+	}
+	if kept, err := os.Stat(filepath.Join(dir, keptFile)); err == nil {
+		return time.Since(kept.ModTime()) > keptFor
 	}
 	data, err := os.ReadFile(filepath.Join(dir, ownerFile))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // A session directory names its owner; the next one made beside it removes
@@ -19,6 +20,8 @@ func TestSessionDirRemovesStaleOnes(t *testing.T) {
 		"sdm-alive":    "", // filled below
 		"sdm-unknown":  "",
 		"other-dead":   deadStamp,
+		"sdm-kept":     deadStamp, // a failed session's logs, the user told
+		"sdm-old-kept": deadStamp, // the same, past keptFor
 	}
 	alive, err := processStamp(os.Getpid())
 	if err != nil {
@@ -33,11 +36,19 @@ func TestSessionDirRemovesStaleOnes(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner+"\n"), 0o600)
 		}
 	}
+	for _, name := range []string{"sdm-kept", "sdm-old-kept"} {
+		if err := KeepSession(filepath.Join(parent, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-keptFor - time.Hour)
+	os.Chtimes(filepath.Join(parent, "sdm-old-kept", keptFile), old, old)
 	fresh, err := SessionDir(parent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, kept := range map[string]bool{"sdm-dead": false, "sdm-recycled": false, "sdm-alive": true, "sdm-unknown": true, "other-dead": true} {
+	for name, kept := range map[string]bool{"sdm-dead": false, "sdm-recycled": false, "sdm-alive": true, "sdm-unknown": true, "other-dead": true,
+		"sdm-kept": true, "sdm-old-kept": false} {
 		if _, err := os.Stat(filepath.Join(parent, name)); (err == nil) != kept {
 			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
 		}
