@@ -278,3 +278,39 @@ func TestHostCutOff(t *testing.T) {
 	}
 	noStraysOn(t, c)
 }
+
+// The README's example across nodes runs as written on the emulated
+// cluster, once its environment is sourced, and prints what the README
+// shows.
+func TestREADMEAcrossNodes(t *testing.T) {
+	c := testenv.StartCluster(t)
+	bin := testenv.Examples(t)
+	testenv.RequireTool(t, "gdb")
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Across nodes\n")
+	_, block, ok2 := strings.Cut(section, "```sh\n")
+	command, rest, ok3 := strings.Cut(block, "```\n")
+	_, shown, ok4 := strings.Cut(rest, "```\n")
+	shown, _, ok5 := strings.Cut(shown, "```\n")
+	if !ok || !ok2 || !ok3 || !ok4 || !ok5 {
+		t.Fatal("README.md has no example across nodes with its output")
+	}
+	command = strings.ReplaceAll(strings.TrimSpace(command), "\\\n", " ")
+	cmd := testenv.Command(t, "sh", "-c", ". "+c.Env+" && cd "+bin+" && "+command)
+	// Root, as the tests run, must say so to Open MPI; a user need not.
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(sdmBin)+":"+os.Getenv("PATH"),
+		"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(shown), "\n") {
+		if !strings.Contains(string(out), line+"\n") {
+			t.Errorf("no %q in:\n%s", line, out)
+		}
+	}
+	noStraysOn(t, c)
+}

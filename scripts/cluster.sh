@@ -8,7 +8,7 @@
 # ssh stand-in $BASE/bin/rsh (Open MPI's plm_rsh_agent, hydra's
 # -launcher-exec), sdm through real ssh ($BASE/bin/ssh).
 #
-#   scripts/cluster.sh up        # then: export SLURM_CONF=$BASE/slurm/etc/slurm.conf
+#   scripts/cluster.sh up        # then: . $BASE/env (SLURM_CONF, and launchers' ssh)
 #   scripts/cluster.sh down      # leaves nothing: namespaces, bridge, daemons, /etc/hosts lines, files
 #   scripts/cluster.sh status    # exit 0 when every host answers
 #
@@ -93,8 +93,21 @@ up() {
   NETNS_NODES="$(names)" CTLD_ADDR="$NET.254" BASE="$BASE/slurm" CTLD_PORT=$CTLD_PORT SRUN_PORTS=60401-60800 \
     "$HERE/slurm-local.sh" up >/dev/null
   status || fail "the hosts came up but do not all answer"
+  environment
   trap - EXIT
   echo "export SLURM_CONF=$BASE/slurm/etc/slurm.conf"
+}
+
+# environment writes $BASE/env, what a shell sources to run sdm here as on
+# a real cluster, whose ssh keys let launchers reach every node: Open
+# MPI's mpirun and Hydra's mpiexec reach the hosts through the stand-in,
+# srun through this cluster's SLURM.
+environment() {
+  cat > "$BASE/env" <<EOF
+export SLURM_CONF=$BASE/slurm/etc/slurm.conf
+export OMPI_MCA_plm_rsh_agent=$BASE/bin/rsh
+export HYDRA_LAUNCHER=rsh HYDRA_LAUNCHER_EXEC=$BASE/bin/rsh HYDRA_IFACE=$BRIDGE
+EOF
 }
 
 # rsh_stand_in writes $BASE/bin/rsh: `rsh [ssh options] HOST COMMAND...`

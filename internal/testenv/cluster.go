@@ -23,6 +23,7 @@ type Cluster struct {
 	RSH       string   // the ssh stand-in that launchers use to reach a host
 	SSH       string   // real ssh, with the cluster's key and options
 	SLURMConf string   // the cluster's SLURM
+	Env       string   // what a shell sources to run sdm there (scripts/cluster.sh)
 }
 
 var (
@@ -85,6 +86,7 @@ func clusterIn(base string) (*Cluster, error) {
 		FrontEnd: "10.200." + k + ".254", Bridge: "sdmbr" + k,
 		RSH: filepath.Join(base, "bin", "rsh"), SSH: filepath.Join(base, "bin", "ssh"),
 		SLURMConf: filepath.Join(base, "slurm", "etc", "slurm.conf"),
+		Env:       filepath.Join(base, "env"),
 	}
 	for i := 1; i <= 4; i++ {
 		c.Hosts = append(c.Hosts, fmt.Sprintf("h%d", i))
