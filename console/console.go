@@ -107,6 +107,7 @@ type Console struct {
 	failed      bool                    // some rank answered some command with a failure
 	ran         wire.RankSet            // ranks the user ran since the job (re)started
 	losses      map[string]wire.RankSet // ranks reported lost, by cause (losses.go)
+	began       time.Time               // when the command that runs began
 	// verboseLoads: the text prints reported loads (set verbose loads).
 	verboseLoads bool
 	displays     displays // shown at every stop (display.go)
@@ -477,6 +478,9 @@ func (c *Console) Exec(ctx context.Context, line string) error {
 		return nil
 	}
 	r := c.begin(line, cmd, ranks, args)
+	c.mu.Lock()
+	c.began = time.Now()
+	c.mu.Unlock()
 	if err == nil {
 		err = c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, args))
 	}

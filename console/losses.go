@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/wire"
@@ -58,10 +59,17 @@ func (c *Console) rejoined(ranks wire.RankSet) {
 }
 
 // failureText is what an answer that failed says: a timeout names the
-// deadline the console gave (the tree's nodes each had their own) and
-// why, a loss told before says only that.
+// deadline the console gave (the tree's nodes each had their own) once it
+// has passed, and why; one that came before (a node found a server not
+// responding, silent for longer than it waits) only why; a loss told
+// before says only that.
 func (c *Console) failureText(g wire.Group) string {
+	c.mu.Lock()
+	waited := time.Since(c.began)
+	c.mu.Unlock()
 	switch {
+	case g.Status == wire.StatusTimeout && waited < c.opts.Timeout:
+		return fmt.Sprintf("no answer (%s)", g.Body)
 	case g.Status == wire.StatusTimeout:
 		return fmt.Sprintf("no answer within %v (%s)", c.opts.Timeout, g.Body)
 	case g.Status == wire.StatusLost && c.lossTold(g):

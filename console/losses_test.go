@@ -11,7 +11,7 @@ import (
 
 // A loss is told once with its cause, whether the news or an answer
 // comes first; after a rejoin, a new loss is news again. A timeout names
-// the console's deadline and why.
+// the console's deadline, once it has passed, and why.
 func TestLossToldOnce(t *testing.T) {
 	var out bytes.Buffer
 	c := New(newFakeTree(16, halted), &out, Options{Timeout: 2 * time.Second})
@@ -25,6 +25,7 @@ func TestLossToldOnce(t *testing.T) {
 	c.printEvents([]client.Event{client.Event{Op: wire.EventRejoined, Group: wire.Group{Ranks: sub, Body: []byte("server 1 reconnected")}}})
 	c.printReply(wire.OpStatus, "", closed)
 	c.printEvents([]client.Event{news})
+	c.began = time.Now().Add(-3 * time.Second)
 	c.printReply(wire.OpStatus, "", wire.Group{Ranks: sub, Status: wire.StatusTimeout, Body: []byte("server 1 not responding")})
 
 	want := "[1,5] lost: connection closed by server 1\n" +

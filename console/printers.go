@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -102,7 +103,9 @@ var printers = map[string]printer{
 		return l, []string{"loaded " + strings.Join(l.Libraries, ", ")}
 	}),
 	op.Output.Name: event(op.Output, func(o wire.Output) (any, []string) {
-		return map[string]string{"stream": o.Stream, "text": o.Text}, []string{strings.TrimSuffix(o.Text, "\n")}
+		// The terminal gets the rank's text without the control bytes it
+		// would act on; JSON all of it, escaped.
+		return map[string]string{"stream": o.Stream, "text": o.Text}, []string{text.Printable(strings.TrimSuffix(o.Text, "\n"), true)}
 	}),
 }
 

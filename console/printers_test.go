@@ -93,3 +93,16 @@ func TestPrintShowsTheExpression(t *testing.T) {
 		t.Fatalf("print sent %+v, %v", e, err)
 	}
 }
+
+// A rank's output reaches the terminal without the control bytes a
+// terminal acts on, its escape sequences kept; JSON has all of it.
+func TestOutputControlBytes(t *testing.T) {
+	raw := "\x1b[1mbold\x1b[0m\x00 and\r a bell\x07\n"
+	v, lines, err := printers[op.Output.Name](wire.MustEncode(wire.Output{Stream: "stdout", Text: raw}))
+	if err != nil || len(lines) != 1 || lines[0] != "\x1b[1mbold\x1b[0m and a bell" {
+		t.Fatalf("text %q, %v", lines, err)
+	}
+	if v.(map[string]string)["text"] != raw {
+		t.Errorf("JSON's text %q, want %q", v.(map[string]string)["text"], raw)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -51,9 +52,9 @@ func (w *StarterOutput) To(print func(string), tree OutputTree) {
 func (w *StarterOutput) show(l StarterLine) {
 	switch {
 	case l.Rank < 0:
-		w.print(l.Text)
+		w.print(text.Printable(l.Text, false))
 	case l.Rank >= w.tree.Size() || !w.tree.AddOutput(wire.Single(l.Rank), wire.Output{Stream: l.Stream, Text: l.Text + "\n"}):
 		// Too late for the session's events: printed alone.
-		w.print(fmt.Sprintf("[%d] %s", l.Rank, l.Text))
+		w.print(fmt.Sprintf("[%d] %s", l.Rank, text.Printable(l.Text, true)))
 	}
 }

@@ -28,17 +28,19 @@ func TestStarterOutputWaitsForTheSessionThenSortsLines(t *testing.T) {
 	var w StarterOutput
 	var printed []string
 	print := func(s string) { printed = append(printed, s) }
-	w.Line(StarterLine{Rank: -1, Text: "starter says hi"})
+	w.Line(StarterLine{Rank: -1, Text: "starter says hi\x00"})
 	w.Line(StarterLine{Rank: 1, Text: "early"})
 	tree := &outputTree{size: 2}
 	w.To(print, tree)
-	w.Line(StarterLine{Rank: 5, Text: "beyond the job"})
+	w.Line(StarterLine{Rank: 5, Text: "beyond the \x1b[1mjob\x1b[0m\x07"})
 	tree.closed = true
 	w.Line(StarterLine{Rank: 0, Text: "late"})
 	if want := []string{"1:early\n"}; !reflect.DeepEqual(tree.got, want) {
 		t.Errorf("the tree got %q, want %q", tree.got, want)
 	}
-	if want := []string{"starter says hi", "[5] beyond the job", "[0] late"}; !reflect.DeepEqual(printed, want) {
+	// The starter's words without control bytes, a rank's with its
+	// escape sequences.
+	if want := []string{"starter says hi", "[5] beyond the \x1b[1mjob\x1b[0m", "[0] late"}; !reflect.DeepEqual(printed, want) {
 		t.Errorf("printed %q, want %q", printed, want)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sdm-hpc/sdm/internal/text"
 )
 
 // Grace is how long a cancelled job has between SIGTERM and SIGKILL.
@@ -90,7 +92,7 @@ func (p *Process) wait() {
 		err := p.cmd.Wait()
 		log.Close()
 		if err != nil {
-			if msg := p.tail.String(); msg != "" {
+			if msg := text.Printable(p.tail.String(), false); msg != "" {
 				err = fmt.Errorf("%s: %v:\n%s", p.name, err, msg)
 			} else {
 				err = fmt.Errorf("%s: %v", p.name, err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sdm-hpc/sdm/internal/exit"
+	"github.com/sdm-hpc/sdm/internal/text"
 )
 
 // commands are sdm's subcommands; without one, sdm is a server.
@@ -27,7 +28,7 @@ func main() {
 	}
 	if code := exit.Status(err); code != 0 {
 		if err.Error() != "" {
-			fmt.Fprintln(os.Stderr, "sdm:", err)
+			fmt.Fprintln(os.Stderr, "sdm:", text.Printable(err.Error(), false))
 		}
 		os.Exit(code)
 	}
