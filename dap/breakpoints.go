@@ -68,7 +68,7 @@ func (a *adapter) setBreakpoints(m *godap.SetBreakpointsRequest) error {
 	a.remove(j, a.bps.replace(path, nil, nil))
 	var numbers []int
 	logs := map[int]string{}
-	var out []godap.Breakpoint
+	out := []godap.Breakpoint{}
 	for _, sb := range m.Arguments.Breakpoints {
 		bp := a.plant(j, fmt.Sprintf("%s:%d", path, sb.Line), sb.Condition, sb.HitCondition)
 		bp.Source = &m.Arguments.Source
@@ -96,7 +96,7 @@ func (a *adapter) setFunctionBreakpoints(m *godap.SetFunctionBreakpointsRequest)
 	}
 	a.remove(j, a.bps.replace("", nil, nil))
 	var numbers []int
-	var out []godap.Breakpoint
+	out := []godap.Breakpoint{}
 	for _, fb := range m.Arguments.Breakpoints {
 		bp := a.plant(j, fb.Name, fb.Condition, fb.HitCondition)
 		if bp.Id != 0 {

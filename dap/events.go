@@ -17,6 +17,7 @@ import (
 type stop struct {
 	ranks wire.RankSet
 	state wire.State
+	body  []byte // the state as the event encoded it: equal bodies, one stop
 }
 
 // pump turns the job's events into the client's until the session ends:
@@ -31,8 +32,13 @@ func (a *adapter) pump(j *job) {
 	defer j.repl.close()
 	var stops []stop
 	var outs []wire.Group
+	var going wire.RankSet // ranks told running, not told to the client yet
 	var flushAt time.Time
 	flush := func() {
+		if !going.Empty() {
+			a.continued(j, going)
+			going = wire.RankSet{}
+		}
 		for _, g := range outs {
 			a.rankOutput(g)
 		}
@@ -48,7 +54,7 @@ func (a *adapter) pump(j *job) {
 	var firstAt time.Time
 	hold := func() {
 		now := time.Now()
-		if len(stops) == 0 && len(outs) == 0 {
+		if len(stops) == 0 && len(outs) == 0 && going.Empty() {
 			firstAt = now
 		}
 		flushAt = now.Add(a.opts.Window)
@@ -58,7 +64,7 @@ func (a *adapter) pump(j *job) {
 	}
 	for {
 		ctx, cancel := a.ctx, context.CancelFunc(func() {})
-		if len(stops) > 0 || len(outs) > 0 {
+		if len(stops) > 0 || len(outs) > 0 || !going.Empty() {
 			ctx, cancel = context.WithDeadline(a.ctx, flushAt)
 		}
 		ev, err := j.s.NextEvent(ctx)
@@ -91,20 +97,26 @@ func (a *adapter) pump(j *job) {
 				continue
 			}
 			hold()
-			stops = append(stops, stop{ranks: ev.Group.Ranks, state: st})
+			stops = addStop(stops, stop{ranks: ev.Group.Ranks, state: st, body: ev.Group.Body})
 			if j.state.stopped(ev.Group.Ranks).Empty() {
 				flush()
 			}
 			continue
 		}
-		flush()
-		switch ev.Op {
-		case wire.EventRunning:
+		if ev.Op == wire.EventRunning {
+			// The ranks a continue sets going tell it one by one: one
+			// continued event for them all, after the stops held before.
+			if len(stops) > 0 {
+				flush()
+			}
+			hold()
 			j.state.ran(ev.Group.Ranks)
 			a.forget(ev.Group.Ranks)
-			live := j.state.live()
-			a.send(&godap.ContinuedEvent{Event: godap.Event{Event: "continued"}, Body: godap.ContinuedEventBody{
-				ThreadId: ev.Group.Ranks.Min() + 1, AllThreadsContinued: ev.Group.Ranks.Intersect(live).Equal(live)}})
+			going = going.Union(ev.Group.Ranks)
+			continue
+		}
+		flush()
+		switch ev.Op {
 		case wire.EventExited:
 			st, _ := op.Exited.DecodeBody(ev.Group.Body)
 			if j.state.exited(ev.Group.Ranks) {
@@ -138,6 +150,26 @@ func mergeOutput(outs []wire.Group, g wire.Group) []wire.Group {
 		}
 	}
 	return append(outs, g)
+}
+
+// addStop adds s to the stops held: to the group that stopped the same
+// way (the ranks of one stop tell it one by one at first, before the
+// tree's nodes merge them), else after the others.
+func addStop(stops []stop, s stop) []stop {
+	for i := range stops {
+		if string(stops[i].body) == string(s.body) {
+			stops[i].ranks = stops[i].ranks.Union(s.ranks)
+			return stops
+		}
+	}
+	return append(stops, s)
+}
+
+// continued tells the client of ranks that went on, in one event.
+func (a *adapter) continued(j *job, ranks wire.RankSet) {
+	live := j.state.live()
+	a.send(&godap.ContinuedEvent{Event: godap.Event{Event: "continued"}, Body: godap.ContinuedEventBody{
+		ThreadId: ranks.Min() + 1, AllThreadsContinued: ranks.Intersect(live).Equal(live)}})
 }
 
 // stopped tells the client of ranks that stopped, in one event: the

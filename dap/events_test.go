@@ -31,3 +31,18 @@ func describeGroups(gs []wire.Group) [][2]string {
 	}
 	return out
 }
+
+// Ranks that stop the same way, telling it one by one, are one group of
+// the stop event; other stops keep their order.
+func TestStopsOfOnePlaceMerge(t *testing.T) {
+	at := func(line int) []byte {
+		return wire.MustEncode(wire.State{State: wire.StateStopped, Reason: "breakpoint-hit", Frame: wire.Frame{Func: "pass", File: "ring.c", Line: line}})
+	}
+	var stops []stop
+	for r, line := range []int{8, 8, 9, 8} {
+		stops = addStop(stops, stop{ranks: wire.Single(r), body: at(line)})
+	}
+	if len(stops) != 2 || stops[0].ranks.String() != "0-1,3" || stops[1].ranks.String() != "2" {
+		t.Errorf("stops %+v, want ranks 0-1,3 at line 8 then rank 2 at line 9", stops)
+	}
+}

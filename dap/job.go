@@ -51,6 +51,10 @@ type AttachArgs struct {
 	Ranks      string `json:"ranks"`      // the ranks to attach (all when empty): 0-3,7
 	AllRanks   *bool  `json:"allRanks"`   // as LaunchArgs.AllRanks
 	AllThreads bool   `json:"allThreads"` // as LaunchArgs.AllThreads
+	// SSH is the ssh command, with options, that reaches the hosts of a
+	// job whose ranks run elsewhere (sdm attach's --ssh; "ssh" by
+	// default): "ssh -p 2222 -i ~/.ssh/cluster".
+	SSH string `json:"ssh"`
 }
 
 // job is the job of the session, launched or attached.
@@ -165,7 +169,7 @@ func (a *adapter) attach(m *godap.AttachRequest) error {
 			return fmt.Errorf("attach: ranks %q: %v", args.Ranks, err)
 		}
 	}
-	o := launcher.Options{RM: "auto", Debugger: backend.GDB, GDB: backend.Lazy, SDM: a.opts.SDM, Log: a.opts.Log}
+	o := launcher.Options{RM: "auto", Debugger: backend.GDB, GDB: backend.Lazy, SDM: a.opts.SDM, Log: a.opts.Log, SSH: orDefault(args.SSH, "ssh")}
 	a.output("console", fmt.Sprintf("sdm: attaching to the job of process %d\n", args.Pid))
 	s, acquired, err := launcher.Acquire(a.ctx, o, mp)
 	if err != nil {
