@@ -11,6 +11,8 @@ CFLAGS  ?= -g -O0 -Wall
 # crash are also built with MPICH's, for mpiexec.
 MPICC   ?= $(shell command -v mpicc.openmpi || echo mpicc)
 MPICC_MPICH ?= $(shell command -v mpicc.mpich || echo mpicc)
+# Fortran's compiler, for the Fortran example (make's FC is f77).
+FC      := gfortran
 # Open MPI's C++ compiler, for the C++ example.
 MPICXX  ?= $(shell command -v mpicxx.openmpi || echo mpicxx)
 # The MPIR example starter, in one build per presence-only symbol.
@@ -18,7 +20,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/busy $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/busy $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -113,6 +115,14 @@ $(OUT)/crash: examples/crash/crash.c
 $(OUT)/crash-mpich: examples/crash/crash.c
 	@mkdir -p $(OUT)
 	$(MPICC_MPICH) $(CFLAGS) -o $@ $<
+
+$(OUT)/domain: examples/domain/domain.cpp
+	@mkdir -p $(OUT)
+	$(CXX) $(CFLAGS) -o $@ $<
+
+$(OUT)/shapes: examples/shapes/shapes.f90
+	@mkdir -p $(OUT)
+	$(FC) $(CFLAGS) -o $@ $<
 
 $(OUT)/busy: examples/busy/busy.c
 	@mkdir -p $(OUT)

@@ -59,6 +59,7 @@ type Ops interface {
 	Registers(ctx context.Context, names wire.Text) (wire.Text, error)
 	Libraries(ctx context.Context) (wire.Text, error)
 	Symbols(ctx context.Context) (wire.Symbols, error)
+	VarObjs(ctx context.Context, q wire.VarQuery) ([]wire.VarObj, error)
 	Sample(ctx context.Context, s wire.Sample) (wire.CallTree, error)
 
 	Dlopen(ctx context.Context, d wire.Dlopen) (wire.Dlopen, error)
@@ -132,6 +133,7 @@ var handlers = map[string]handler{
 	op.Registers.Name: bind(op.Registers, Ops.Registers),
 	op.Libraries.Name: bare(op.Libraries, Ops.Libraries),
 	op.Symbols.Name:   bare(op.Symbols, Ops.Symbols),
+	op.VarObjs.Name:   bind(op.VarObjs, Ops.VarObjs),
 	op.Sample.Name:    bind(op.Sample, Ops.Sample),
 
 	op.Dlopen.Name: bind(op.Dlopen, Ops.Dlopen),

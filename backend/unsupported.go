@@ -202,6 +202,11 @@ func (u Unsupported) Registers(context.Context, wire.Text) (wire.Text, error) {
 	return wire.Text{}, u.no(op.Registers.Name)
 }
 
+// VarObjs implements Ops.
+func (u Unsupported) VarObjs(context.Context, wire.VarQuery) ([]wire.VarObj, error) {
+	return nil, u.no(op.VarObjs.Name)
+}
+
 // Symbols implements Ops.
 func (u Unsupported) Symbols(context.Context) (wire.Symbols, error) {
 	return wire.Symbols{}, u.no(op.Symbols.Name)

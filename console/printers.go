@@ -88,6 +88,13 @@ var printers = map[string]printer{
 	}),
 
 	op.Sample.Name: answer(op.Sample, showCallTree),
+	op.VarObjs.Name: answer(op.VarObjs, func(vs []wire.VarObj) (any, []string) {
+		lines := make([]string, len(vs))
+		for i, v := range vs {
+			lines[i] = v.Name + " = " + v.Value
+		}
+		return vs, lines
+	}),
 
 	op.Dlopen.Name: answer(op.Dlopen, func(d wire.Dlopen) (any, []string) { return d, dlopenText(d) }),
 	op.Plant.Name:  answer(op.Plant, showState),

@@ -2,6 +2,7 @@ package dap
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,4 +219,9 @@ func logLines(ranks wire.RankSet, text string, exprs []string, groups []wire.Gro
 		lines = append(lines, fmt.Sprintf("[%v] "+text+"\n", append([]any{g.Ranks}, values...)...))
 	}
 	return lines
+}
+
+// lazyRegexp compiles expr at its first use, not at every sdm's start.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

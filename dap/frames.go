@@ -20,8 +20,7 @@ import (
 const (
 	scopeLocals = iota
 	scopeArgs
-	aggregate // the members of a value
-	pointer   // what a pointer points to
+	members // the members of a value, as gdb's variable objects show them
 )
 
 // place is a frame of a rank's thread: thread 0 is the thread the
@@ -31,9 +30,9 @@ type place struct{ rank, thread, level int }
 // ref is what a variables reference stands for.
 type ref struct {
 	place
-	kind  int
-	expr  string // the value's expression (aggregate, pointer)
-	value string // its value as gdb printed it (aggregate)
+	kind int
+	expr string   // the expression of the variable the members are of
+	path []string // the members' keys down to the value (members)
 }
 
 // handles number the frames and variables the client saw; those of a
@@ -199,7 +198,8 @@ func (a *adapter) selectFrame(j *job, at place) error {
 	return err
 }
 
-// variables lists a scope's variables or a value's members.
+// variables lists a scope's variables or a value's members, as gdb's
+// variable objects show them (wire.VarQuery).
 func (a *adapter) variables(m *godap.VariablesRequest) error {
 	j, err := a.running()
 	if err != nil {
@@ -209,79 +209,48 @@ func (a *adapter) variables(m *godap.VariablesRequest) error {
 	if err != nil {
 		return err
 	}
+	q := wire.VarQuery{Scope: map[int]string{scopeLocals: "locals", scopeArgs: "args"}[r.kind]}
+	if r.kind == members {
+		q = wire.VarQuery{Expr: r.expr, Path: r.path, From: m.Arguments.Start, Count: m.Arguments.Count}
+	}
+	list, err := a.varObjs(j, r.place, q)
+	if err != nil {
+		return err
+	}
 	vars := []godap.Variable{}
-	switch r.kind {
-	case scopeLocals, scopeArgs:
-		if err := a.selectFrame(j, r.place); err != nil {
-			return err
-		}
-		name := map[int]string{scopeLocals: wire.OpLocals, scopeArgs: wire.OpArgs}[r.kind]
-		list, err := a.vars(j, r.rank, name)
-		if err != nil {
-			return err
-		}
-		for _, v := range list {
-			vars = append(vars, a.variable(r, v.Name, v.Name, v.Type, v.Value))
-		}
-	case aggregate:
-		ms, _ := members(r.expr, r.value)
-		for _, mb := range ms {
-			vars = append(vars, a.variable(r, mb.name, mb.expr, "", mb.value))
-		}
-	case pointer:
-		value, err := a.evaluateOn(j, r.place, "*("+r.expr+")")
-		if err != nil {
-			return err
-		}
-		vars = append(vars, a.variable(r, "*"+r.expr, "*("+r.expr+")", "", value))
+	for _, v := range list {
+		vars = append(vars, a.variable(r, v))
 	}
 	return a.send(&godap.VariablesResponse{Response: ok(m.Request), Body: godap.VariablesResponseBody{Variables: vars}})
 }
 
-// vars lists a rank's locals or arguments (name) in gdb's order: the
-// list merges one variable at a time, so even one rank's may come in
-// several groups.
-func (a *adapter) vars(j *job, rank int, name string) ([]wire.Var, error) {
-	groups, err := j.s.Command(a.ctx, wire.Single(rank), name, nil, a.opts.Timeout)
+// varObjs asks a frame's rank for variables.
+func (a *adapter) varObjs(j *job, at place, q wire.VarQuery) ([]wire.VarObj, error) {
+	if err := a.selectFrame(j, at); err != nil {
+		return nil, err
+	}
+	body, err := a.one(j, at.rank, wire.OpVarObjs, wire.MustEncode(q))
 	if err != nil {
 		return nil, err
 	}
-	var all []wire.Var
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			return nil, fmt.Errorf("rank %d: %s: %s", rank, name, strings.TrimSpace(string(g.Body)))
-		}
-		list, err := op.Locals.DecodeAnswer(g.Body)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, list...)
-	}
-	slices.SortStableFunc(all, func(x, y wire.Var) int { return x.Index - y.Index })
-	return all, nil
+	return op.VarObjs.DecodeAnswer(body)
 }
 
 // variable is a variable as the client shows it, with a reference to its
-// members or what it points to when it has them.
-func (a *adapter) variable(in ref, name, expr, typ, value string) godap.Variable {
-	v := godap.Variable{Name: name, Value: value, Type: typ, EvaluateName: expr}
-	v.VariablesReference = a.childrenOf(in.place, expr, typ, value)
-	if strings.HasPrefix(value, "0x") {
-		v.MemoryReference = memoryRef(value, in.rank)
+// members when it has some.
+func (a *adapter) variable(in ref, v wire.VarObj) godap.Variable {
+	dv := godap.Variable{Name: v.Name, Value: v.Value, Type: v.Type, EvaluateName: v.Expr}
+	if v.Members != 0 {
+		r := ref{place: in.place, kind: members, expr: v.Expr}
+		if in.kind == members {
+			r.expr, r.path = in.expr, append(slices.Clip(in.path), v.Key)
+		}
+		dv.VariablesReference = a.refID(r)
 	}
-	return v
-}
-
-// childrenOf is the reference to a value's members or pointee, 0 when it
-// has none.
-func (a *adapter) childrenOf(at place, expr, typ, value string) int {
-	if ms, ok := members(expr, value); ok && len(ms) > 0 {
-		return a.refID(ref{place: at, kind: aggregate, expr: expr, value: value})
+	if strings.HasPrefix(v.Value, "0x") {
+		dv.MemoryReference = memoryRef(v.Value, in.rank)
 	}
-	if expr != "" && pointsTo(typ, value) {
-		return a.refID(ref{place: at, kind: pointer, expr: expr})
-	}
-	return 0
+	return dv
 }
 
 // memoryRef names the memory at a pointer's value on rank: "0x601040@3".
@@ -335,8 +304,12 @@ func (a *adapter) evaluate(m *godap.EvaluateRequest) error {
 	if err != nil {
 		return err
 	}
-	return a.send(&godap.EvaluateResponse{Response: ok(m.Request), Body: godap.EvaluateResponseBody{
-		Result: value, VariablesReference: a.childrenOf(at, args.Expression, "", value)}})
+	// An expression whose value has members opens as a variable does.
+	body := godap.EvaluateResponseBody{Result: value}
+	if self, err := a.varObjs(j, at, wire.VarQuery{Expr: args.Expression, Count: -1}); err == nil && len(self) == 1 && self[0].Members != 0 {
+		body.VariablesReference = a.refID(ref{place: at, kind: members, expr: args.Expression})
+	}
+	return a.send(&godap.EvaluateResponse{Response: ok(m.Request), Body: body})
 }
 
 // setVariable assigns to a variable of a scope or a member of a value.
@@ -350,20 +323,21 @@ func (a *adapter) setVariable(m *godap.SetVariableRequest) error {
 		return err
 	}
 	expr := m.Arguments.Name
-	switch r.kind {
-	case aggregate:
+	if r.kind == members {
+		// The member's expression, where gdb can tell it.
+		list, err := a.varObjs(j, r.place, wire.VarQuery{Expr: r.expr, Path: r.path})
+		if err != nil {
+			return err
+		}
 		expr = ""
-		ms, _ := members(r.expr, r.value)
-		for _, mb := range ms {
-			if mb.name == m.Arguments.Name {
-				expr = mb.expr
+		for _, v := range list {
+			if v.Name == m.Arguments.Name {
+				expr = v.Expr
 			}
 		}
-	case pointer:
-		expr = "*(" + r.expr + ")"
 	}
 	if expr == "" {
-		return fmt.Errorf("%s cannot be set: set its members", m.Arguments.Name)
+		return fmt.Errorf("%s cannot be set here: set it in a watch of its expression", m.Arguments.Name)
 	}
 	if err := a.selectFrame(j, r.place); err != nil {
 		return err

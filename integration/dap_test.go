@@ -553,7 +553,7 @@ func TestDAPWithVSCodeTestClient(t *testing.T) {
 	mocha.Dir = dir
 	mocha.Env = append(os.Environ(), "SDM_BIN="+sdmBin, "SDM_EXAMPLES="+bin, "SDM_ROOT="+root)
 	out, err := mocha.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "3 passing") {
+	if err != nil || !strings.Contains(string(out), "5 passing") {
 		t.Fatalf("npm test: %v\n%s", err, out)
 	}
 }

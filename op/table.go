@@ -54,6 +54,7 @@ var (
 	Registers = Def[wire.Text, wire.Text]{Name: wire.OpRegisters}
 	Libraries = Def[None, wire.Text]{Name: wire.OpLibraries}
 	Symbols   = Def[None, wire.Symbols]{Name: wire.OpSymbols}
+	VarObjs   = Def[wire.VarQuery, []wire.VarObj]{Name: wire.OpVarObjs}
 
 	Dlopen = Def[wire.Dlopen, wire.Dlopen]{Name: wire.OpDlopen}
 	Plant  = Def[None, wire.State]{Name: wire.OpPlant}
@@ -74,7 +75,7 @@ var Table = []Spec{
 	Print.Spec(), Ptype.Spec(), Threads.Spec(), Thread.Spec(), MemRead.Spec(), MemSet.Spec(),
 	Signals.Spec(), Handle.Spec(), Raw.Spec(), Sample.Spec(),
 	Backtrace.Spec(), Up.Spec(), List.Spec(), Evaluate.Spec(), FrameInfo.Spec(), Registers.Spec(), Libraries.Spec(),
-	Symbols.Spec(),
+	Symbols.Spec(), VarObjs.Spec(),
 	Dlopen.Spec(), Plant.Spec(),
 	Quit.Spec(),
 }

@@ -64,6 +64,7 @@ const (
 	OpRegisters = "registers"     // B: Text (register names; none: all); A: Text
 	OpLibraries = "sharedlibrary" // A: Text, gdb's list of the shared libraries
 	OpSymbols   = "symbols"       // A: Symbols, the names a command line may complete to
+	OpVarObjs   = "varobjs"       // B: VarQuery; A: []VarObj, the variables or members it asks for
 
 	// OpDlopen sets what the rank's debugger does when the program loads
 	// a library (package dlopen); an empty body only asks. B: Dlopen; A:

@@ -614,6 +614,8 @@ func (b *Backend) launch() (*GDB, error) {
 		"-gdb-set width 0",     // no line wrapping in console output
 		"-gdb-set height 0",    // no paging
 		"-gdb-set print pretty off",
+		// Variable objects as the pretty-printers show them (VarObjs).
+		"-enable-pretty-printing",
 		// A debuginfod lookup per library per rank would stall a large job
 		// on the network, or on its absence.
 		"-gdb-set debuginfod enabled off",
