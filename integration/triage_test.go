@@ -26,8 +26,9 @@ func TestStacksClassesOfSimulatedRanks(t *testing.T) {
 		"[0-7] main at groups.c:9 (8 ranks)\n",
 		"3 classes, biggest first:\n",
 		"  [0,3,6] 3 ranks: work_0_3 at groups.c:3\n",
-		"  [1,4,7] 3 ranks: work_1_3 at groups.c:103\n",
-		"  [2,5] 2 ranks: work_2_3 at groups.c:203  <- outlier\n",
+		// Each told by where it parts from the biggest class.
+		"  [1,4,7] 3 ranks: work_1_1 at groups.c:101 > … > work_1_3 at groups.c:103\n",
+		"  [2,5] 2 ranks: work_2_1 at groups.c:201 > … > work_2_3 at groups.c:203  <- outlier\n",
 		"progress over 3 samples: no rank moved; [0-7] did not\n",
 		"one rank per class: [0,1,2] where\n",
 	} {
