@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sdm-hpc/sdm/internal/procfs"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/stackwalk"
 )
@@ -165,7 +166,7 @@ func TestFaultBeforeHandler(t *testing.T) {
 				t.Fatalf("threads %v %v", tids, err)
 			}
 			for _, tid := range tids {
-				if st := threadState(pid, tid); st != "t" {
+				if st := procfs.ThreadState(pid, tid); st != "t" {
 					t.Errorf("thread %d in state %s while held, want t", tid, st)
 				}
 			}
@@ -270,7 +271,7 @@ func TestSampleHoldRelease(t *testing.T) {
 	if err := r.p.Hold(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if st := threadState(pid, pid); st != "t" {
+	if st := procfs.ThreadState(pid, pid); st != "t" {
 		t.Errorf("state %s after Hold, want t", st)
 	}
 	if err := r.p.Release(ctx(t)); err != nil {
@@ -285,7 +286,7 @@ func TestSampleHoldRelease(t *testing.T) {
 			t.Errorf("%s %s after release, want 0", field, v)
 		}
 	}
-	if st := threadState(pid, pid); st == "T" || st == "t" {
+	if st := procfs.ThreadState(pid, pid); st == "T" || st == "t" {
 		t.Errorf("state %s after release, want running", st)
 	}
 	unix.Kill(pid, unix.SIGKILL)
@@ -320,7 +321,7 @@ func TestSeize(t *testing.T) {
 	if err := p.Release(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if st, tr := threadState(pid, pid), proc(t, pid, pid, "TracerPid"); st != "T" || tr != "0" {
+	if st, tr := procfs.ThreadState(pid, pid), proc(t, pid, pid, "TracerPid"); st != "T" || tr != "0" {
 		t.Fatalf("state %s, tracer %s after release, want stopped and untraced", st, tr)
 	}
 	if p, err = Seize(pid); err != nil {
@@ -352,7 +353,7 @@ func TestHandOff(t *testing.T) {
 	}
 	tids, _ := threadIDs(pid)
 	for _, tid := range tids {
-		if st := threadState(pid, tid); st != "T" {
+		if st := procfs.ThreadState(pid, tid); st != "T" {
 			t.Errorf("thread %d: state %s after hand-off, want T", tid, st)
 		}
 		if tr := proc(t, pid, tid, "TracerPid"); tr != "0" {

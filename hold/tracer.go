@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sdm-hpc/sdm/internal/procfs"
 	"github.com/sdm-hpc/sdm/stackwalk"
 )
 
@@ -299,14 +300,14 @@ func (t *tracer) waitStopped(ctx context.Context, ths []*thread) error {
 		var late []string
 		for _, th := range ths {
 			if t.threads[th.tid] == th && !th.stopped {
-				late = append(late, strconv.Itoa(th.tid)+" ("+threadState(t.p.pid, th.tid)+")")
+				late = append(late, strconv.Itoa(th.tid)+" ("+procfs.ThreadState(t.p.pid, th.tid)+")")
 			}
 		}
 		if t.held {
 			// New threads stop at their start and stay.
 			for _, th := range t.threads {
 				if !th.stopped {
-					late = append(late, strconv.Itoa(th.tid)+" ("+threadState(t.p.pid, th.tid)+")")
+					late = append(late, strconv.Itoa(th.tid)+" ("+procfs.ThreadState(t.p.pid, th.tid)+")")
 				}
 			}
 		}
@@ -462,7 +463,7 @@ func waitJobStopped(ctx context.Context, pid int) error {
 		}
 		var late []string
 		for _, tid := range tids {
-			if st := threadState(pid, tid); st != "T" && st != "Z" && st != "X" {
+			if st := procfs.ThreadState(pid, tid); st != "T" && st != "Z" && st != "X" && st != "unknown" {
 				late = append(late, strconv.Itoa(tid)+" ("+st+")")
 			}
 		}
@@ -540,64 +541,25 @@ func describe(ws unix.WaitStatus) string {
 
 // threadIDs lists /proc/PID/task.
 func threadIDs(pid int) ([]int, error) {
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	tids, err := procfs.ThreadIDs(pid)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return nil, fmt.Errorf("process %d: no such process (it has exited)", pid)
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
-			return nil, fmt.Errorf("process %d: no such process (it has exited)", pid)
-		}
 		return nil, fmt.Errorf("process %d: list its threads: %w", pid, err)
 	}
-	tids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
-	}
 	return tids, nil
-}
-
-// threadState is the state letter of a thread in /proc, or "gone".
-func threadState(pid, tid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
-	if err != nil {
-		return "gone"
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2 : i+3]
-	}
-	return "gone"
 }
 
 // tracedByMe says whether thread tid is traced by this process already
 // (a new thread of a seized one).
 func tracedByMe(tid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
-	if err != nil {
+	tracer, _ := strconv.Atoi(procfs.StatusField(tid, "TracerPid"))
+	if tracer == 0 {
 		return false
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
-			tracer, _ := strconv.Atoi(strings.TrimSpace(v))
-			return tracer != 0 && tgid(tracer) == os.Getpid()
-		}
-	}
-	return false
-}
-
-// tgid is the process of thread tid.
-func tgid(tid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	return 0
+	tgid, _ := strconv.Atoi(procfs.StatusField(tracer, "Tgid"))
+	return tgid == os.Getpid()
 }
 
 // seizeError says why the kernel refused to let this process trace a

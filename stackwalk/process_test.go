@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/internal/procfs"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -203,7 +204,7 @@ func TestCancelledSample(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled sample: %v, want context.Canceled", err)
 	}
-	if tracer := statusField(p.cmd.Process.Pid, "TracerPid"); tracer != "0" {
+	if tracer := procfs.StatusField(p.cmd.Process.Pid, "TracerPid"); tracer != "0" {
 		t.Errorf("TracerPid %s after a cancelled sample, want 0", tracer)
 	}
 	if _, err := NewSampler().Sample(context.Background(), p.cmd.Process.Pid); err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/internal/procfs"
 )
 
 // The ptrace side of a sample: seize and interrupt every thread, read its
@@ -134,7 +136,7 @@ func waitStop(ctx context.Context, pid int, th *stoppedThread) (bool, error) {
 		}
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("process %d: thread %d did not stop in the %v after its interrupt (state %s)",
-				pid, tid, time.Since(start).Round(time.Millisecond), threadState(pid, tid))
+				pid, tid, time.Since(start).Round(time.Millisecond), procfs.ThreadState(pid, tid))
 		}
 		if err := ctx.Err(); err != nil {
 			return false, fmt.Errorf("process %d: waiting for thread %d to stop: %w", pid, tid, err)
@@ -164,18 +166,12 @@ func detachAll(threads []*stoppedThread) bool {
 
 // threadIDs lists /proc/PID/task.
 func threadIDs(pid int) ([]int, error) {
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	tids, err := procfs.ThreadIDs(pid)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 			return nil, gone(pid)
 		}
 		return nil, fmt.Errorf("process %d: list its threads: %w", pid, err)
-	}
-	tids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
 	}
 	return tids, nil
 }
@@ -199,14 +195,14 @@ var yamaScope = "/proc/sys/kernel/yama/ptrace_scope"
 // Refusal says, as far as /proc tells, why the kernel will not let this
 // process trace pid, and what would.
 func Refusal(pid int) string {
-	if tracer := statusField(pid, "TracerPid"); tracer != "" && tracer != "0" {
+	if tracer := procfs.StatusField(pid, "TracerPid"); tracer != "" && tracer != "0" {
 		// TracerPid is the tracing thread; name its process.
 		if n, err := strconv.Atoi(tracer); err == nil {
-			if tgid := statusField(n, "Tgid"); tgid != "" {
+			if tgid := procfs.StatusField(n, "Tgid"); tgid != "" {
 				tracer = tgid
 			}
 			if tg, err := strconv.Atoi(tracer); err == nil {
-				if name := statusField(tg, "Name"); name != "" {
+				if name := procfs.StatusField(tg, "Name"); name != "" {
 					tracer += " (" + name + ")"
 				}
 			}
@@ -219,7 +215,7 @@ func Refusal(pid int) string {
 				": run as root, or as the process's user with ptrace_scope 0 (sysctl kernel.yama.ptrace_scope=0)"
 		}
 	}
-	if uid := statusField(pid, "Uid"); uid != "" {
+	if uid := procfs.StatusField(pid, "Uid"); uid != "" {
 		if f := strings.Fields(uid); len(f) > 0 && f[0] != strconv.Itoa(os.Geteuid()) {
 			return "it belongs to user " + f[0] + ": run as that user or as root"
 		}
@@ -230,38 +226,6 @@ func Refusal(pid int) string {
 // exiting reports a thread that has exited or is exiting: ptrace refuses
 // those with EPERM, as it refuses a forbidden process.
 func exiting(pid, tid int) bool {
-	st := threadState(pid, tid)
+	st := procfs.ThreadState(pid, tid)
 	return st == "Z" || st == "X" || st == "unknown"
-}
-
-// statusField is one field of /proc/PID/status, or "".
-func statusField(pid int, name string) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-// threadState is the state letter of /proc/PID/task/TID/stat (of
-// /proc/TID/stat when pid is -1), or "unknown".
-func threadState(pid, tid int) string {
-	path := fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid)
-	if pid < 0 {
-		path = fmt.Sprintf("/proc/%d/stat", tid)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "unknown"
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2 : i+3]
-	}
-	return "unknown"
 }

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/internal/procfs"
 )
 
 // Frame is one frame of a thread's stack.
@@ -121,7 +123,7 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 		// A process stopped by a signal (job control) stays stopped: a
 		// detach that races with its group-stop can let it run, and it is
 		// then stopped again.
-		jobStopped = strings.HasPrefix(statusField(pid, "State"), "T")
+		jobStopped = strings.HasPrefix(procfs.StatusField(pid, "State"), "T")
 		threads, stuckNow, err := stopThreads(ctx, pid)
 		if err != nil {
 			stuck, stopErr = stuckNow, err
@@ -131,7 +133,7 @@ func (s *Sampler) Sample(ctx context.Context, pid int) (Snapshot, error) {
 			w.Walk(th.tid, th.regs)
 		}
 		stuck = !detachAll(threads)
-		if jobStopped && !strings.HasPrefix(statusField(pid, "State"), "T") {
+		if jobStopped && !strings.HasPrefix(procfs.StatusField(pid, "State"), "T") {
 			unix.Kill(pid, unix.SIGSTOP)
 		}
 		stopped = time.Since(begin)
@@ -215,7 +217,7 @@ func stoppedAgain(ctx context.Context, pid int) {
 	deadline := time.Now().Add(time.Second)
 	pause := 50 * time.Microsecond
 	for ctx.Err() == nil && time.Now().Before(deadline) {
-		st := statusField(pid, "State")
+		st := procfs.StatusField(pid, "State")
 		if st == "" || strings.HasPrefix(st, "T") || strings.HasPrefix(st, "Z") {
 			return // stopped again, or gone
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/internal/procfs"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 )
 
@@ -135,7 +136,7 @@ func TestAgreesWithEuStackVdsoStoppedStaysStopped(t *testing.T) {
 	// kernel puts a detached tracee back into its group stop), without
 	// running a user instruction: it must be stopped again at once.
 	deadline := time.Now().Add(5 * time.Second)
-	for st := statusField(pid, "State"); !strings.HasPrefix(st, "T"); st = statusField(pid, "State") {
+	for st := procfs.StatusField(pid, "State"); !strings.HasPrefix(st, "T"); st = procfs.StatusField(pid, "State") {
 		if time.Now().After(deadline) {
 			t.Fatalf("state 5 s after sampling: %q, want T (stopped)", st)
 		}
