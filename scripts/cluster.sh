@@ -100,12 +100,12 @@ up() {
 
 # environment writes $BASE/env, what a shell sources to run sdm here as on
 # a real cluster, whose ssh keys let launchers reach every node: Open
-# MPI's mpirun and Hydra's mpiexec reach the hosts through the stand-in,
-# srun through this cluster's SLURM.
+# MPI's mpirun (4's own setting, 5's PRRTE's) and Hydra's mpiexec reach
+# the hosts through the stand-in, srun through this cluster's SLURM.
 environment() {
   cat > "$BASE/env" <<EOF
 export SLURM_CONF=$BASE/slurm/etc/slurm.conf
-export OMPI_MCA_plm_rsh_agent=$BASE/bin/rsh
+export OMPI_MCA_plm_rsh_agent=$BASE/bin/rsh PRTE_MCA_plm_ssh_agent=$BASE/bin/rsh
 export HYDRA_LAUNCHER=rsh HYDRA_LAUNCHER_EXEC=$BASE/bin/rsh HYDRA_IFACE=$BRIDGE
 EOF
 }
