@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"time"
 
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -35,30 +34,21 @@ func (l *Listener) Addr() *net.TCPAddr { return l.ln.Addr().(*net.TCPAddr) }
 func (l *Listener) Close() error { return l.ln.Close() }
 
 // Accept waits for the master of a job of size ranks and returns its
-// session. Peers that fail the handshake, or introduce themselves as
-// anything but that master, are dropped and the wait goes on.
+// session; the port closes then. Peers that fail the handshake, or
+// introduce themselves as anything but that master, are dropped and the
+// wait goes on; their handshakes proceed side by side (wire.Gate), so
+// that no number of them keeps the master out.
 func (l *Listener) Accept(ctx context.Context, size int) (*Session, error) {
-	stop := context.AfterFunc(ctx, func() { l.ln.(*net.TCPListener).SetDeadline(time.Unix(1, 0)) })
-	defer func() {
-		if stop() {
-			l.ln.(*net.TCPListener).SetDeadline(time.Time{})
-		}
-	}()
-	for {
-		conn, err := l.ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("waiting for the master to connect to %v: %w", l.Addr(), ctx.Err())
-			}
-			return nil, err
-		}
-		s, err := Open(conn, l.cfg, size)
-		if err != nil {
-			l.log.Printf("session port: dropped connection from %s: %v", conn.RemoteAddr(), err)
-			continue
-		}
-		return s, nil
+	refusals := wire.Refusals{Log: l.log.Printf, What: "session port"}
+	gate := wire.NewGate(l.ln, func(conn net.Conn) (*Session, error) {
+		return Open(conn, l.cfg, size)
+	}, refusals.Refused)
+	defer gate.Close()
+	s, err := gate.Next(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("waiting for the master to connect to %v: %w", l.Addr(), ctx.Err())
 	}
+	return s, err
 }
 
 // Dial connects to a master that listens (started without --host).

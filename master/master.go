@@ -57,26 +57,26 @@ func Run(ctx context.Context, o Options) error {
 func (o Options) run(ctx context.Context) error {
 	// The session port comes first: bound later, it could find its port
 	// taken by the children's listener, which the kernel picks freely.
-	dial, closeUp, err := o.upstream()
+	up, err := o.upstream()
 	if err != nil {
 		return err
 	}
 	ln, table, err := o.children(ctx)
 	if err != nil {
-		closeUp()
+		up.close()
 		return err
 	}
 	node, err := sdm.New(sdm.Config{
 		Index: table.Size(), Tree: routing.NewTree(table, o.Fanout, !o.RankTree), Layout: o.Layout,
-		Listener: ln, DialUp: dial, AcceptsFrontEnd: o.Client == "" && o.Stdio == nil,
+		Listener: ln, DialUp: up.dial, AcceptUp: up.accept,
 		ConnectTimeout: o.Timeout, Link: o.Link, EventWindow: o.EventWindow, Log: o.Log, Trace: o.Trace,
 	})
 	if err != nil {
 		ln.Close()
-		closeUp()
+		up.close()
 		return err
 	}
-	defer closeUp()
+	defer up.close()
 	return node.Run(ctx)
 }
 
@@ -113,21 +113,28 @@ func (o Options) children(ctx context.Context) (net.Listener, *routing.Table, er
 	return ln, table, nil
 }
 
-// upstream returns how the master reaches the front end, and what to close
-// when it is done.
-func (o Options) upstream() (dial func(context.Context) (net.Conn, error), closeUp func(), err error) {
+// upstream is how the master reaches the front end: it dials, or it
+// accepts (--listen), and close lets go of what it holds.
+type upstream struct {
+	dial   func(context.Context) (net.Conn, error)
+	accept func(context.Context) (*wire.Link, error)
+	close  func()
+}
+
+// upstream returns how the master reaches the front end.
+func (o Options) upstream() (upstream, error) {
 	switch {
 	case o.Stdio != nil:
 		used := false
-		return func(context.Context) (net.Conn, error) {
+		return upstream{dial: func(context.Context) (net.Conn, error) {
 			if used {
 				return nil, errors.New("the standard input/output link to the front end failed")
 			}
 			used = true
 			return o.Stdio, nil
-		}, func() {}, nil
+		}, close: func() {}}, nil
 	case o.Client != "":
-		return sdm.DialTCP(o.Client), func() {}, nil
+		return upstream{dial: sdm.DialTCP(o.Client), close: func() {}}, nil
 	}
 	host := o.ListenHost
 	if host == "" {
@@ -135,20 +142,24 @@ func (o Options) upstream() (dial func(context.Context) (net.Conn, error), close
 	}
 	ln, err := sdm.Listen(host, o.ListenPort)
 	if err != nil {
-		return nil, nil, fmt.Errorf("session port: %w", err)
+		return upstream{}, fmt.Errorf("session port: %w", err)
 	}
-	return acceptFrom(ln), func() { ln.Close() }, nil
+	gate := o.frontEnds(ln)
+	return upstream{accept: gate.Next, close: gate.Close}, nil
 }
 
-// acceptFrom is a dial that takes the next front end that connects to ln.
-// An attempt that ctx ends closes ln: the master then gives up on its
-// front end.
-func acceptFrom(ln net.Listener) func(context.Context) (net.Conn, error) {
-	return func(ctx context.Context) (net.Conn, error) {
-		stop := context.AfterFunc(ctx, func() { ln.Close() })
-		defer stop()
-		return ln.Accept()
+// frontEnds admits the front ends that connect to ln, authenticating them
+// side by side: no number of peers without the key, silent or slow,
+// keeps the owner out. The master speaks second on these links.
+func (o Options) frontEnds(ln net.Listener) *wire.Gate[*wire.Link] {
+	logf := func(string, ...any) {}
+	if o.Log != nil {
+		logf = o.Log.Printf
 	}
+	refusals := &wire.Refusals{Log: logf, What: "session port"}
+	return wire.NewGate(ln, func(conn net.Conn) (*wire.Link, error) {
+		return wire.NewLink(conn, wire.Ends{Kind: wire.FrontEndLink}, o.Link)
+	}, refusals.Refused)
 }
 
 // publish listens on a free port for the children and writes the master

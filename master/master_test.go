@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // deadline bounds each wait of these tests.
@@ -130,16 +131,16 @@ func TestPublishFailsWithoutDirectory(t *testing.T) {
 func TestUpstreamStdioOnce(t *testing.T) {
 	mine, theirs := net.Pipe()
 	defer theirs.Close()
-	dial, closeUp, err := Options{Stdio: mine}.upstream()
+	up, err := Options{Stdio: mine}.upstream()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeUp()
-	c, err := dial(context.Background())
+	defer up.close()
+	c, err := up.dial(context.Background())
 	if err != nil || c != mine {
 		t.Fatalf("first attempt: %v, %v", c, err)
 	}
-	if c, err := dial(context.Background()); err == nil {
+	if c, err := up.dial(context.Background()); err == nil {
 		t.Fatalf("second attempt gave %v", c)
 	}
 }
@@ -151,14 +152,14 @@ func TestUpstreamDialsFrontEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	dial, closeUp, err := Options{Client: ln.Addr().String()}.upstream()
+	up, err := Options{Client: ln.Addr().String()}.upstream()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeUp()
+	defer up.close()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	c, err := dial(ctx)
+	c, err := up.dial(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,51 +174,58 @@ func TestUpstreamDialsFrontEnd(t *testing.T) {
 	}
 }
 
-// Without --host the master takes the next front end that connects; an
-// attempt that its context ends returns at once.
-func TestAcceptTakesFrontEnd(t *testing.T) {
+// Without --host the master takes the next front end that proves it
+// holds the key, however many peers without it are silent on the port:
+// their handshakes proceed side by side with the owner's, so that it
+// needs no more than its own round trips, far less than the handshake's
+// deadline. An attempt that its context ends returns at once.
+func TestFrontEndsAdmitKeyHolderPastSilentPeers(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	dial := acceptFrom(ln)
-	front, err := net.DialTimeout("tcp", ln.Addr().String(), deadline)
+	cfg := wire.LinkConfig{Key: wire.Key{7}, HandshakeTimeout: time.Minute}
+	gate := Options{Link: cfg}.frontEnds(ln)
+	defer gate.Close()
+	// More than wire.MaxPending: the oldest are let go to make room.
+	for range wire.MaxPending + 50 {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), deadline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	owner, err := net.DialTimeout("tcp", ln.Addr().String(), deadline)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer front.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer owner.Close()
+	go wire.NewLink(owner, wire.Ends{Kind: wire.FrontEndLink, Upper: true, Initiator: true}, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := dial(ctx)
+	link, err := gate.Next(ctx)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the owner was not admitted within 5s, its handshake's deadline a minute: %v", err)
 	}
-	defer c.Close()
-	if c.RemoteAddr().String() != front.LocalAddr().String() {
-		t.Fatalf("accepted %v, the front end is %v", c.RemoteAddr(), front.LocalAddr())
+	defer link.Close()
+	if link.RemoteAddr().String() != owner.LocalAddr().String() {
+		t.Fatalf("admitted %v, the owner is %v", link.RemoteAddr(), owner.LocalAddr())
 	}
 
 	ctx, cancel = context.WithCancel(context.Background())
-	ended := make(chan error, 1)
-	go func() {
-		_, err := dial(ctx)
-		ended <- err
-	}()
 	cancel()
-	select {
-	case err := <-ended:
-		if err == nil {
-			t.Fatal("an attempt whose context ended returned a connection")
-		}
-	case <-time.After(deadline):
-		t.Fatal("an attempt whose context ended still waits")
+	if _, err := gate.Next(ctx); err == nil {
+		t.Fatal("an attempt whose context ended returned a link")
+	}
+	gate.Close()
+	if _, err := gate.Next(context.Background()); err == nil {
+		t.Fatal("a closed gate returned a link")
 	}
 }
 
 // A session port that cannot be bound fails, naming the address.
 func TestUpstreamListenFails(t *testing.T) {
-	_, _, err := Options{ListenHost: "256.0.0.1"}.upstream()
+	_, err := Options{ListenHost: "256.0.0.1"}.upstream()
 	if err == nil || !strings.Contains(err.Error(), "session port") {
 		t.Fatalf("listening on a bad address: %v", err)
 	}

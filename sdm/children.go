@@ -14,31 +14,36 @@ import (
 )
 
 // acceptChildren admits children until ln closes. Each newcomer is
-// authenticated in its own goroutine, so one that stalls mid-handshake
-// delays no one else.
+// authenticated in its own goroutine under its own deadline, so one that
+// stalls mid-handshake delays no one else; n.handshakes bounds how many at
+// once, letting the longest waiting go first.
 func (n *Node) acceptChildren(ctx context.Context, ln net.Listener, wg *sync.WaitGroup) {
+	// Handshakes under way end with the node, not at their deadline.
+	context.AfterFunc(ctx, n.handshakes.Close)
 	for {
-		conn, err := ln.Accept()
+		conn, err := wire.Accept(ln, ctx.Done())
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 				n.log.Printf("accept: %v", err)
 			}
 			return
 		}
+		release := n.handshakes.Add(conn)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if _, local := conn.(*net.UnixConn); local && n.cfg.Adopt != nil {
-				n.adopt(ctx, conn, wg)
+				n.adopt(ctx, conn, release, wg)
 				return
 			}
-			n.admit(ctx, conn)
+			n.admit(ctx, conn, release)
 		}()
 	}
 }
 
-// admit authenticates conn, learns which child it is and serves it.
-func (n *Node) admit(ctx context.Context, conn net.Conn) {
+// admit authenticates conn, learns which child it is and serves it;
+// release is called once the handshake is over.
+func (n *Node) admit(ctx context.Context, conn net.Conn, release func()) {
 	peer := conn.RemoteAddr()
 	var link *wire.Link
 	var err error
@@ -48,13 +53,15 @@ func (n *Node) admit(ctx context.Context, conn net.Conn) {
 		link, err = wire.NewLink(conn, wire.FromChild(n.cfg.Index, n.servers), n.cfg.Link)
 	}
 	if err != nil {
-		n.log.Printf("dropped connection from %s: %v", peer, err)
+		release()
+		n.refusals.Refused(peer, err)
 		return
 	}
 	// Until the child is registered, stopping the node must close the link
 	// here; afterwards shutdown does, after telling the child to quit.
 	unwatch := context.AfterFunc(ctx, func() { link.Close() })
 	hello, err := wire.ReadHello(link, n.handshakeTimeout())
+	release()
 	if err != nil {
 		n.log.Printf("dropped connection from %s: %v", peer, err)
 		link.Close()

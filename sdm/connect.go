@@ -42,10 +42,10 @@ func (n *Node) connectUp(ctx context.Context, again bool) (*wire.Link, error) {
 		}
 		refused := errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrNotSDM)
 		switch {
-		case peer != nil && n.cfg.AcceptsFrontEnd:
-			// Whoever reaches the session port gets the preamble and
-			// nothing else; the master keeps waiting for its front end.
-			n.log.Printf("session port: dropped a connection from %s: %v", peer, err)
+		case n.cfg.AcceptUp != nil && peer != nil:
+			// A front end that proved the key and then went away: the
+			// master waits for the next.
+			n.log.Printf("session port: lost the front end from %s: %v", peer, err)
 		case refused:
 			return nil, fmt.Errorf("%s refused us: %w", n.parentName(), err)
 		case again && errors.Is(err, syscall.ECONNREFUSED):
@@ -63,18 +63,25 @@ func (n *Node) connectUp(ctx context.Context, again bool) (*wire.Link, error) {
 
 // tryUp makes one attempt; peer is set once a connection was made.
 func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err error) {
-	conn, err := n.cfg.DialUp(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	peer = conn.RemoteAddr()
-	if _, local := conn.(*net.UnixConn); local {
-		link, err = wire.NewLocalLink(conn, true, n.cfg.Link)
+	if n.cfg.AcceptUp != nil {
+		if link, err = n.cfg.AcceptUp(ctx); err != nil {
+			return nil, nil, err
+		}
+		peer = link.RemoteAddr()
 	} else {
-		link, err = wire.NewLink(conn, n.upEnds(), n.cfg.Link)
-	}
-	if err != nil {
-		return nil, peer, err
+		conn, err := n.cfg.DialUp(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		peer = conn.RemoteAddr()
+		if _, local := conn.(*net.UnixConn); local {
+			link, err = wire.NewLocalLink(conn, true, n.cfg.Link)
+		} else {
+			link, err = wire.NewLink(conn, n.upEnds(), n.cfg.Link)
+		}
+		if err != nil {
+			return nil, peer, err
+		}
 	}
 	host, _ := os.Hostname()
 	hello := wire.Hello{Index: n.cfg.Index, Size: n.servers, Host: host}
@@ -89,11 +96,11 @@ func (n *Node) tryUp(ctx context.Context) (link *wire.Link, peer net.Addr, err e
 	return link, peer, nil
 }
 
-// upEnds describes the link to the parent: for the master, the front-end
-// link, where the master speaks first unless it accepted the connection.
+// upEnds describes the link the node dials to its parent: for the
+// master, the front-end link, where the master speaks first.
 func (n *Node) upEnds() wire.Ends {
 	if n.cfg.Index == n.servers {
-		return wire.Ends{Kind: wire.FrontEndLink, Initiator: !n.cfg.AcceptsFrontEnd}
+		return wire.Ends{Kind: wire.FrontEndLink, Initiator: true}
 	}
 	return wire.ToParent(n.parent, n.servers)
 }

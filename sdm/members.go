@@ -52,9 +52,11 @@ func (n *Node) present() wire.RankSet {
 }
 
 // adopt takes the rank a member hands over on conn (Config.Adopt),
-// serves it until the member hangs up, and then reports it lost.
-func (n *Node) adopt(ctx context.Context, conn net.Conn, wg *sync.WaitGroup) {
+// serves it until the member hangs up, and then reports it lost; release
+// is called once the handshake is over.
+func (n *Node) adopt(ctx context.Context, conn net.Conn, release func(), wg *sync.WaitGroup) {
 	m, err := wire.AcceptMember(conn, n.servers, n.handshakeTimeout())
+	release()
 	if err != nil {
 		n.log.Printf("dropped a connection from this host: %v", err)
 		return

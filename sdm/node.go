@@ -29,7 +29,8 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// Config describes one node. Index, Tree, DialUp and Link.Key are required.
+// Config describes one node. Index, Tree, DialUp (or AcceptUp)
+// and Link.Key are required.
 type Config struct {
 	Index int          // this node's index; Tree.Master() for the master
 	Tree  routing.Tree // the shape of the whole tree
@@ -42,12 +43,12 @@ type Config struct {
 	// DialUp connects to the parent (for the master: to the front end).
 	// It is retried until ConnectTimeout passes.
 	DialUp func(ctx context.Context) (net.Conn, error)
-	// AcceptsFrontEnd says that DialUp accepts the front end's connection
-	// (a master started without --host) instead of making one: the master
-	// is then the handshake's responder, and a peer that fails it is
-	// dropped and the next awaited, where otherwise a refused handshake
-	// is final.
-	AcceptsFrontEnd bool
+	// AcceptUp, set instead of DialUp for a master started without
+	// --host, waits for the next front end that connects and proves it
+	// holds the key (a wire.Gate, whose handshakes proceed side by side):
+	// the master is then the handshake's responder, and its refusals are
+	// the gate's to tell.
+	AcceptUp func(ctx context.Context) (*wire.Link, error)
 	// ConnectTimeout bounds the wait for the parent (default 60 s): at
 	// first, and again each time a server's link to its parent breaks and
 	// it dials again to rejoin.
@@ -118,6 +119,10 @@ type Node struct {
 	parent   int          // the parent's index; -1 for the front end
 	children map[int]*child
 	log      *log.Logger
+	// handshakes bounds those under way on the node's ports; refusals
+	// tells of the peers they turned away, with counts, not a line each.
+	handshakes wire.Pending
+	refusals   wire.Refusals
 
 	upMu     sync.Mutex
 	up       *wire.Link    // the link to the parent; nil while there is none
@@ -187,8 +192,8 @@ func New(cfg Config) (*Node, error) {
 	if !cfg.Tree.Valid(cfg.Index) {
 		return nil, fmt.Errorf("index %d is not in a tree of %d servers", cfg.Index, cfg.Tree.Size)
 	}
-	if cfg.DialUp == nil {
-		return nil, errors.New("sdm: Config.DialUp is required")
+	if cfg.DialUp == nil && cfg.AcceptUp == nil {
+		return nil, errors.New("sdm: Config.DialUp or AcceptUp is required")
 	}
 	if cfg.Adopt != nil && cfg.Layout != nil {
 		return nil, errors.New("sdm: a node with a layout adopts no ranks")
@@ -244,6 +249,7 @@ func New(cfg Config) (*Node, error) {
 	if n.log == nil {
 		n.log = log.New(io.Discard, "", 0)
 	}
+	n.refusals = wire.Refusals{Log: n.log.Printf, What: "tree port"}
 	var reach wire.Builder
 	if !master {
 		n.self = cfg.Layout.Ranks(cfg.Index).Union(n.members)
