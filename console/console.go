@@ -105,6 +105,7 @@ type Console struct {
 	focus       wire.RankSet
 	sets        map[string]wire.RankSet // named rank sets (defset)
 	failed      bool                    // some rank answered some command with a failure
+	mistyped    bool                    // some command was typed wrong
 	ran         wire.RankSet            // ranks the user ran since the job (re)started
 	losses      map[string]wire.RankSet // ranks reported lost, by cause (losses.go)
 	began       time.Time               // when the command that runs began
@@ -392,6 +393,7 @@ func (c *Console) RunScript(ctx context.Context, r io.Reader, name string, compl
 		if lines.n > MaxLine {
 			going.end(ctx, c)
 			err = tooLong(lines.n)
+			c.count(err)
 			c.end(c.begin(string(lines.text), nil, wire.RankSet{}, ""), err)
 		} else {
 			text := string(lines.text)
@@ -484,8 +486,32 @@ func (c *Console) Exec(ctx context.Context, line string) error {
 	if err == nil {
 		err = c.settle(ctx, cmd.name, ranks, cmd.run(ctx, c, ranks, args))
 	}
+	c.count(err)
 	c.end(r, err)
 	return err
+}
+
+// count records what a command's error means for the session's exit
+// status: a command typed wrong, or one that failed. Quit and a ^C are
+// the user's wish, not errors.
+func (c *Console) count(err error) {
+	if err == nil || errors.Is(err, ErrQuit) || errors.Is(err, ErrInterrupted) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if errors.Is(err, ErrUsage) {
+		c.mistyped = true
+	} else {
+		c.failed = true
+	}
+}
+
+// Mistyped reports whether some command of the session was typed wrong.
+func (c *Console) Mistyped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mistyped
 }
 
 // parse splits a command line, "[SET] command args", into the command,

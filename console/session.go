@@ -74,21 +74,23 @@ func (s Session) Run(ctx context.Context, out io.Writer, opts Options, cmds Comm
 
 // sessionError is the error of a session whose commands ended with runErr and
 // whose end with endErr; with Options.ProgramStatus, of a session that
-// ran its commands, the program's end.
+// ran its commands, the program's end. Every command of the session
+// counts, those before a quit too: a command typed wrong makes it
+// ErrScriptErrors, a failure of some rank ErrRanksFailed.
 func sessionError(con *Console, runErr, endErr error) error {
 	switch {
 	case endErr != nil:
 		return errors.Join(quiet(runErr), endErr)
-	case errors.Is(runErr, ErrQuit) || runErr == nil:
-		if con.opts.ProgramStatus {
-			return con.programExit()
-		}
-		if con.Failed() {
-			return ErrRanksFailed
-		}
-		return nil
+	case runErr != nil && quiet(runErr) != nil:
+		return runErr
+	case con.Mistyped():
+		return ErrScriptErrors
+	case con.opts.ProgramStatus:
+		return con.programExit()
+	case con.Failed():
+		return ErrRanksFailed
 	}
-	return runErr
+	return nil
 }
 
 // quiet drops the errors that only say how the commands ended.

@@ -250,3 +250,31 @@ func TestStacksDrawings(t *testing.T) {
 		t.Fatalf("stacks --dot without a file: exit %d, %q", code, stderr)
 	}
 }
+
+// Every command counts toward the exit status, those before a quit too:
+// a command typed wrong gives 2 whether the script ends with quit or not,
+// from -e, --batch and piped input alike.
+func TestQuitKeepsTheErrors(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "cmds")
+	if err := os.WriteFile(script, []byte("bogus\nstatus\nquit\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"", []string{"-e", "bogus", "-e", "status", "-e", "quit"}},
+		{"", []string{"-e", "bogus", "-e", "status"}},
+		{"", []string{"--batch", script}},
+		{"bogus\nstatus\nquit\n", nil},
+	} {
+		args := append(append([]string{"debug", "-n", "2", "--debugger", "sim"}, c.args...), "--", "ring")
+		_, stderr, code := run(t, c.stdin, args...)
+		if code != 2 || !strings.Contains(stderr, `unknown command "bogus"`) {
+			t.Errorf("%v (stdin %q): exit %d, want 2 for the command typed wrong\n%s", c.args, c.stdin, code, stderr)
+		}
+	}
+	if _, stderr, code := run(t, "", "debug", "-n", "2", "--debugger", "sim", "-e", "status", "-e", "quit", "--", "ring"); code != 0 {
+		t.Errorf("a script without mistakes that ends with quit: exit %d\n%s", code, stderr)
+	}
+}
