@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
@@ -123,6 +124,9 @@ type Session struct {
 	mpir    *acquisition // how the job was acquired, if through MPIR
 	origin  origin       // how the job was started (relaunch.go)
 	ended   bool         // End was called
+	// told is set once the user was told that one of the job's processes
+	// (Job, Master, Starter) ended: End does not tell it again.
+	told atomic.Bool
 }
 
 // Launch starts the job and returns once every rank's server has joined.
@@ -472,11 +476,21 @@ func (s *Session) End(timeout time.Duration) error {
 	s.ended = true
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	_, lost := s.Connected() // told as they were lost
 	groups, err := s.Quit(ctx, timeout)
-	if err == nil && !answered(groups, s.Size()) {
-		err = fmt.Errorf("not every rank answered quit: %v", wire.Failures(groups, "quit", nil))
+	told := s.told.Load()
+	switch {
+	case err == nil:
+		if groups = unanswered(groups, lost); len(groups) > 0 {
+			err = fmt.Errorf("not every rank answered quit: %v", wire.Failures(groups, "quit", nil))
+		}
+	case told && errors.Is(err, client.ErrClosed):
+		err = nil // closed because the job ended, which was told
 	}
 	errs := []error{err}
+	if told {
+		errs = append(errs, errors.New("the job ended, as told above"))
+	}
 	for _, job := range []rm.Job{s.Job, s.Master, s.Starter} {
 		if job == nil {
 			continue
@@ -488,7 +502,7 @@ func (s *Session) End(timeout time.Duration) error {
 			<-job.Done()
 			errs = append(errs, fmt.Errorf("still running %v after quit, so cancelled", timeout))
 		}
-		if err != nil {
+		if (err != nil || !lost.Empty()) && !told {
 			errs = append(errs, job.Wait())
 		}
 	}
@@ -509,15 +523,22 @@ func (s *Session) End(timeout time.Duration) error {
 	return os.RemoveAll(s.Dir)
 }
 
-// answered reports whether every one of size ranks answered ok.
-func answered(groups []wire.Group, size int) bool {
-	var ok wire.RankSet
+// unanswered returns the groups of quit's answer that failed, but for
+// the ranks lost before it, whose loss was told when it happened.
+func unanswered(groups []wire.Group, lost wire.RankSet) []wire.Group {
+	var out []wire.Group
 	for _, g := range groups {
 		if g.Status == wire.StatusOK {
-			ok = ok.Union(g.Ranks)
+			continue
+		}
+		if g.Status == wire.StatusLost {
+			g.Ranks = g.Ranks.Minus(lost)
+		}
+		if !g.Ranks.Empty() {
+			out = append(out, g)
 		}
 	}
-	return ok.Equal(wire.All(size))
+	return out
 }
 
 // keptLogs says where the logs of a session that failed are kept, and

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // Relaunchable is the job of a session that sdm debug started or sdm
@@ -132,23 +134,55 @@ func (r *Relaunchable) End(timeout time.Duration) error {
 	return err
 }
 
-// watchJob says so when the job's launcher (or, for a job acquired
-// through MPIR, its starter) ends before the session does: the servers
-// may go on (the tree does not depend on it), or be gone.
+// watchJob tells, once, the first end among the job's launcher, the
+// master the front end started and the job's starter, when it comes
+// before the session's: the cause, and not what follows from it (the
+// servers ending when the master dies), here or when the session ends.
+// The servers may go on (the tree does not depend on a launcher), or be
+// gone.
 func (r *Relaunchable) watchJob(s *Session, ending <-chan struct{}) {
-	job, what := s.Job, "the job's launcher"
-	if s.Starter != nil {
-		job, what = s.Starter, "the job's starter"
+	type watched struct {
+		job  rm.Job
+		what string // "" for the local job, whose error names the cause
 	}
-	if job == nil {
-		return // the job runs elsewhere (reverse connect)
+	var jobs []watched
+	switch launcher := s.Launcher(); {
+	case s.Job == nil: // the job runs elsewhere (reverse connect)
+	case launcher == "":
+		jobs = append(jobs, watched{s.Job, ""})
+	default:
+		jobs = append(jobs, watched{s.Job, "the job's launcher (" + launcher + ")"})
+	}
+	if s.Master != nil {
+		jobs = append(jobs, watched{s.Master, "the master"})
+	}
+	if s.Starter != nil {
+		jobs = append(jobs, watched{s.Starter, "the job's starter"})
+	}
+	first := make(chan watched, len(jobs))
+	for _, w := range jobs {
+		go func() {
+			select {
+			case <-w.job.Done():
+				first <- w
+			case <-ending:
+			}
+		}()
 	}
 	select {
-	case <-job.Done():
-		if err := job.Wait(); err != nil {
-			r.log.Printf("%s ended: %v", what, err)
-		} else {
-			r.log.Printf("%s ended", what)
+	case w := <-first:
+		s.told.Store(true)
+		err := w.job.Wait()
+		var ended *rm.EndError
+		switch {
+		case err != nil && w.what == "":
+			r.log.Print(err)
+		case errors.As(err, &ended) && w.job == s.Master:
+			r.log.Printf("master %s: ranks %v lost", ended.How, wire.All(s.Size()))
+		case err != nil:
+			r.log.Printf("%s ended: %v", w.what, err)
+		default:
+			r.log.Printf("%s ended", w.what)
 		}
 	case <-ending:
 	}

@@ -2,6 +2,7 @@ package rm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/internal/text"
+	"golang.org/x/sys/unix"
 )
 
 // Grace is how long a cancelled job has between SIGTERM and SIGKILL.
@@ -92,11 +94,7 @@ func (p *Process) wait() {
 		err := p.cmd.Wait()
 		log.Close()
 		if err != nil {
-			if msg := text.Printable(p.tail.String(), false); msg != "" {
-				err = fmt.Errorf("%s: %v:\n%s", p.name, err, msg)
-			} else {
-				err = fmt.Errorf("%s: %v", p.name, err)
-			}
+			err = &EndError{Name: p.name, How: HowEnded(err), Tail: text.Printable(p.tail.String(), false)}
 		}
 		p.err = err
 		close(p.done)
@@ -159,4 +157,34 @@ func (t *tail) String() string {
 		}
 	}
 	return strings.TrimSpace(text)
+}
+
+// EndError is how a process of a job failed: "mpirun: exit status 1:"
+// and the last lines of its standard error.
+type EndError struct {
+	Name string // the program
+	How  string // HowEnded's words
+	Tail string // the end of its standard error, if any
+}
+
+func (e *EndError) Error() string {
+	if e.Tail != "" {
+		return fmt.Sprintf("%s: %s:\n%s", e.Name, e.How, e.Tail)
+	}
+	return fmt.Sprintf("%s: %s", e.Name, e.How)
+}
+
+// HowEnded says how a process ended, from the error of its wait:
+// "killed by SIGKILL", "exit status 1".
+func HowEnded(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			if ws.Signaled() {
+				return "killed by " + unix.SignalName(ws.Signal())
+			}
+			return fmt.Sprintf("exit status %d", ws.ExitStatus())
+		}
+	}
+	return err.Error()
 }

@@ -64,7 +64,7 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 	}
 	if len(cl.waiting) == 0 {
 		n.mu.Unlock()
-		n.reply(cl)
+		n.complete(cl)
 		return
 	}
 	// The backend's work ends when the call is settled, by its answer or
@@ -129,13 +129,18 @@ func (n *Node) settle(cl *call, update func(*call)) {
 	cl.timer.Stop()
 	cl.cancel()
 	n.mu.Unlock()
+	n.complete(cl)
+}
+
+// complete sends cl's answer up. After quit's, the master hangs up on the
+// front end, which tells it everything has been sent, whether its
+// children answered or were lost already. The servers stay until their
+// parents hang up, top down: none exits before every rank has answered
+// (a launcher such as mpiexec may tear a job down as soon as one of its
+// processes ends).
+func (n *Node) complete(cl *call) {
 	n.reply(cl)
 	if cl.op == wire.OpQuit && n.self.Empty() {
-		// The master hangs up on the front end after the answer, which
-		// tells it everything has been sent. The servers stay until their
-		// parents hang up, top down: none exits before every rank has
-		// answered (a launcher such as mpiexec may tear a job down as soon
-		// as one of its processes ends).
 		if up := n.parentLink(); up != nil {
 			up.Close()
 		}

@@ -36,16 +36,16 @@ func (Adapter) Start(spec rm.Spec) (rm.Job, error) { return Start(spec) }
 
 // Job is a running local job.
 type Job struct {
-	procs []*proc
-	dir   string
-	done  chan struct{}
-	err   error
+	procs  []*proc
+	layout bool   // servers stand for several ranks each
+	log    string // where the processes write
+	dir    string
+	done   chan struct{}
+	err    error
 }
 
 type proc struct {
-	name string // "rank 3" or "master"
-	log  string
-	cmd  *exec.Cmd
+	cmd *exec.Cmd
 }
 
 // starters is how many processes are started at once: fork and exec wait
@@ -83,7 +83,7 @@ func Start(spec rm.Spec) (*Job, error) {
 
 	server := spec.ServerCommand(routing.SourceFile)[1:]
 	// procs[i] is rank i; the master is procs[Size].
-	job := &Job{procs: make([]*proc, spec.Size+1), dir: spec.Dir, done: make(chan struct{})}
+	job := &Job{procs: make([]*proc, spec.Size+1), layout: spec.Layout != nil, log: spec.Log, dir: spec.Dir, done: make(chan struct{})}
 	launch := func(i int) error {
 		if i == spec.Size {
 			p, err := startProc(spec, "master", logFile, listeners[i], master[1:])
@@ -176,7 +176,7 @@ func startProc(spec rm.Spec, name string, logFile *os.File, ln *net.TCPListener,
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("local: start %s: %w", name, err)
 	}
-	return &proc{name: name, log: logFile.Name(), cmd: cmd}, nil
+	return &proc{cmd: cmd}, nil
 }
 
 // Process returns the process of rank (or, for rank == Size, the master),
@@ -199,22 +199,24 @@ func (j *Job) Wait() error {
 }
 
 func (j *Job) wait() {
-	errs := make([]error, len(j.procs))
+	ends := make([]ending, len(j.procs))
+	var mu sync.Mutex
+	order := 0
 	var wg sync.WaitGroup
 	for i, p := range j.procs {
 		if p == nil {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := p.cmd.Wait(); err != nil {
-				errs[i] = fmt.Errorf("%s: %v (see %s)", p.name, err, p.log)
-			}
-		}()
+		wg.Go(func() {
+			err := p.cmd.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			order++
+			ends[i] = ending{server: i, err: err, order: order}
+		})
 	}
 	wg.Wait()
-	j.err = errors.Join(errs...)
+	j.err = summary(ends, len(j.procs)-1, j.layout, j.log)
 	close(j.done)
 }
 
