@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,23 +99,38 @@ func stoppedServer(t *testing.T, s *job, n, victim int, stalled wire.RankSet) {
 		}
 	}
 
-	// Woken, the subtree answers again, from where it was.
+	// Found not responding, then woken: the subtree answers again, from
+	// where it was.
+	if !stalled.Empty() {
+		waitLogged(t, filepath.Join(s.Dir, "servers.log"), fmt.Sprintf("server %d not responding", victim))
+	}
 	if err := server.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	woken = true
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	// The first command after waking is answered by the woken subtree,
+	// not with a stale "not responding" until its parent looks again.
+	groups = command(t, s.Command, wire.All(n), wire.OpWhere, nil)
+	if got := describe(groups); got != before {
+		t.Fatalf("where at once after waking: %s, before the stop: %s", got, before)
+	}
+}
+
+// waitLogged waits until the file at path holds text.
+func waitLogged(t *testing.T, path, text string) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
 	for {
-		groups, err := s.Command(ctx, wire.All(n), wire.OpWhere, nil, deadline)
-		if err != nil {
-			t.Fatalf("the subtree of server %d did not answer again after SIGCONT: %v", victim, err)
+		if data, _ := os.ReadFile(path); strings.Contains(string(data), text) {
+			return
 		}
-		if okRanks(groups).Equal(wire.All(n)) {
-			if got := describe(groups); got != before {
-				t.Fatalf("where after waking: %s, before the stop: %s", got, before)
-			}
-			break
+		select {
+		case <-tick.C:
+		case <-deadline:
+			data, _ := os.ReadFile(path)
+			t.Fatalf("%s does not say %q within 30 s:\n%s", path, text, data)
 		}
 	}
 }

@@ -20,8 +20,9 @@ func margin(timeout time.Duration) time.Duration {
 // command starts m: it registers a call, posts m to the children whose
 // subtrees it reaches, in arrival order, and hands it to the backend. It
 // never waits for a child: a child that is gone is answered for at once
-// (lost), one that has not been heard from lately too (not responding),
-// and the others get m through their outboxes.
+// (lost), one that has not been heard from lately after quietGrace (not
+// responding, unless it is back and answers), and the others get m
+// through their outboxes.
 func (n *Node) command(ctx context.Context, m *wire.Message) {
 	if n.cfg.Trace != nil { // boxing the arguments would allocate at every command
 		n.cfg.Trace.Printf("command %d %s to [%v], %v", m.ID, m.Op, m.Ranks, m.Timeout)
@@ -49,15 +50,17 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 	})
 	timeout := m.Timeout - margin(m.Timeout)
 	deadline := time.Now().Add(timeout)
+	var quiet []*child
 	for _, c := range n.children {
 		r := m.Ranks.Intersect(c.ranks)
 		switch {
 		case r.Empty():
 		case c.link == nil:
 			cl.merger.Add(r, wire.StatusLost, []byte(c.lost))
-		case c.quiet:
-			cl.merger.Add(r, wire.StatusTimeout, []byte(notResponding(c.name())))
 		default:
+			if c.quiet {
+				quiet = append(quiet, c)
+			}
 			cl.waiting[c.index] = r
 			c.out.post(&wire.Message{Kind: wire.KindCommand, ID: m.ID, Op: m.Op, Ranks: r, Timeout: timeout, Body: m.Body}, deadline)
 		}
@@ -73,11 +76,37 @@ func (n *Node) command(ctx context.Context, m *wire.Message) {
 	cl.cancel = cancel
 	n.calls[cl.id] = cl
 	cl.timer = time.AfterFunc(m.Timeout, func() { n.settle(cl, func(cl *call) { cl.expire(n.serverName) }) })
+	if len(quiet) > 0 {
+		n.quietFor(cl, quiet, min(quietGrace, timeout))
+	}
 	n.mu.Unlock()
 
 	own.Each(func(r int) bool {
 		n.doOwn(bctx, cl, m, r)
 		return true
+	})
+}
+
+// quietGrace is how long a command waits for a child found not
+// responding: one that is back answers within it, as soon as it is back,
+// where answering for it at once would tell a stale "not responding"
+// until the next look at the children; one still silent holds the
+// command up no longer.
+const quietGrace = 500 * time.Millisecond
+
+// quietFor answers for the quiet children's ranks in cl as not
+// responding unless they answered within grace; n.mu is held.
+func (n *Node) quietFor(cl *call, quiet []*child, grace time.Duration) {
+	why := make(map[int]string, len(quiet))
+	for _, c := range quiet {
+		why[c.index] = notResponding(c.name())
+	}
+	time.AfterFunc(grace, func() {
+		n.settle(cl, func(cl *call) {
+			for index, reason := range why {
+				cl.fail(index, wire.StatusTimeout, reason)
+			}
+		})
 	})
 }
 
