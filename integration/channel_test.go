@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -129,11 +130,16 @@ func dialRetry(t *testing.T, addr func() (string, error)) net.Conn {
 	}
 }
 
+// greeting is what a port says to anyone who connects: its 6-byte
+// preamble (magic, version) and a 16-byte random challenge.
+const greeting = 6 + 16
+
 // The attack on the HMAC handshake of protocol 1: a master listening for
 // its front end proved itself first, so a peer without the key relayed its
 // proof to a listener of the same session (the master's own child port),
 // relayed the answer back, and was taken for the front end. Now the end
-// that accepts a connection never speaks past its preamble before the peer
+// that accepts a connection never speaks past its preamble and challenge
+// before the peer
 // proved it holds the key for that very link: the relay gets nothing
 // through, the master drops it, and the real front end is served after it.
 func TestReflectionAttackFails(t *testing.T) {
@@ -167,8 +173,8 @@ func TestReflectionAttackFails(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the master and its child port still talk through the relay after 20 s")
 	}
-	if fromMaster.Len() > 6 {
-		t.Errorf("the session port sent %d bytes to a peer without the key, want only the 6-byte preamble", fromMaster.Len())
+	if fromMaster.Len() > greeting {
+		t.Errorf("the session port sent %d bytes to a peer without the key, want only the %d-byte preamble and challenge", fromMaster.Len(), greeting)
 	}
 	master.lines(t, 1, "session port: dropped a connection from")
 
@@ -203,7 +209,7 @@ func TestMasterRedirectedToATreePortIsRefused(t *testing.T) {
 	})
 	master := start(t, testenv.Command(t, sdmBin, "--master", "--host=127.0.0.1", "--port="+strconv.Itoa(r.port()),
 		"--routing_file="+s.routes, "--key-file="+s.keyFile))
-	master.lines(t, 1, "dropped connection from")
+	master.lines(t, 1, "tree port: dropped a connection from")
 	master.lines(t, 1, "the front end refused us")
 	r.waitFinished(t, 20*time.Second)
 }
@@ -315,7 +321,7 @@ func TestOldProtocolPeerIsRefused(t *testing.T) {
 	}()
 	master := start(t, testenv.Command(t, sdmBin, "--master", "--host=127.0.0.1", "--port="+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port),
 		"--routing_file="+s.routes, "--key-file="+s.keyFile))
-	master.lines(t, 1, "peer speaks version 1, we speak 2")
+	master.lines(t, 1, fmt.Sprintf("peer speaks version 1, we speak %d", wire.ProtocolVersion))
 
 	// A version 1 child at rank 0's port.
 	server := s.startServer(s.serverArgs(), 0)
@@ -332,8 +338,8 @@ func TestOldProtocolPeerIsRefused(t *testing.T) {
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("rank 0 kept a version 1 peer's connection open")
 	}
-	if len(got) > 6 {
-		t.Errorf("rank 0 sent %d bytes to a version 1 peer, want only its preamble", len(got))
+	if len(got) > greeting {
+		t.Errorf("rank 0 sent %d bytes to a version 1 peer, want only its preamble and challenge", len(got))
 	}
-	server.lines(t, 1, "peer speaks version 1, we speak 2")
+	server.lines(t, 1, fmt.Sprintf("peer speaks version 1, we speak %d", wire.ProtocolVersion))
 }

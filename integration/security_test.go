@@ -45,8 +45,8 @@ func TestTreePortsRefuseStrangers(t *testing.T) {
 			t.Errorf("%s with the wrong key: %v, want ErrAuth", e.Addr(), err)
 		}
 		// Raw bytes, as a port scanner or a forged message would send:
-		// the answer is the 6-byte preamble and nothing else, then the
-		// port closes.
+		// the answer is the preamble and challenge and nothing else,
+		// then the port closes.
 		conn, err = net.Dial("tcp", e.Addr())
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +56,7 @@ func TestTreePortsRefuseStrangers(t *testing.T) {
 		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		got, _ := io.ReadAll(conn)
 		conn.Close()
-		if len(got) > 6 {
+		if len(got) > greeting {
 			t.Errorf("%s sent %d bytes to a stranger", e.Addr(), len(got))
 		}
 	}

@@ -171,8 +171,8 @@ func (r *Relaunchable) watchJob(s *Session, ending <-chan struct{}) {
 	}
 	select {
 	case w := <-first:
-		s.told.Store(true)
 		err := w.job.Wait()
+		s.told.Store(err != nil)
 		var ended *rm.EndError
 		switch {
 		case err != nil && w.what == "":

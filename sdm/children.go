@@ -63,7 +63,7 @@ func (n *Node) admit(ctx context.Context, conn net.Conn, release func()) {
 	hello, err := wire.ReadHello(link, n.handshakeTimeout())
 	release()
 	if err != nil {
-		n.log.Printf("dropped connection from %s: %v", peer, err)
+		n.log.Printf("tree port: dropped a connection from %s: %v", peer, err)
 		link.Close()
 		return
 	}
@@ -72,12 +72,12 @@ func (n *Node) admit(ctx context.Context, conn net.Conn, release func()) {
 	switch {
 	case c == nil:
 		n.mu.Unlock()
-		n.log.Printf("dropped connection from %s: index %d is not a child of %d", peer, hello.Index, n.cfg.Index)
+		n.log.Printf("tree port: dropped a connection from %s: index %d is not a child of %d", peer, hello.Index, n.cfg.Index)
 		link.Close()
 		return
 	case hello.Size != n.servers:
 		n.mu.Unlock()
-		n.log.Printf("dropped connection from %s: child %d thinks the job has %d ranks, not %d", peer, hello.Index, hello.Size, n.servers)
+		n.log.Printf("tree port: dropped a connection from %s: child %d thinks the job has %d ranks, not %d", peer, hello.Index, hello.Size, n.servers)
 		link.Close()
 		return
 	}

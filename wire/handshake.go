@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,8 +15,9 @@ import (
 
 // ProtocolVersion is the version of the messages and of the handshake. Peers
 // of different versions refuse each other before anything else is read.
-// Version 1 was an HMAC challenge that protected nothing after it.
-const ProtocolVersion = 2
+// Version 1 was an HMAC challenge that protected nothing after it; in
+// version 2 the responder answered a replayed first message.
+const ProtocolVersion = 3
 
 // DefaultHandshakeTimeout bounds the whole handshake, so a peer that stalls
 // halfway holds a connection for at most this long.
@@ -26,6 +28,12 @@ const DefaultHandshakeTimeout = 5 * time.Second
 var magic = [4]byte{'S', 'D', 'M', 0}
 
 const preambleSize = len(magic) + 2
+
+// challengeSize is the size of the responder's challenge: random bytes it
+// sends after its preamble, which the initiator's first message is bound
+// to (they end the prologue), so that a first message recorded from
+// another link is refused before the responder says anything else.
+const challengeSize = 16
 
 // Sentinel errors of the handshake, for errors.Is.
 var (
@@ -111,15 +119,17 @@ const handshakeRecordLimit = 1024
 
 // Handshake runs the Noise handshake on conn as the end e describes, and
 // returns conn wrapped so that every byte after the handshake is encrypted
-// and authenticated. The initiator sends its preamble (magic, version) and
-// its ephemeral key in one write; the responder checks both and answers
-// with its own preamble and ephemeral key, also in one write; the
-// initiator confirms with a first encrypted record, so that both ends know
-// the other holds the key before NewLink returns. That is one round trip,
-// as many as a bare TCP exchange of greetings. A responder sends nothing
-// but its preamble before the initiator's first message proved that it
-// holds the key for this very link, so two listeners cannot be played
-// against each other.
+// and authenticated. Both ends send their preamble (magic, version) at
+// once, the responder with a fresh random challenge after it; the
+// initiator, once it has both, sends its ephemeral key bound to the
+// challenge; the responder checks it and answers with its own ephemeral
+// key; the initiator confirms with a first encrypted record, so that both
+// ends know the other holds the key before NewLink returns. That is two
+// round trips. A responder sends nothing but its preamble and challenge
+// before the initiator's first message proved that it holds the key for
+// this very link and this very connection: two listeners cannot be played
+// against each other, and a first message replayed from an earlier link
+// gets nothing more.
 func Handshake(conn net.Conn, key Key, e Ends, timeout time.Duration) (*secureConn, error) {
 	if timeout <= 0 {
 		timeout = DefaultHandshakeTimeout
@@ -128,29 +138,39 @@ func Handshake(conn net.Conn, key Key, e Ends, timeout time.Duration) (*secureCo
 		return nil, err
 	}
 	defer conn.SetDeadline(time.Time{})
-	hs, err := noise.NewHandshakeState(noise.Config{
-		CipherSuite: cipherSuite, Pattern: noise.HandshakeNN, Initiator: e.Initiator,
-		Prologue: e.prologue(), PresharedKey: key[:], PresharedKeyPlacement: 0,
-	})
-	if err != nil {
-		return nil, err
+	state := func(challenge []byte) (*noise.HandshakeState, error) {
+		return noise.NewHandshakeState(noise.Config{
+			CipherSuite: cipherSuite, Pattern: noise.HandshakeNN, Initiator: e.Initiator,
+			Prologue: append(e.prologue(), challenge...), PresharedKey: key[:], PresharedKeyPlacement: 0,
+		})
 	}
 	if e.Initiator {
-		return initiate(conn, hs, e)
+		return initiate(conn, state, e)
 	}
-	return respond(conn, hs, e)
+	return respond(conn, state, e)
 }
 
-func initiate(conn net.Conn, hs *noise.HandshakeState, e Ends) (*secureConn, error) {
-	msg, _, _, err := hs.WriteMessage(nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := conn.Write(appendRecord(appendPreamble(nil), msg)); err != nil {
+func initiate(conn net.Conn, state func([]byte) (*noise.HandshakeState, error), e Ends) (*secureConn, error) {
+	if _, err := conn.Write(appendPreamble(nil)); err != nil {
 		return nil, fmt.Errorf("handshake: send: %w", err)
 	}
 	if err := readPreamble(conn); err != nil {
 		return nil, err
+	}
+	challenge := make([]byte, challengeSize)
+	if _, err := io.ReadFull(conn, challenge); err != nil {
+		return nil, fmt.Errorf("handshake: read challenge: %w", err)
+	}
+	hs, err := state(challenge)
+	if err != nil {
+		return nil, err
+	}
+	msg, _, _, err := hs.WriteMessage(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write(appendRecord(nil, msg)); err != nil {
+		return nil, fmt.Errorf("handshake: send: %w", err)
 	}
 	if msg, err = readAnswer(conn); err != nil {
 		return nil, err
@@ -166,35 +186,38 @@ func initiate(conn net.Conn, hs *noise.HandshakeState, e Ends) (*secureConn, err
 	return sc, nil
 }
 
-func respond(conn net.Conn, hs *noise.HandshakeState, e Ends) (*secureConn, error) {
-	// A peer that speaks sdm learns our version before we hang up on it.
-	refuse := func(err error) (*secureConn, error) {
-		conn.Write(appendPreamble(nil))
+func respond(conn net.Conn, state func([]byte) (*noise.HandshakeState, error), e Ends) (*secureConn, error) {
+	// Whoever connects learns our version and a challenge, nothing that
+	// depends on the key.
+	challenge := make([]byte, challengeSize)
+	if _, err := rand.Read(challenge); err != nil {
 		return nil, err
 	}
+	if _, err := conn.Write(append(appendPreamble(nil), challenge...)); err != nil {
+		return nil, fmt.Errorf("handshake: send: %w", err)
+	}
 	if err := readPreamble(conn); err != nil {
-		if errors.Is(err, ErrNotSDM) {
-			return nil, err
-		}
-		return refuse(err)
+		return nil, err
+	}
+	hs, err := state(challenge)
+	if err != nil {
+		return nil, err
 	}
 	msg, err := readRecord(conn, handshakeRecordLimit)
 	if err != nil {
-		return refuse(fmt.Errorf("handshake: read: %w", err))
+		return nil, fmt.Errorf("handshake: read: %w", err)
 	}
 	if _, _, _, err := hs.ReadMessage(nil, msg); err != nil {
-		return refuse(fmt.Errorf("%w: %s: its first message does not check out", ErrAuth, e))
+		return nil, fmt.Errorf("%w: %s: its first message does not check out", ErrAuth, e)
 	}
 	msg, fromPeer, toPeer, err := hs.WriteMessage(nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Write(appendRecord(appendPreamble(nil), msg)); err != nil {
+	if _, err := conn.Write(appendRecord(nil, msg)); err != nil {
 		return nil, fmt.Errorf("handshake: send: %w", err)
 	}
 	sc := newSecureConn(conn, fromPeer, toPeer)
-	// A first message replayed from an earlier link checks out, but its
-	// sender cannot read our answer: only the confirmation tells.
 	if _, err := sc.readRecord(); err != nil || len(sc.plain) != 0 {
 		return nil, fmt.Errorf("%w: %s: no valid confirmation (%v)", ErrAuth, e, err)
 	}

@@ -151,9 +151,10 @@ func TestHandshakeRefusals(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("responder verdict %v, want %v", err, tc.want)
 			}
-			// The peer may see our preamble and nothing after it.
-			if len(received) > preambleSize {
-				t.Fatalf("refused peer received %d bytes, want at most the %d-byte preamble", len(received), preambleSize)
+			// The peer may see our preamble and challenge and nothing
+			// after them.
+			if len(received) > preambleSize+challengeSize {
+				t.Fatalf("refused peer received %d bytes, want at most the %d-byte preamble and challenge", len(received), preambleSize+challengeSize)
 			}
 		})
 	}
@@ -203,8 +204,8 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.Conn.Write(p)
 }
 
-// A first message recorded from a real handshake and replayed checks out,
-// but the replayer cannot read the answer nor confirm: refused.
+// A first message recorded from a real handshake and replayed is refused
+// at once: it is bound to the challenge of its own connection.
 func TestHandshakeRefusesReplay(t *testing.T) {
 	a, b := tcpPair(t)
 	rec := &recorder{Conn: a}
@@ -214,15 +215,19 @@ func TestHandshakeRefusesReplay(t *testing.T) {
 	}
 	a.Close()
 	first := rec.sent.Bytes()[:preambleSize+2+48] // preamble, then the first message
-	received, err := rawPeer(t, func(c net.Conn) {
-		c.Write(first)
-		io.Copy(io.Discard, c)
-	})
-	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "confirmation") {
-		t.Fatalf("replayed first message: %v, want ErrAuth for want of a confirmation", err)
+	replay := func(c net.Conn) { c.Write(first) }
+	received, err := rawPeer(t, replay)
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "first message") {
+		t.Fatalf("replayed first message: %v, want ErrAuth for its first message", err)
 	}
-	if len(received) > preambleSize+2+48 {
-		t.Fatalf("replayer received %d bytes, more than the preamble and the answer", len(received))
+	// The challenge, fresh for each connection, is all the replayer
+	// gets: nothing that depends on the key.
+	if len(received) != preambleSize+challengeSize {
+		t.Fatalf("replayer received %d bytes, want the preamble and challenge alone", len(received))
+	}
+	again, _ := rawPeer(t, replay)
+	if len(again) != len(received) || bytes.Equal(again[preambleSize:], received[preambleSize:]) {
+		t.Fatalf("two connections got the challenges %x and %x, want two of %d random bytes", received[preambleSize:], again[preambleSize:], challengeSize)
 	}
 }
 
