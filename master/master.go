@@ -91,6 +91,9 @@ func (o Options) children(ctx context.Context) (net.Listener, *routing.Table, er
 		waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
 		table, err = routing.Wait(waitCtx, o.RoutingFile)
 		cancel()
+		if err == nil {
+			err = table.Distinct()
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,6 +124,23 @@ func TestPublishFailsWithoutDirectory(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), routing.MasterPath(path)) {
 		t.Errorf("error does not name the master file: %v", err)
+	}
+}
+
+// A routing file with two servers at one host and port is refused before
+// the master listens, both lines named.
+func TestChildrenRefusesASharedAddress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routes")
+	if err := os.WriteFile(path, []byte("3\n0 127.0.0.1 5000\n1 127.0.0.1 5001\n2 127.0.0.1 5000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, _, err := Options{RoutingFile: path, Timeout: deadline}.children(context.Background())
+	if err == nil {
+		ln.Close()
+		t.Fatal("a routing file with a shared address was taken")
+	}
+	if want := path + ":4: server 2 is at 127.0.0.1:5000, as server 0 is (" + path + ":2)"; err.Error() != want {
+		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 }
 

@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("2\n0 h 1\n1 127.0.0.1 4"))
 	f.Add([]byte("2\r\n0 h 1\r\n1 h\xc3\xa9 4\r\n"))
 	f.Add([]byte("1\n0 h\xff 1\n"))
+	f.Add([]byte("2\n1 h 7\n0 h 7\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := Parse(bytes.NewReader(data), "fuzz")
 		if err != nil {
@@ -33,6 +34,9 @@ func FuzzParse(f *testing.F) {
 			if e.Index != i {
 				t.Fatalf("Entries[%d].Index = %d", i, e.Index)
 			}
+		}
+		if err := tab.Distinct(); err != nil && !strings.HasPrefix(err.Error(), "fuzz:") {
+			t.Fatalf("Distinct: %q does not name the file", err)
 		}
 		var buf bytes.Buffer
 		if _, err := tab.WriteTo(&buf); err != nil {

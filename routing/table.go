@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -52,11 +53,15 @@ func (t *Table) Where(index int) string {
 	if t == nil || !t.parsed || index < 0 || index >= len(t.Entries) {
 		return "routing table"
 	}
-	line := index + 2
+	return fmt.Sprintf("%s:%d", t.name, t.line(index))
+}
+
+// line is the line of a parsed table's entry of index.
+func (t *Table) line(index int) int {
 	if t.lines != nil {
-		line = int(t.lines[index])
+		return int(t.lines[index])
 	}
-	return fmt.Sprintf("%s:%d", t.name, line)
+	return index + 2
 }
 
 // Size returns N, the number of servers in the table.
@@ -171,4 +176,29 @@ func checkHost(h string) string {
 		}
 	}
 	return ""
+}
+
+// Distinct fails, naming both entries' lines, when two servers of the
+// table are at the same host and port: they cannot both listen there,
+// and a child would reach whichever did. It sorts a copy of the indices,
+// so it is the master's to call, once for the job, not every server's.
+func (t *Table) Distinct() error {
+	order := make([]int32, len(t.Entries))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	at := func(i int32) (string, int) { return t.Entries[i].Host, t.Entries[i].Port }
+	slices.SortFunc(order, func(a, b int32) int {
+		ha, pa := at(a)
+		hb, pb := at(b)
+		return cmp.Or(strings.Compare(ha, hb), cmp.Compare(pa, pb), cmp.Compare(t.line(int(a)), t.line(int(b))))
+	})
+	for k := 1; k < len(order); k++ {
+		a, b := order[k-1], order[k]
+		if ha, pa := at(a); ha == t.Entries[b].Host && pa == t.Entries[b].Port {
+			return fmt.Errorf("%s: server %d is at %s, as server %d is (%s)", t.Where(int(b)),
+				b, net.JoinHostPort(ha, strconv.Itoa(pa)), a, t.Where(int(a)))
+		}
+	}
+	return nil
 }

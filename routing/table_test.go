@@ -82,3 +82,23 @@ func TestAddr(t *testing.T) {
 		}
 	}
 }
+
+// Two servers at one host and port are refused, both lines named; the
+// same port on two hosts, or two ports on one, is fine.
+func TestDistinctRefusesSharedAddresses(t *testing.T) {
+	parse := func(text string) *Table {
+		t.Helper()
+		table, err := Parse(strings.NewReader(text), "routes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table
+	}
+	if err := parse("3\n0 a 5000\n1 b 5000\n2 a 5001\n").Distinct(); err != nil {
+		t.Errorf("distinct addresses: %v", err)
+	}
+	err := parse("3\n2 a 5000\n0 b 5000\n1 a 5000\n").Distinct()
+	if err == nil || err.Error() != "routes:4: server 1 is at a:5000, as server 2 is (routes:2)" {
+		t.Errorf("a shared address: %v", err)
+	}
+}

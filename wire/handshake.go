@@ -151,15 +151,23 @@ func Handshake(conn net.Conn, key Key, e Ends, timeout time.Duration) (*secureCo
 }
 
 func initiate(conn net.Conn, state func([]byte) (*noise.HandshakeState, error), e Ends) (*secureConn, error) {
-	if _, err := conn.Write(appendPreamble(nil)); err != nil {
-		return nil, fmt.Errorf("handshake: send: %w", err)
-	}
+	// The preamble goes while the responder's is read: on a pipe that
+	// holds no bytes (net.Pipe) both ends write at once, and a responder
+	// of an earlier version waits for ours before it says its version.
+	sent := make(chan error, 1)
+	go func() {
+		_, err := conn.Write(appendPreamble(nil))
+		sent <- err
+	}()
 	if err := readPreamble(conn); err != nil {
 		return nil, err
 	}
 	challenge := make([]byte, challengeSize)
 	if _, err := io.ReadFull(conn, challenge); err != nil {
 		return nil, fmt.Errorf("handshake: read challenge: %w", err)
+	}
+	if err := <-sent; err != nil {
+		return nil, fmt.Errorf("handshake: send: %w", err)
 	}
 	hs, err := state(challenge)
 	if err != nil {
