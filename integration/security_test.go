@@ -251,6 +251,11 @@ func TestKeyLeavesTheEnvironmentOfServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range procs {
+		// Executed again without the key, it keeps its name.
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/comm")
+		if got := strings.TrimSpace(string(comm)); got != filepath.Base(sdmBin) {
+			t.Errorf("%v: named %q in ps, want %q", p.cmd.Args[1:], got, filepath.Base(sdmBin))
+		}
 		for _, file := range []string{"environ", "cmdline"} {
 			data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/" + file)
 			if err != nil {

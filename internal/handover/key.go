@@ -45,9 +45,27 @@ func DropKeyFromEnviron() error {
 	}
 	syscall.Close(p[1])
 	env = append(env, KeyFDEnv+"="+strconv.Itoa(p[0]))
-	err := syscall.Exec("/proc/self/exe", os.Args, env)
+	err := syscall.Exec(self(), os.Args, env)
 	syscall.Close(p[0])
 	return fmt.Errorf("executing sdm again without $%s: %w", wire.KeyEnv, err)
+}
+
+// self is the path to execute this program again by: its own, so that
+// the process keeps its name (ps shows "exe" for a program executed as
+// /proc/self/exe), unless that path no longer leads to the program that
+// runs (replaced or removed since), which /proc/self/exe always does.
+func self() string {
+	const exe = "/proc/self/exe"
+	path, err := os.Readlink(exe)
+	if err != nil {
+		return exe
+	}
+	running, err1 := os.Stat(exe)
+	there, err2 := os.Stat(path)
+	if err1 != nil || err2 != nil || !os.SameFile(running, there) {
+		return exe
+	}
+	return path
 }
 
 // HandedKey returns a lookup for wire.LoadKey that finds the key handed
