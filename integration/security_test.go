@@ -16,9 +16,11 @@ import (
 
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/connect"
+	"github.com/sdm-hpc/sdm/internal/handover"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
+	"golang.org/x/sys/unix"
 )
 
 // A peer without the session key gets nothing out of the tree's ports and
@@ -427,4 +429,72 @@ func localDial(addr string) {
 		err = io.EOF
 	}
 	fmt.Printf("read %d bytes: %v\n", len(got), err)
+}
+
+// The debugged program's view of the session is what docs/SECURITY.md
+// says: SDM_RANK, SDM_SIZE and SDM_SESSION in its environment, never the
+// key nor the descriptor it was handed on; no descriptor sdm opened (a
+// socket, a pidfd, the server's terminal master, a file of the session).
+func TestProgramsViewOfTheSession(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	for _, gdb := range []string{"lazy", "eager"} {
+		t.Run(gdb, func(t *testing.T) {
+			env := append(cleanEnv(), wire.KeyEnv+"="+wire.Key{9}.String())
+			out, stderr, code := runWith(t, env, "", "debug", "-n", "2", "--rm", "local", "--gdb", gdb,
+				"-e", "run", "-e", "wait", "--", "/usr/bin/env")
+			if code != 0 {
+				t.Fatalf("env under sdm: exit %d\n%s%s", code, out, stderr)
+			}
+			for _, want := range []string{"[0] SDM_RANK=0\n", "[1] SDM_RANK=1\n", "SDM_SIZE=2\n", "SDM_SESSION=/"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the program's environment lacks %q:\n%s", want, out)
+				}
+			}
+			for _, never := range []string{wire.KeyEnv + "=", handover.KeyFDEnv + "=", handover.ListenFDEnv + "=", handover.GOMAXPROCSEnv + "="} {
+				if strings.Contains(out, never) {
+					t.Errorf("the program's environment holds %s:\n%s", never, out)
+				}
+			}
+			out, stderr, code = runWith(t, env, "", "debug", "-n", "2", "--rm", "local", "--gdb", gdb,
+				"-e", "run", "-e", "wait", "--", "/bin/ls", "-l", "/proc/self/fd/")
+			if code != 0 {
+				t.Fatalf("ls under sdm: exit %d\n%s%s", code, out, stderr)
+			}
+			passed := passedOn(t)
+			for _, line := range strings.Split(out, "\n") {
+				head, target, ok := strings.Cut(line, " -> ")
+				if f := strings.Fields(head); !ok || passed[f[len(f)-1]] {
+					continue
+				}
+				for _, sdms := range []string{"socket:", "pidfd", "eventpoll", "eventfd", "ptmx", "/sdm-", "pipe:"} {
+					if strings.Contains(target, sdms) {
+						t.Errorf("the program holds a descriptor of sdm's: %s", line)
+					}
+				}
+			}
+		})
+	}
+}
+
+// passedOn returns the descriptors of this process that its children
+// inherit (those without close-on-exec): whatever started the tests may
+// have left some, and they reach the program through sdm as through any
+// launcher.
+func passedOn(t *testing.T) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := map[string]bool{}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			passed[e.Name()] = true
+		}
+	}
+	return passed
 }
