@@ -1,9 +1,13 @@
 package local
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/wire"
@@ -17,8 +21,8 @@ type ending struct {
 }
 
 // summary is the error of a job some of whose processes failed, cause
-// first: the first of them to fail, then the servers that ended after it
-// by how they ended ("master killed by SIGKILL: ranks 0-63 lost (exit
+// first: the first of them a signal killed (or, with none, the first to
+// fail), then the others by how they ended ("master killed by SIGKILL: ranks 0-63 lost (exit
 // status 1)"). When the master is killed, the servers follow it; a line
 // each would bury what happened under what followed.
 func summary(ends []ending, size int, layout bool, log string) error {
@@ -31,7 +35,12 @@ func summary(ends []ending, size int, layout bool, log string) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	slices.SortFunc(failed, func(a, b ending) int { return a.order - b.order })
+	// The cause is the first to fail, and one killed by a signal before
+	// one that exited: the order in which waits return is not always the
+	// order of the deaths, and servers that follow a death exit.
+	slices.SortFunc(failed, func(a, b ending) int {
+		return cmp.Or(cmp.Compare(exited(a.err), exited(b.err)), a.order-b.order)
+	})
 	noun := "rank"
 	if layout {
 		noun = "server"
@@ -93,4 +102,16 @@ func summary(ends []ending, size int, layout bool, log string) error {
 		text += fmt.Sprintf("%s%s lost (%s)", sep, name(g.set.Set(), g.master), g.how)
 	}
 	return fmt.Errorf("%s (see %s)", text, log)
+}
+
+// exited says whether err is that of a process that exited (1), rather
+// than one a signal killed (0).
+func exited(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 0
+		}
+	}
+	return 1
 }

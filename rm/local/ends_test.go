@@ -38,14 +38,19 @@ func TestSummaryTellsTheCauseFirst(t *testing.T) {
 	}
 	mixed := all(3, killed, status1)
 	mixed[5].err, mixed[size].err = term, nil
+	// Waits return in any order: the one killed is the cause, though an
+	// exit was seen first.
+	late := all(2, status1, status1)
+	late[6].err = killed
 	for _, c := range []struct {
 		ends []ending
 		want string
 	}{
 		{all(size, killed, status1), "master killed by SIGKILL: ranks 0-7 lost (exit status 1) (see /s/servers.log)"},
 		{all(3, killed, status1), "rank 3 killed by SIGKILL: ranks 0-2,4-7 and the master lost (exit status 1) (see /s/servers.log)"},
-		{mixed, "rank 3 killed by SIGKILL: ranks 0-2,4,6-7 lost (exit status 1); rank 5 lost (killed by SIGTERM) (see /s/servers.log)"},
+		{mixed, "rank 3 killed by SIGKILL: rank 5 lost (killed by SIGTERM); ranks 0-2,4,6-7 lost (exit status 1) (see /s/servers.log)"},
 		{all(0, term, term), "ranks 0-7 and the master killed by SIGTERM (see /s/servers.log)"},
+		{late, "rank 6 killed by SIGKILL: ranks 0-5,7 and the master lost (exit status 1) (see /s/servers.log)"},
 		{all(0, nil, nil), ""},
 	} {
 		err := summary(c.ends, size, false, log)
