@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/rm"
 )
 
@@ -84,8 +85,8 @@ func executable(path string) error {
 // checkRemote makes the same checks on the target, in one ssh round trip.
 func checkRemote(ctx context.Context, o Options, adapter rm.Adapter, t target) error {
 	lines := []string{
-		"test -f " + rm.ShellQuote(o.SDM) + " && test -x " + rm.ShellQuote(o.SDM) +
-			" || echo " + rm.ShellQuote("the sdm binary "+o.SDM+" does not exist or is not executable"),
+		"test -f " + text.ShellQuote(o.SDM) + " && test -x " + text.ShellQuote(o.SDM) +
+			" || echo " + text.ShellQuote("the sdm binary "+o.SDM+" does not exist or is not executable"),
 	}
 	if o.Debugger == backend.GDB {
 		lines = append(lines, "command -v gdb >/dev/null || echo 'gdb is not in $PATH: install gdb'")
@@ -95,19 +96,19 @@ func checkRemote(ctx context.Context, o Options, adapter rm.Adapter, t target) e
 			launcher = o.Launcher
 		}
 		if !strings.Contains(launcher, "/") {
-			lines = append(lines, "command -v "+rm.ShellQuote(launcher)+" >/dev/null || echo "+
-				rm.ShellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed or not in $PATH"))
+			lines = append(lines, "command -v "+text.ShellQuote(launcher)+" >/dev/null || echo "+
+				text.ShellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed or not in $PATH"))
 		} else {
-			lines = append(lines, "test -x "+rm.ShellQuote(launcher)+" || echo "+
-				rm.ShellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed"))
+			lines = append(lines, "test -x "+text.ShellQuote(launcher)+" || echo "+
+				text.ShellQuote(launcher+", the launcher of --rm "+adapter.Name()+", is not installed"))
 		}
 	}
 	if p := o.Program; p != "" && o.Debugger == backend.GDB {
 		if strings.Contains(p, "/") {
-			lines = append(lines, "test -f "+rm.ShellQuote(p)+" && test -x "+rm.ShellQuote(p)+
-				" || echo "+rm.ShellQuote("the program "+p+" does not exist or is not executable"))
+			lines = append(lines, "test -f "+text.ShellQuote(p)+" && test -x "+text.ShellQuote(p)+
+				" || echo "+text.ShellQuote("the program "+p+" does not exist or is not executable"))
 		} else {
-			lines = append(lines, "command -v "+rm.ShellQuote(p)+" >/dev/null || echo "+rm.ShellQuote("the program "+p+" is not in $PATH"))
+			lines = append(lines, "command -v "+text.ShellQuote(p)+" >/dev/null || echo "+text.ShellQuote("the program "+p+" is not in $PATH"))
 		}
 	}
 	out, err := t.run(ctx, strings.Join(lines, "\n"), nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/routing"
@@ -355,7 +356,7 @@ func sessionFiles(ctx context.Context, t target, local string, key wire.Key) (di
 		return "", "", fmt.Errorf("session directory: %w", err)
 	}
 	keyFile = dir + "/key"
-	if _, err := t.run(ctx, "umask 077 && cat > "+rm.ShellQuote(keyFile), []byte(key.String()+"\n")); err != nil {
+	if _, err := t.run(ctx, "umask 077 && cat > "+text.ShellQuote(keyFile), []byte(key.String()+"\n")); err != nil {
 		return "", "", fmt.Errorf("session key: %w", err)
 	}
 	return dir, keyFile, nil
@@ -369,8 +370,8 @@ func collect(ctx context.Context, t target, spec rm.Spec, size int) error {
 		return routing.Collect(ctx, spec.RoutingFile(), size)
 	}
 	deadline, _ := ctx.Deadline()
-	_, err := t.run(ctx, strings.Join([]string{rm.ShellQuote(spec.SDM), "routes", "collect",
-		"--timeout=" + time.Until(deadline).Round(time.Second).String(), rm.ShellQuote(spec.RoutingFile()), strconv.Itoa(size)}, " "), nil)
+	_, err := t.run(ctx, strings.Join([]string{text.ShellQuote(spec.SDM), "routes", "collect",
+		"--timeout=" + time.Until(deadline).Round(time.Second).String(), text.ShellQuote(spec.RoutingFile()), strconv.Itoa(size)}, " "), nil)
 	return err
 }
 
@@ -455,7 +456,7 @@ func (s *Session) closeTarget() {
 	if s.target.remote() && s.files != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s.target.run(ctx, "rm -rf "+rm.ShellQuote(s.files), nil)
+		s.target.run(ctx, "rm -rf "+text.ShellQuote(s.files), nil)
 	}
 }
 

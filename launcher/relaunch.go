@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/rm"
 )
 
@@ -111,7 +112,7 @@ func attachRefusal(pid int) error {
 	if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(raw) > 0 {
 		words := strings.Split(string(bytes.TrimRight(raw, "\x00")), "\x00")
 		for i, w := range words {
-			words[i] = rm.ShellQuote(w)
+			words[i] = text.ShellQuote(w)
 		}
 		how = "sdm debug --mpir --starter -- " + strings.Join(words, " ")
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sdm-hpc/sdm/rm"
+	"github.com/sdm-hpc/sdm/internal/text"
 )
 
 // target is where the job's launcher and master run: this machine, or a
@@ -66,11 +66,11 @@ func (t target) command(argv, env []string) []string {
 	if len(env) > 0 {
 		words = append(words, "env")
 		for _, kv := range env {
-			words = append(words, rm.ShellQuote(kv))
+			words = append(words, text.ShellQuote(kv))
 		}
 	}
 	for _, a := range argv {
-		words = append(words, rm.ShellQuote(a))
+		words = append(words, text.ShellQuote(a))
 	}
 	return append(append(append([]string{}, t.ssh...), "-tt", t.host), strings.Join(words, " "))
 }

@@ -1,6 +1,8 @@
 // Package text makes what launchers and programs write safe to show on a
-// terminal. Stdlib only.
+// terminal, and arguments safe to give a shell. Stdlib only.
 package text
+
+import "strings"
 
 // Printable is s without the C0 control bytes a terminal would act on
 // rather than show (a NUL a launcher ends its message with, a bell, a
@@ -38,4 +40,12 @@ func drop(c byte, escapes bool) bool {
 		return !escapes
 	}
 	return c < 0x20 || c == 0x7f
+}
+
+// ShellQuote quotes s for a POSIX shell.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,@+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

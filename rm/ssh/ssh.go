@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/wire"
@@ -80,13 +81,13 @@ func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 		if host != "" {
 			script.WriteString("export")
 			for _, kv := range spec.Env {
-				script.WriteString(" " + rm.ShellQuote(kv))
+				script.WriteString(" " + text.ShellQuote(kv))
 			}
 			script.WriteString("; ")
 		}
 		for _, i := range servers[host] {
 			for _, w := range server {
-				script.WriteString(rm.ShellQuote(w) + " ")
+				script.WriteString(text.ShellQuote(w) + " ")
 			}
 			script.WriteString("--server=" + strconv.Itoa(i) + " & ")
 		}
