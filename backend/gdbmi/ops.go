@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend/program"
+	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -566,11 +567,15 @@ func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) 
 		setenv(fmt.Sprintf("SDM_SIZE=%d", b.cfg.Size)),
 	}
 	if len(st.Args) > 0 {
+		// gdb starts the program through a shell, and -exec-arguments
+		// gives it each argument in double quotes, where $VAR still
+		// expands: set args, quoted for that shell, gives the program its
+		// arguments as they were given, as it gets them without gdb.
 		quoted := make([]string, len(st.Args))
 		for i, a := range st.Args {
-			quoted[i] = Quote(a)
+			quoted[i] = text.ShellQuote(a)
 		}
-		cmds = append(cmds, "-exec-arguments "+strings.Join(quoted, " "))
+		cmds = append(cmds, "-interpreter-exec console "+Quote("set args "+strings.Join(quoted, " ")))
 	}
 	if st.Dir != "" {
 		cmds = append(cmds, "-environment-cd "+Quote(st.Dir))
