@@ -1,7 +1,9 @@
 package sdm_test
 
 import (
+	"context"
 	"log"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -34,12 +36,22 @@ func TestTreePortFloodKeepsNoChildOut(t *testing.T) {
 		}
 	}), "", 0)
 	master := 0
+	// The children dial once the flood is there: one that came before
+	// it would be among the oldest, the first let go to make room.
+	flooded := make(chan struct{})
 	tt := launchTree(t, n, 2, func(c *sdm.Config) {
-		if c.Index == c.Tree.Master() {
-			master = c.Index
-			c.Log = logger
-			testenv.Flood(t, c.Listener.Addr().String(), wire.MaxPending+100, 20)
+		if c.Index != c.Tree.Master() {
+			dial := c.DialUp
+			c.DialUp = func(ctx context.Context) (net.Conn, error) {
+				<-flooded
+				return dial(ctx)
+			}
+			return
 		}
+		master = c.Index
+		c.Log = logger
+		testenv.Flood(t, c.Listener.Addr().String(), wire.MaxPending+100, 20)
+		close(flooded)
 	}, func(id int) backend.Backend { return sim.New(backendConfig(id, n)) })
 	if groups := tt.command(wire.All(n), wire.OpStatus, nil, 10*time.Second); !okRanks(groups).Equal(wire.All(n)) {
 		t.Fatalf("status past the flood on node %d's port: %s", master, describe(groups))
