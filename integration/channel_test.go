@@ -130,9 +130,10 @@ func dialRetry(t *testing.T, addr func() (string, error)) net.Conn {
 	}
 }
 
-// greeting is what a port says to anyone who connects: its 6-byte
-// preamble (magic, version) and a 16-byte random challenge.
-const greeting = 6 + 16
+// greeting is the most a port says to a peer without the key: its
+// 6-byte preamble (magic, version), a 16-byte random challenge, and an
+// empty record that refuses the peer's first message.
+const greeting = 6 + 16 + 2
 
 // The attack on the HMAC handshake of protocol 1: a master listening for
 // its front end proved itself first, so a peer without the key relayed its

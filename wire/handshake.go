@@ -180,7 +180,7 @@ func initiate(conn net.Conn, state func([]byte) (*noise.HandshakeState, error), 
 	if _, err := conn.Write(appendRecord(nil, msg)); err != nil {
 		return nil, fmt.Errorf("handshake: send: %w", err)
 	}
-	if msg, err = readAnswer(conn); err != nil {
+	if msg, err = readAnswer(conn, e); err != nil {
 		return nil, err
 	}
 	_, toPeer, fromPeer, err := hs.ReadMessage(nil, msg)
@@ -216,6 +216,10 @@ func respond(conn net.Conn, state func([]byte) (*noise.HandshakeState, error), e
 		return nil, fmt.Errorf("handshake: read: %w", err)
 	}
 	if _, _, _, err := hs.ReadMessage(nil, msg); err != nil {
+		// An empty record says that it was refused, where a connection
+		// closed without a word (let go under a flood, say) is worth
+		// another try.
+		conn.Write(appendRecord(nil, nil))
 		return nil, fmt.Errorf("%w: %s: its first message does not check out", ErrAuth, e)
 	}
 	msg, fromPeer, toPeer, err := hs.WriteMessage(nil, nil)
@@ -258,15 +262,18 @@ func readPreamble(conn net.Conn) error {
 	return nil
 }
 
-// readAnswer reads the responder's message; a responder hangs up on an
-// initiator whose first message did not check out.
-func readAnswer(conn net.Conn) ([]byte, error) {
+// readAnswer reads the responder's message. An empty record is a
+// refusal; a connection closed without one is not (the responder let it
+// go to make room, or was going away), and may be tried again.
+func readAnswer(conn net.Conn, e Ends) ([]byte, error) {
 	msg, err := readRecord(conn, handshakeRecordLimit)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, fmt.Errorf("%w: peer closed the connection", ErrAuth)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, fmt.Errorf("handshake: the peer closed the connection before it answered: %w", io.ErrUnexpectedEOF)
+	case err != nil:
 		return nil, fmt.Errorf("handshake: read: %w", err)
+	case len(msg) == 0:
+		return nil, fmt.Errorf("%w: %s: the peer refused our first message", ErrAuth, e)
 	}
 	return msg, nil
 }

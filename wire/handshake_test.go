@@ -151,10 +151,10 @@ func TestHandshakeRefusals(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("responder verdict %v, want %v", err, tc.want)
 			}
-			// The peer may see our preamble and challenge and nothing
-			// after them.
-			if len(received) > preambleSize+challengeSize {
-				t.Fatalf("refused peer received %d bytes, want at most the %d-byte preamble and challenge", len(received), preambleSize+challengeSize)
+			// The peer may see our preamble and challenge, and the
+			// refusal, and nothing else.
+			if len(received) > preambleSize+challengeSize+2 {
+				t.Fatalf("refused peer received %d bytes, want at most the %d-byte preamble and challenge and a refusal", len(received), preambleSize+challengeSize)
 			}
 		})
 	}
@@ -220,14 +220,14 @@ func TestHandshakeRefusesReplay(t *testing.T) {
 	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "first message") {
 		t.Fatalf("replayed first message: %v, want ErrAuth for its first message", err)
 	}
-	// The challenge, fresh for each connection, is all the replayer
-	// gets: nothing that depends on the key.
-	if len(received) != preambleSize+challengeSize {
-		t.Fatalf("replayer received %d bytes, want the preamble and challenge alone", len(received))
+	// The challenge, fresh for each connection, and the refusal (an
+	// empty record) are all the replayer gets: nothing made with the key.
+	if len(received) != preambleSize+challengeSize+2 || !bytes.Equal(received[preambleSize+challengeSize:], []byte{0, 0}) {
+		t.Fatalf("replayer received %x, want the preamble, the challenge and an empty record", received)
 	}
 	again, _ := rawPeer(t, replay)
-	if len(again) != len(received) || bytes.Equal(again[preambleSize:], received[preambleSize:]) {
-		t.Fatalf("two connections got the challenges %x and %x, want two of %d random bytes", received[preambleSize:], again[preambleSize:], challengeSize)
+	if len(again) != len(received) || bytes.Equal(again[preambleSize:][:challengeSize], received[preambleSize:][:challengeSize]) {
+		t.Fatalf("two connections got %x and %x, want two random challenges of %d bytes", received[preambleSize:], again[preambleSize:], challengeSize)
 	}
 }
 
@@ -335,4 +335,21 @@ func FuzzRecords(f *testing.F) {
 			t.Fatalf("%x read as %q", data, buf[:n])
 		}
 	})
+}
+
+// A responder that closes the connection without refusing (it let it go
+// to make room for others) is not taken for a refusal: the initiator may
+// try again, where a refusal is final.
+func TestHandshakeClosedIsNotRefused(t *testing.T) {
+	a, b := tcpPair(t)
+	go func() {
+		b.Write(append(preamble(ProtocolVersion), make([]byte, challengeSize)...))
+		readPreamble(b)
+		readRecord(b, handshakeRecordLimit)
+		b.Close()
+	}()
+	_, err := Handshake(a, testKey(t, 1), ToParent(0, 4), 2*time.Second)
+	if err == nil || errors.Is(err, ErrAuth) {
+		t.Fatalf("closed after our first message: %v, want an error that is not ErrAuth", err)
+	}
 }
