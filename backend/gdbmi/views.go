@@ -32,6 +32,19 @@ func (b *Backend) Backtrace(ctx context.Context, bt wire.Backtrace) (wire.Trace,
 	return tr, err
 }
 
+// scalars shows an argument of aggregate type as "...", as gdb's bt does
+// (print frame-arguments scalars): --simple-values gives no value for one,
+// and since gdb 14 none for a reference to one either, where gdb 13 gave
+// the value it refers to.
+func scalars(args []wire.Var) []wire.Var {
+	for i, a := range args {
+		if a.Value == "" || strings.HasPrefix(a.Value, "{") {
+			args[i].Value = "..."
+		}
+	}
+	return args
+}
+
 // backtrace lists the frames bt asks for, with their arguments (and
 // locals, for bt full).
 func (b *Backend) backtrace(run func(string) (Record, string, error), bt wire.Backtrace) (wire.Trace, error) {
@@ -71,7 +84,7 @@ func (b *Backend) backtrace(run func(string) (Record, string, error), bt wire.Ba
 	}
 	for i, v := range r.Results.Get("stack-args").Items() {
 		if i < len(tr.Levels) {
-			tr.Levels[i].Args = vars(v.Get("args"), v.Get("args"))
+			tr.Levels[i].Args = scalars(vars(v.Get("args"), v.Get("args")))
 		}
 	}
 	if bt.Full {
