@@ -217,6 +217,19 @@ func format(s Snapshot) string {
 }
 
 // functions is a thread's function names, innermost first.
+// fromPause is th from its frame in pause on: glibc 2.41 (Debian 13)
+// enters the system call through __syscall_cancel and
+// __internal_syscall_cancel, which earlier releases did not.
+func fromPause(th Thread) Thread {
+	for i, f := range th.Frames {
+		if f.Function == "pause" {
+			th.Frames = th.Frames[i:]
+			break
+		}
+	}
+	return th
+}
+
 func functions(th Thread) []string {
 	var names []string
 	for _, f := range th.Frames {

@@ -85,7 +85,7 @@ func TestAgreesWithEuStackStripped(t *testing.T) {
 	p := startProgram(t, "ready", bin)
 	waitBlocked(t, p.cmd.Process.Pid)
 	snap := agreeWithEuStack(t, s, p.cmd.Process.Pid)
-	names := strings.Join(functions(snap.Threads[0]), " ")
+	names := strings.Join(functions(fromPause(snap.Threads[0])), " ")
 	if !strings.HasPrefix(names, "pause ?? ") || !strings.Contains(names, "__libc_start_main") {
 		t.Errorf("stripped program's main thread: %s, want pause, nameless frames, libc's start", names)
 	}
@@ -154,7 +154,7 @@ func TestAgreesWithEuStackDebugFrameOnly(t *testing.T) {
 	p := startProgram(t, "ready", bin)
 	waitBlocked(t, p.cmd.Process.Pid)
 	snap := agreeWithEuStack(t, s, p.cmd.Process.Pid)
-	if names := strings.Join(functions(snap.Threads[0]), " "); !strings.HasPrefix(names, "pause no_cfi main __libc_start_call_main") {
+	if names := strings.Join(functions(fromPause(snap.Threads[0])), " "); !strings.HasPrefix(names, "pause no_cfi main __libc_start_call_main") {
 		t.Errorf("stack %q, want pause no_cfi main __libc_start_call_main…", names)
 	}
 }
@@ -180,7 +180,7 @@ func TestNoCFIEndsWithUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	fr := snap.Threads[0].Frames
-	if names := strings.Join(functions(snap.Threads[0]), " "); names != "pause no_cfi ??" || fr[len(fr)-1].PC != 0 {
+	if names := strings.Join(functions(fromPause(snap.Threads[0])), " "); names != "pause no_cfi ??" || fr[len(fr)-1].PC != 0 {
 		t.Errorf("stack %q (last pc %#x), want \"pause no_cfi ??\" ending with pc 0:\n%s", names, fr[len(fr)-1].PC, format(snap))
 	}
 }
@@ -197,7 +197,7 @@ func TestNoCFIFramePointer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := strings.Join(functions(snap.Threads[0]), " "); !strings.HasPrefix(names, "pause no_cfi main __libc_start_call_main") {
+	if names := strings.Join(functions(fromPause(snap.Threads[0])), " "); !strings.HasPrefix(names, "pause no_cfi main __libc_start_call_main") {
 		t.Errorf("stack %q, want pause no_cfi main __libc_start_call_main…", names)
 	}
 }
@@ -209,7 +209,7 @@ func TestInlinedFrames(t *testing.T) {
 	p := startProgram(t, "ready", bin)
 	waitBlocked(t, p.cmd.Process.Pid)
 	snap := agreeWithEuStack(t, s, p.cmd.Process.Pid)
-	fr := snap.Threads[0].Frames
+	fr := fromPause(snap.Threads[0]).Frames
 	if len(fr) < 5 {
 		t.Fatalf("%d frames:\n%s", len(fr), format(snap))
 	}
