@@ -124,6 +124,7 @@ func TestAcrossHosts(t *testing.T) {
 // proctable names the hosts, a server per host is started over real ssh,
 // the hang is found, and the ranks run on untraced.
 func TestStacksAcrossHosts(t *testing.T) {
+	testenv.OpenMPIWithMPIR(t)
 	c := testenv.StartCluster(t)
 	bin := testenv.Examples(t)
 	const n = 8

@@ -73,7 +73,7 @@ func TestFaultCaughtUnderLaunchers(t *testing.T) {
 // stops at its fault whether its gdb runs or not; where and print show
 // it.
 func TestFaultCaughtAttached(t *testing.T) {
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	mpirun := testenv.OpenMPIWithMPIR(t)
 	bin := testenv.Examples(t)
 	for _, gdb := range []string{"lazy", "eager"} {
 		t.Run(gdb, func(t *testing.T) {

@@ -257,7 +257,7 @@ func attachHung(t *testing.T, n int, perRank bool, env []string, argv ...string)
 // run on.
 func TestMPIROpenMPI(t *testing.T) {
 	bin := testenv.Examples(t)
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	mpirun := testenv.OpenMPIWithMPIR(t)
 	const n = 8
 
 	t.Run("launch", func(t *testing.T) {

@@ -178,6 +178,7 @@ func TestRestartUnderLaunchers(t *testing.T) {
 	})
 	t.Run("mpir", func(t *testing.T) {
 		adapter{rm: "openmpi"}.prepare(t)
+		testenv.OpenMPIWithMPIR(t)
 		t.Setenv("OMPI_MPIR_DO_NOT_WARN", "1")
 		restartRing(t, ring, "mpirun", "4 ranks under mpirun, acquired through MPIR", "--mpir", "--rm", "openmpi", "--launcher-arg=--oversubscribe")
 	})
@@ -290,7 +291,7 @@ func TestRestartJobDoesNotComeBack(t *testing.T) {
 func TestRestartRefusedAfterAttach(t *testing.T) {
 	bin := testenv.Examples(t)
 	testenv.RequireTool(t, "gdb")
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	mpirun := testenv.OpenMPIWithMPIR(t)
 	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "-np", "2", filepath.Join(bin, "hang"))
 	p.lines(t, 2, "rank ")
 	_, stderr, code := run(t, "", "attach", "--pid", strconv.Itoa(pid), "-e", "restart")

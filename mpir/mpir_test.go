@@ -283,7 +283,7 @@ func TestAttachErrors(t *testing.T) {
 // threads, and spawns the ranks through a daemon of its own.
 func TestOpenMPI(t *testing.T) {
 	dir := testenv.Examples(t)
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	mpirun := testenv.OpenMPIWithMPIR(t)
 	argv := []string{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3", filepath.Join(dir, "hang")}
 
 	t.Run("launch", func(t *testing.T) {
