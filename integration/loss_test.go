@@ -27,12 +27,11 @@ func childWith(t *testing.T, pid int, arg string) int {
 	return 0
 }
 
-// The master's death is one line, cause first ("master killed by
-// SIGKILL: ranks 0-15 lost"), not a line for each server that followed
-// it, and the next command does not tell it again.
-func TestMasterDeathToldOnce(t *testing.T) {
-	const n = 16
-	cmd := testenv.Command(t, sdmBin, "debug", "-n", fmt.Sprint(n), "--rm", "local", "--debugger", "sim", "--", "ring")
+// running starts sdm debug with args on the simulated ring, its commands
+// from the returned pipe, and waits until a first where has answered.
+func running(t *testing.T, args ...string) (*proc, io.WriteCloser) {
+	t.Helper()
+	cmd := testenv.Command(t, sdmBin, append(append([]string{"debug"}, args...), "--debugger", "sim", "--", "ring")...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +39,16 @@ func TestMasterDeathToldOnce(t *testing.T) {
 	p := start(t, cmd)
 	io.WriteString(stdin, "where\n")
 	p.lines(t, 1, "ring.c")
-	syscall.Kill(childWith(t, cmd.Process.Pid, "--master"), syscall.SIGKILL)
+	return p, stdin
+}
+
+// The master's death is one line, cause first ("master killed by
+// SIGKILL: ranks 0-15 lost"), not a line for each server that followed
+// it, and the next command does not tell it again.
+func TestMasterDeathToldOnce(t *testing.T) {
+	const n = 16
+	p, stdin := running(t, "-n", fmt.Sprint(n), "--rm", "local")
+	syscall.Kill(childWith(t, p.cmd.Process.Pid, "--master"), syscall.SIGKILL)
 	const told = "master killed by SIGKILL: ranks 0-15 lost"
 	p.lines(t, 1, told)
 	io.WriteString(stdin, "status\n")
@@ -63,15 +71,8 @@ func TestMasterDeathToldOnce(t *testing.T) {
 // for, and their loss is not told again, only its cause.
 func TestQuitAfterALeaderIsKilled(t *testing.T) {
 	const n = 4
-	cmd := testenv.Command(t, sdmBin, "debug", "-n", fmt.Sprint(n), "--rm", "local", "--tree", "hosts", "--debugger", "sim", "--", "ring")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := start(t, cmd)
-	io.WriteString(stdin, "where\n")
-	p.lines(t, 1, "ring.c")
-	syscall.Kill(childWith(t, cmd.Process.Pid, "--server=0"), syscall.SIGKILL)
+	p, stdin := running(t, "-n", fmt.Sprint(n), "--rm", "local", "--tree", "hosts")
+	syscall.Kill(childWith(t, p.cmd.Process.Pid, "--server=0"), syscall.SIGKILL)
 	io.WriteString(stdin, "status\n")
 	p.lines(t, 1, "[0-3] lost")
 	io.WriteString(stdin, "quit\n")

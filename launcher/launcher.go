@@ -482,7 +482,7 @@ func (s *Session) End(timeout time.Duration) error {
 	told := s.told.Load()
 	switch {
 	case err == nil:
-		if groups = unanswered(groups, lost); len(groups) > 0 {
+		if groups = unanswered(groups, s.Size(), lost); len(groups) > 0 {
 			err = fmt.Errorf("not every rank answered quit: %v", wire.Failures(groups, "quit", nil))
 		}
 	case told && errors.Is(err, client.ErrClosed):
@@ -525,10 +525,13 @@ func (s *Session) End(timeout time.Duration) error {
 }
 
 // unanswered returns the groups of quit's answer that failed, but for
-// the ranks lost before it, whose loss was told when it happened.
-func unanswered(groups []wire.Group, lost wire.RankSet) []wire.Group {
+// the ranks lost before it, whose loss was told when it happened, and a
+// group for any of size ranks that the answer left out.
+func unanswered(groups []wire.Group, size int, lost wire.RankSet) []wire.Group {
 	var out []wire.Group
+	seen := lost
 	for _, g := range groups {
+		seen = seen.Union(g.Ranks)
 		if g.Status == wire.StatusOK {
 			continue
 		}
@@ -538,6 +541,9 @@ func unanswered(groups []wire.Group, lost wire.RankSet) []wire.Group {
 		if !g.Ranks.Empty() {
 			out = append(out, g)
 		}
+	}
+	if left := wire.All(size).Minus(seen); !left.Empty() {
+		out = append(out, wire.Group{Ranks: left, Status: wire.StatusTimeout, Body: []byte("no answer")})
 	}
 	return out
 }

@@ -177,14 +177,23 @@ func (e *EndError) Error() string {
 // HowEnded says how a process ended, from the error of its wait:
 // "killed by SIGKILL", "exit status 1".
 func HowEnded(err error) string {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
-			if ws.Signaled() {
-				return "killed by " + unix.SignalName(ws.Signal())
-			}
-			return fmt.Sprintf("exit status %d", ws.ExitStatus())
-		}
+	ws, ok := WaitStatus(err)
+	switch {
+	case !ok:
+		return err.Error()
+	case ws.Signaled():
+		return "killed by " + unix.SignalName(ws.Signal())
 	}
-	return err.Error()
+	return fmt.Sprintf("exit status %d", ws.ExitStatus())
+}
+
+// WaitStatus is the status in the error of a process's wait, if it holds
+// one.
+func WaitStatus(err error) (syscall.WaitStatus, bool) {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return 0, false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ws, ok
 }

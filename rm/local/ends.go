@@ -2,12 +2,8 @@ package local
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"os/exec"
 	"slices"
-	"strings"
-	"syscall"
 
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/wire"
@@ -22,9 +18,10 @@ type ending struct {
 
 // summary is the error of a job some of whose processes failed, cause
 // first: the first of them a signal killed (or, with none, the first to
-// fail), then the others by how they ended ("master killed by SIGKILL: ranks 0-63 lost (exit
-// status 1)"). When the master is killed, the servers follow it; a line
-// each would bury what happened under what followed.
+// fail), then the others by how they ended ("master killed by SIGKILL:
+// ranks 0-63 lost (exit status 1)"). When the master is killed, the
+// servers follow it; a line each would bury what happened under what
+// followed.
 func summary(ends []ending, size int, layout bool, log string) error {
 	var failed []ending
 	for _, e := range ends {
@@ -46,20 +43,17 @@ func summary(ends []ending, size int, layout bool, log string) error {
 		noun = "server"
 	}
 	name := func(set wire.RankSet, master bool) string {
-		var parts []string
+		some := fmt.Sprintf("%ss %v", noun, set)
 		switch {
+		case set.Empty():
+			return "master"
 		case set.Count() == 1:
-			parts = append(parts, fmt.Sprintf("%s %v", noun, set))
-		case !set.Empty():
-			parts = append(parts, fmt.Sprintf("%ss %v", noun, set))
+			some = fmt.Sprintf("%s %v", noun, set)
 		}
 		if master {
-			parts = append(parts, "the master")
+			some += " and the master"
 		}
-		if set.Empty() && master {
-			return "master"
-		}
-		return strings.Join(parts, " and ")
+		return some
 	}
 	// The followers, grouped by how they ended, in the order first seen.
 	type group struct {
@@ -107,11 +101,8 @@ func summary(ends []ending, size int, layout bool, log string) error {
 // exited says whether err is that of a process that exited (1), rather
 // than one a signal killed (0).
 func exited(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 0
-		}
+	if ws, ok := rm.WaitStatus(err); ok && ws.Signaled() {
+		return 0
 	}
 	return 1
 }
