@@ -9,7 +9,8 @@
 # keeps the downloads in DIR/src, so that a second run needs no network, and
 # the programs in DIR/openmpi and DIR/mpich:
 #
-#   from openmpi's examples/: ring_c connectivity_c hello_c (C), ring_cxx (C++),
+#   from openmpi's examples/: ring_c connectivity_c hello_c (C), ring_cxx (C++,
+#       where the MPI still has its C++ bindings: Open MPI 5 has none),
 #       ring_mpifh (Fortran 77, mpif.h), ring_usempi (use mpi), ring_usempif08
 #       (use mpi_f08)
 #   from mpich's test/mpi/:   isendirecv (MPI_Waitall), opminloc (arrays of
@@ -56,6 +57,16 @@ fetch() {
     chown _apt "$DIR/src" 2>/dev/null || true
   fi
   (cd "$DIR/src" && timeout 600 apt-get source --download-only "$pkg") >"$log" 2>&1 || true
+  if [ ! -s "$DIR/src/$orig" ]; then
+    # apt looks for the source of the binary package's version, which the
+    # sources may lack (Debian 13 has hpcc 1.5.0-4 and Debian 12's sources
+    # 1.5.0-3): ask for the sources' own version.
+    local version
+    version=$(apt-cache showsrc "$pkg" 2>/dev/null | awk '/^Version:/ {print $2; exit}')
+    if [ -n "$version" ]; then
+      (cd "$DIR/src" && timeout 600 apt-get source --download-only "$pkg=$version") >>"$log" 2>&1 || true
+    fi
+  fi
   if [ -s "$DIR/src/$orig" ]; then
     rm -f "$log"
     return 0
@@ -107,7 +118,13 @@ build_openmpi_examples() {
   for p in ring_c connectivity_c hello_c; do
     "$(wrapper "$mpi" c)" $CFLAGS -o "$DIR/$mpi/$p" "$p.c"
   done
-  "$(wrapper "$mpi" cxx)" $CFLAGS -o "$DIR/$mpi/ring_cxx" ring_cxx.cc
+  # The MPI C++ bindings are gone from Open MPI 5: ring_cxx is built only
+  # where the MPI still has them, and said absent elsewhere.
+  rm -f "$DIR/$mpi/ring_cxx"
+  if printf '#include <mpi.h>\nint main(void) { MPI::Init(); }\n' |
+    "$(wrapper "$mpi" cxx)" -fsyntax-only -x c++ - 2>/dev/null; then
+    "$(wrapper "$mpi" cxx)" $CFLAGS -o "$DIR/$mpi/ring_cxx" ring_cxx.cc
+  fi
   for f in ring_mpifh.f ring_usempi.f90 ring_usempif08.f90; do
     "$(wrapper "$mpi" f)" $CFLAGS -o "$DIR/$mpi/${f%.*}" "$f"
   done

@@ -111,5 +111,17 @@ func (p *ThirdPartyPrograms) Program(t testing.TB, mpi, name string) string {
 	if name == "hpcc" {
 		return filepath.Join(p.dir, mpi, "hpcc-1.5.0", "hpcc")
 	}
-	return filepath.Join(p.dir, mpi, name)
+	path := filepath.Join(p.dir, mpi, name)
+	if needs, ok := thirdPartyNeeds[name]; ok {
+		if _, err := os.Stat(path); err != nil {
+			t.Skipf("%s is not built for %s, which lacks %s", name, mpi, needs)
+		}
+	}
+	return path
+}
+
+// thirdPartyNeeds are the programs that scripts/thirdparty.sh builds only
+// where the MPI has what they need.
+var thirdPartyNeeds = map[string]string{
+	"ring_cxx": "the MPI C++ bindings (Open MPI 5 dropped them)",
 }

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// noNetwork puts an apt-get first in $PATH that fails as apt does without
-// a deb-src entry, and counts its calls in the file it returns.
+// noNetwork puts an apt-get and an apt-cache first in $PATH that fail as
+// apt does without a deb-src entry, and counts apt-get's calls in the file
+// it returns.
 func noNetwork(t *testing.T) (calls string) {
 	t.Helper()
 	bin := t.TempDir()
@@ -16,6 +17,10 @@ func noNetwork(t *testing.T) (calls string) {
 	fake := "#!/bin/sh\necho \"$@\" >> " + calls + "\n" +
 		"echo \"E: You must put some 'deb-src' URIs in your sources.list\"\nexit 100\n"
 	if err := os.WriteFile(filepath.Join(bin, "apt-get"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	noSources := "#!/bin/sh\necho \"E: You must put some 'deb-src' URIs in your sources.list\" >&2\nexit 100\n"
+	if err := os.WriteFile(filepath.Join(bin, "apt-cache"), []byte(noSources), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
