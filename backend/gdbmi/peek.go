@@ -40,9 +40,19 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 		if _, _, err = run("-thread-select 1"); err == nil {
 			err = read(run)
 		}
-		if _, _, cerr := run("-exec-continue"); cerr != nil && err == nil {
-			err = fmt.Errorf("the rank, stopped to be looked at, did not go on: %w", cerr)
-		} else if cerr == nil {
+		// The *running record may come after peeking ends: it is counted
+		// as the backend's own, as a library load's continue is.
+		b.mu.Lock()
+		b.quietRuns++
+		b.mu.Unlock()
+		if _, _, cerr := run("-exec-continue"); cerr != nil {
+			b.mu.Lock()
+			b.quietRuns--
+			b.mu.Unlock()
+			if err == nil {
+				err = fmt.Errorf("the rank, stopped to be looked at, did not go on: %w", cerr)
+			}
+		} else {
 			b.setState(wire.State{State: wire.StateRunning})
 		}
 	case err == nil && st.State == wire.StateStopped:

@@ -60,7 +60,13 @@ describe('sdm dap under the VS Code test client', function () {
     assert.ok(args.some((v) => v.name === 'rank' && v.value === '2'), JSON.stringify(args));
     const repl = await dc.evaluateRequest({ expression: 'stacks', context: 'repl' });
     assert.match(repl.body.result, /\[0-3\]/);
+    // As at the breakpoint, the ranks end their step in their own time:
+    // continue waits until every one has, or a straggler would stay behind.
+    const everyRankStepped = new Promise((resolve) => {
+      dc.on('stopped', (e) => { if (e.body.reason === 'step' && e.body.allThreadsStopped) resolve(); });
+    });
     await Promise.all([dc.nextRequest({ threadId: threads[0].id }), dc.assertStoppedLocation('step', { path: source, line: 9 })]);
+    await everyRankStepped;
     await dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [] });
     let stdout = '';
     dc.on('output', (e) => { if (e.body.category === 'stdout') stdout += e.body.output; });
