@@ -29,6 +29,10 @@ export CGO_ENABLED := 0
 
 .PHONY: build examples thirdparty test bench demo lint fuzz clean
 
+# sdm-pmix reads the ranks of a job whose launcher has no MPIR but a PMIx
+# server (Open MPI 5's mpirun), linked against OpenPMIx: built where its
+# headers are, and sdm runs without it elsewhere.
+#
 # sdm-server, the server role alone, runs beside sdm for every server of a
 # job that sdm launches; sdm-rank, the lean start of a server that hands
 # its rank over, for most of them when they do. sdm-rank's start is C's
@@ -38,6 +42,10 @@ build:
 	$(GO) build -o $(BIN) ./cmd/sdm
 	$(GO) build -o $(dir $(BIN))sdm-server ./cmd/sdm-server
 	CGO_ENABLED=1 $(GO) build -tags netgo -ldflags=-extldflags=-static -o $(dir $(BIN))sdm-rank ./cmd/sdm-rank
+	@if pkg-config --exists pmix 2>/dev/null; then \
+		echo "CGO_ENABLED=1 $(GO) build -o $(dir $(BIN))sdm-pmix ./cmd/sdm-pmix"; \
+		CGO_ENABLED=1 $(GO) build -o $(dir $(BIN))sdm-pmix ./cmd/sdm-pmix; \
+	else echo "no OpenPMIx headers (libpmix-dev): sdm-pmix, which attaches to Open MPI 5 jobs, is not built"; fi
 
 examples: $(EXAMPLES)
 

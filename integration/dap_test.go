@@ -280,7 +280,7 @@ func hasVariable(vars []godap.Variable, name, value string) bool {
 // neither stopped nor traced.
 func TestDAPAttachPause(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
-	mpirun := testenv.OpenMPIWithMPIR(t)
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	bin := testenv.Examples(t)
 	const n = 4
 	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
@@ -363,7 +363,7 @@ func TestDAPThreadsOfEachRank(t *testing.T) {
 // the session goes on as any other.
 func TestDAPLaunchMPIR(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
-	testenv.OpenMPIWithMPIR(t)
+	testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	bin := testenv.Examples(t)
 	root, _ := filepath.Abs("..")
 	source := filepath.Join(root, "examples", "ring", "ring.c")

@@ -254,17 +254,21 @@ func attachHung(t *testing.T, n int, perRank bool, env []string, argv ...string)
 
 // Open MPI's mpirun, both ways: a job launched under MPIR is debugged as
 // a wrapped one is; a hung job is attached to by pid, seen, and left to
-// run on.
+// run on. Open MPI 5's mpirun has no MPIR: the launch holds the ranks at
+// exec (--stop-on-exec) and reads their table from its file, the attach
+// reads it from mpirun's PMIx server (sdm-pmix).
 func TestMPIROpenMPI(t *testing.T) {
 	bin := testenv.Examples(t)
-	mpirun := testenv.OpenMPIWithMPIR(t)
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	mpir := testenv.OpenMPIHasMPIR(t)
 	const n = 8
 
 	t.Run("launch", func(t *testing.T) {
 		o := mpirOptions()
 		o.RM, o.Size, o.LauncherArgs = "openmpi", n, []string{"--oversubscribe"}
 		s, acq := acquire(t, o, launcher.MPIR{Argv: []string{filepath.Join(bin, "ring")}})
-		if len(acq.Table.Procs) != n || !strings.Contains(acq.Table.Object, "libopen-rte") || !acq.Table.IAmStarter {
+		if len(acq.Table.Procs) != n || !acq.Table.IAmStarter ||
+			mpir && !strings.Contains(acq.Table.Object, "libopen-rte") || !mpir && !strings.Contains(acq.Table.Via, "--stop-on-exec") {
 			t.Fatalf("table %+v", acq.Table)
 		}
 		attached(t, acq, wire.All(n), wire.StateStopped)

@@ -26,9 +26,6 @@ func TestMPIROutputHasRanks(t *testing.T) {
 	} {
 		t.Run(tc.rm, func(t *testing.T) {
 			adapter{rm: tc.rm}.prepare(t)
-			if tc.rm == "openmpi" {
-				testenv.OpenMPIWithMPIR(t)
-			}
 			args := append(append([]string{"debug", "--mpir", "-n", "4", "--timeout", "60s"}, tc.args...),
 				"-e", "continue", "-e", "wait", "--", ring)
 			out, stderr, code := run(t, "", args...)

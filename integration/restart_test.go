@@ -178,7 +178,6 @@ func TestRestartUnderLaunchers(t *testing.T) {
 	})
 	t.Run("mpir", func(t *testing.T) {
 		adapter{rm: "openmpi"}.prepare(t)
-		testenv.OpenMPIWithMPIR(t)
 		t.Setenv("OMPI_MPIR_DO_NOT_WARN", "1")
 		restartRing(t, ring, "mpirun", "4 ranks under mpirun, acquired through MPIR", "--mpir", "--rm", "openmpi", "--launcher-arg=--oversubscribe")
 	})
@@ -291,12 +290,22 @@ func TestRestartJobDoesNotComeBack(t *testing.T) {
 func TestRestartRefusedAfterAttach(t *testing.T) {
 	bin := testenv.Examples(t)
 	testenv.RequireTool(t, "gdb")
-	mpirun := testenv.OpenMPIWithMPIR(t)
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "-np", "2", filepath.Join(bin, "hang"))
 	p.lines(t, 2, "rank ")
 	_, stderr, code := run(t, "", "attach", "--pid", strconv.Itoa(pid), "-e", "restart")
+	// The starter's own command line: Open MPI 5's mpirun runs on as
+	// prterun, which it executes with its arguments.
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	starter, _, _ := strings.Cut(string(cmdline), "\x00")
+	if starter != mpirun && filepath.Base(starter) != "prterun" {
+		t.Fatalf("pid %d runs %q, not %s", pid, starter, mpirun)
+	}
 	want := fmt.Sprintf("restart: this job was started outside sdm (sdm attach took over its starter, pid %d), so sdm cannot start it again; to be able to restart it, start it under sdm: sdm debug --mpir --starter -- %s --allow-run-as-root -np 2 %s",
-		pid, mpirun, filepath.Join(bin, "hang"))
+		pid, starter, filepath.Join(bin, "hang"))
 	if code != 2 || !strings.Contains(stderr, want) {
 		t.Fatalf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
 	}

@@ -125,7 +125,7 @@ func TestStacksCommandRefusals(t *testing.T) {
 // suggestion come from samples, without gdb, and the ranks run on,
 // untraced, once it ends.
 func TestStacksCommandOnOpenMPI(t *testing.T) {
-	mpirun := testenv.OpenMPIWithMPIR(t)
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
 	bin := testenv.Examples(t)
 	const n = 4
 	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))

@@ -198,6 +198,9 @@ func (o Options) defaulted() Options {
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 60 * time.Second
 	}
+	if o.SDM == "" {
+		o.SDM, _ = os.Executable() // ready says when it is not known
+	}
 	return o
 }
 
@@ -209,11 +212,7 @@ func (o Options) ready(ctx context.Context) (Options, rm.Adapter, target, error)
 		return o, nil, target{}, &RefusedError{fmt.Sprintf("-n %d: need at least one rank", o.Size)}
 	}
 	if o.SDM == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return o, nil, target{}, err
-		}
-		o.SDM = exe
+		return o, nil, target{}, errors.New("sdm's own executable is not known (os.Executable failed): give it as Options.SDM")
 	}
 	adapter, why, args, err := Choose(o)
 	if err != nil {
@@ -508,7 +507,7 @@ func (s *Session) End(timeout time.Duration) error {
 		}
 	}
 	s.closeTarget()
-	if s.mpir != nil && s.mpir.m.Pid != 0 {
+	if s.mpir != nil && s.mpir.m.Pid != 0 && s.mpir.result.Table.Via == "" {
 		// The job goes on, no longer debugged.
 		if err := mpir.Forget(ctx, s.mpir.m.Pid); err != nil && !errors.Is(err, mpir.ErrNoProcess) {
 			errs = append(errs, err)

@@ -266,6 +266,9 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 	switch {
 	case a.m.Pid != 0:
 		tab, err := mpir.Attach(ctx, a.m.Pid)
+		if errors.Is(err, mpir.ErrNotStarter) {
+			tab, err = a.pmixTable(ctx, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -289,8 +292,9 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 	env = append(env, SessionEnv+"="+a.dir)
 	log := filepath.Join(a.dir, "starter.log")
 	out := a.m.Output
+	var lines *lineWriter
 	if a.m.Lines != nil {
-		lines := &lineWriter{unlabel: unlabel, to: a.m.Lines}
+		lines = &lineWriter{unlabel: unlabel, to: a.m.Lines}
 		if out == nil {
 			out = lines
 		} else {
@@ -305,6 +309,17 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 		a.job = p
 		return p.Pid(), nil
 	})
+	if ns := (*mpir.NotStarterError)(nil); errors.As(err, &ns) && prrte(ns.Name, a.rm) {
+		// Open MPI 5's mpirun (PRRTE) has no MPIR: it holds the ranks
+		// itself, stopped at their exec, and writes their table.
+		a.job.Watch()
+		<-a.job.Done()
+		if lines != nil && lines.unlabel != nil {
+			lines.unlabel = spaced(lines.unlabel)
+		}
+		progress(Progress{Stage: StageStarting, Text: filepath.Base(argv[0]) + " has no MPIR (Open MPI 5): its ranks are held at exec (--stop-on-exec) instead"})
+		return a.heldAtExec(ctx, argv, env, log, out, progress)
+	}
 	if err != nil {
 		return a.starterFailed(err)
 	}
@@ -401,7 +416,7 @@ func (a *acquisition) undo() {
 		a.job.Cancel()
 		<-a.job.Done()
 	}
-	if a.m.Pid != 0 {
+	if a.m.Pid != 0 && a.result.Table.Via == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		mpir.Forget(ctx, a.m.Pid)
@@ -445,7 +460,11 @@ func describeTable(t mpir.Table) string {
 	if t.DLLName != "" {
 		notes = append(notes, "MPIR_dll_name "+t.DLLName)
 	}
-	text := fmt.Sprintf("%d ranks from pid %d (MPIR in %s)", len(t.Procs), t.Starter, t.Object)
+	how := "MPIR in " + t.Object
+	if t.Via != "" {
+		how = t.Via
+	}
+	text := fmt.Sprintf("%d ranks from pid %d (%s)", len(t.Procs), t.Starter, how)
 	if len(notes) > 0 {
 		text += "; " + strings.Join(notes, ", ")
 	}

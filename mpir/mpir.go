@@ -84,10 +84,29 @@ type Table struct {
 	// DLLName is MPIR_dll_name in the starter, when it has one: the
 	// library that shows a debugger the message queues.
 	DLLName string
+	// Via says how the table was read when not through MPIR (a PMIx
+	// server's, package pmix; a starter's own file): there is then no
+	// MPIR_being_debugged to set or clear. Empty for MPIR.
+	Via string
 }
 
 // ErrNotStarter says that a process does not offer the MPIR interface.
 var ErrNotStarter = errors.New("not an MPIR starter")
+
+// NotStarterError is ErrNotStarter for a given process: which of the
+// interface's symbols it lacks.
+type NotStarterError struct {
+	Name      string // the process's command name and pid: "prterun (pid 12)"
+	Missing   []string
+	Libraries int // how many libraries were searched besides the executable
+}
+
+func (e *NotStarterError) Error() string {
+	return fmt.Sprintf("%s is %v: no %s in it or its %d libraries", e.Name, ErrNotStarter, strings.Join(e.Missing, ", "), e.Libraries)
+}
+
+// Is makes errors.Is(err, ErrNotStarter) hold.
+func (e *NotStarterError) Is(target error) bool { return target == ErrNotStarter }
 
 // ErrNoProcess is wrapped when the pid given names no process (it has
 // exited, or never was).
@@ -243,8 +262,7 @@ func starterSymbols(pid int, name string) (symbols, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return syms, fmt.Errorf("%s is %w: no %s in it or its %d libraries", name, ErrNotStarter,
-			strings.Join(missing, ", "), max(syms.objects-1, 0))
+		return syms, &NotStarterError{Name: name, Missing: missing, Libraries: max(syms.objects-1, 0)}
 	}
 	return syms, nil
 }
