@@ -47,10 +47,10 @@ type Options struct {
 	// program did (ProgramExit), for CI: errors of the ranks' answers
 	// then count for nothing.
 	ProgramStatus bool
-	// Starter is the process id of the MPIR starter of a running job the
-	// session attached to (0 for none): stacks then suggests attaching
-	// gdb to one rank per class through it.
-	Starter int
+	// Attach is how sdm attach names the running job the session
+	// attached to ("--pid 4242", "--slurm 12.0"; "" for none): stacks
+	// then suggests attaching gdb to one rank per class through it.
+	Attach string
 }
 
 // Restarter starts a session's job again through its launcher.

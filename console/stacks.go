@@ -169,7 +169,7 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 	roots := callTreeNodes(tree.Roots)
 	classes := StackClasses(roots)
 	progress := SampleProgress(tree, req.Sample.Count)
-	suggestion := Suggestion(classes, c.opts.Starter)
+	suggestion := Suggestion(classes, c.opts.Attach)
 	if c.opts.JSON {
 		if !answered.Empty() {
 			c.emit(map[string]any{"ranks": answered.String(), "count": answered.Count(), "op": "stacks", "status": "ok",

@@ -224,16 +224,16 @@ func Representatives(classes []StackClass) wire.RankSet {
 
 // Suggestion is the command that takes a closer look at one rank per
 // class: gdb on those ranks only (sdm attach --ranks) when the session
-// attached to a running job through its starter's MPIR, else a rank set
+// attached to a running job, which attach names so, else a rank set
 // prefix for the session's own commands.
-func Suggestion(classes []StackClass, starter int) string {
+func Suggestion(classes []StackClass, attach string) string {
 	if len(classes) == 0 {
 		return ""
 	}
 	reps := Representatives(classes)
 	list := rankList(reps)
-	if starter != 0 {
-		return fmt.Sprintf("sdm attach --pid %d --ranks %s", starter, list)
+	if attach != "" {
+		return fmt.Sprintf("sdm attach %s --ranks %s", attach, list)
 	}
 	return fmt.Sprintf("[%s] where", list)
 }

@@ -93,7 +93,7 @@ one rank per class: [0,6,7] where
 func TestStacksSuggestsAttachThroughTheStarter(t *testing.T) {
 	f := newFakeTree(9, runningState)
 	f.answer = hungJob(1)
-	out, err := execLines(t, f, Options{Starter: 4242}, "stacks")
+	out, err := execLines(t, f, Options{Attach: "--pid 4242"}, "stacks")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestStackClassesSeeEveryThread(t *testing.T) {
 		!classes[1].Ranks.Equal(wire.Single(2)) || len(classes[1].Ends) != 2 || !classes[1].Outlier {
 		t.Fatalf("classes %+v", classes)
 	}
-	if StackClasses(nil) != nil || Suggestion(nil, 1) != "" {
+	if StackClasses(nil) != nil || Suggestion(nil, "--pid 1") != "" {
 		t.Fatal("no ranks, yet classes or a suggestion")
 	}
 }

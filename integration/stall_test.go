@@ -117,20 +117,23 @@ func stoppedServer(t *testing.T, s *job, n, victim int, stalled wire.RankSet) {
 }
 
 // waitLogged waits until the file at path holds text.
-func waitLogged(t *testing.T, path, text string) {
+func waitLogged(t testing.TB, path, text string) { t.Helper(); waitLoggedN(t, path, text, 1) }
+
+// waitLoggedN waits until the file at path holds text n times.
+func waitLoggedN(t testing.TB, path, text string, n int) {
 	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
-		if data, _ := os.ReadFile(path); strings.Contains(string(data), text) {
+		if data, _ := os.ReadFile(path); strings.Count(string(data), text) >= n {
 			return
 		}
 		select {
 		case <-tick.C:
 		case <-deadline:
 			data, _ := os.ReadFile(path)
-			t.Fatalf("%s does not say %q within 30 s:\n%s", path, text, data)
+			t.Fatalf("%s does not say %q %d times within 60 s:\n%s", path, text, n, data)
 		}
 	}
 }

@@ -75,11 +75,9 @@ func (f Front) Acquire(ctx context.Context, o Options, m MPIR, out *StarterOutpu
 	}
 	opts := f.Console
 	opts.Focus = acquired.Ranks
-	if m.Pid != 0 {
-		// A running job stays when the session ends: a closer look at
-		// some of its ranks is another sdm attach through its starter.
-		opts.Starter = acquired.Table.Starter
-	}
+	// A running job stays when the session ends: a closer look at some
+	// of its ranks is another sdm attach through its starter.
+	opts.Attach = acquired.Again
 	return f.run(ctx, f.launched(s, nil, progress.Clear), opts, func(con *console.Console) error {
 		if out != nil {
 			out.To(con.Output, s.Session)

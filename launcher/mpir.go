@@ -17,6 +17,7 @@ import (
 	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/rm"
 	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/rm/slurm"
 	"github.com/sdm-hpc/sdm/rm/ssh"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -33,6 +34,11 @@ type MPIR struct {
 	// is no starter to hold or release.
 	Procs    []int
 	Ancestor int
+	// Slurm is a SLURM job step, JOBID[.STEP] (its newest running step
+	// when none is given), whose tasks are the ranks: found, and their
+	// servers started, through SLURM itself (srun --overlap), from any
+	// host with its commands.
+	Slurm string
 	// Argv, for a launch, is the program and its arguments, started by the
 	// launcher of Options.RM (mpirun -np N …); with Starter, it is the
 	// starter's whole command line instead.
@@ -70,6 +76,9 @@ type Acquired struct {
 	Table   mpir.Table
 	Ranks   wire.RankSet // the ranks attached
 	Answers []wire.Group // of attach: where each rank was, its MPIR_dll_name
+	// Again is what names the running job to sdm attach again ("--pid
+	// 4242", "--slurm 12.0"), "" where there is no such name.
+	Again string
 }
 
 // Acquire takes over a job through MPIR: it launches its starter under
@@ -92,8 +101,11 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 		return nil, nil, err
 	}
 	again := origin{o: o, m: &m}
-	if m.Pid != 0 {
+	switch {
+	case m.Pid != 0:
 		again = origin{refusal: attachRefusal(m.Pid)}
+	case m.Slurm != "":
+		again = origin{refusal: slurmRefusal(m.Slurm)}
 	}
 	o.sessionDir = dir
 	a := &acquisition{o: o, m: m, dir: dir}
@@ -121,6 +133,7 @@ type acquisition struct {
 	job    *rm.Process   // the launched starter's process
 	result Acquired
 	found  wire.RankSet // the ranks of a table made from /proc
+	step   *slurm.Step  // the SLURM step whose tasks are the ranks
 	rm     string       // the adapter that launched the starter
 	// launcher names the launched starter, as Session.Launcher does.
 	launcher string
@@ -129,7 +142,7 @@ type acquisition struct {
 // launch says whether the acquisition starts the job, rather than taking
 // one that runs.
 func (a *acquisition) launch() bool {
-	return a.m.Pid == 0 && len(a.m.Procs) == 0 && a.m.Ancestor == 0
+	return a.m.Pid == 0 && len(a.m.Procs) == 0 && a.m.Ancestor == 0 && a.m.Slurm == ""
 }
 
 func (a *acquisition) run(ctx context.Context, progress func(Progress)) (*Session, error) {
@@ -218,7 +231,10 @@ func (a *acquisition) servers(ctx context.Context, progress func(Progress)) (Opt
 	if !a.m.ServerPerRank {
 		o.Layout, hosts = layout, serverHosts
 	}
-	if slices.ContainsFunc(hosts, func(h string) bool { return h != "" }) {
+	switch {
+	case a.step != nil:
+		o.Adapter = ssh.Adapter{Hosts: hosts, Remote: a.overlap}
+	case slices.ContainsFunc(hosts, func(h string) bool { return h != "" }):
 		o.Adapter = ssh.Adapter{Hosts: hosts, SSH: strings.Fields(o.SSH)}
 	}
 	o.ConnectTimeout = time.Until(deadline(ctx))
@@ -245,7 +261,7 @@ func (a *acquisition) placement() (rankHosts, serverHosts []string, layout wire.
 			server[p.Host] = i
 			sets = append(sets, wire.Builder{})
 			h := p.Host
-			if isLocal(h) {
+			if isLocal(h) && a.step == nil { // a SLURM job's servers run through srun, on every node
 				h = ""
 			}
 			serverHosts = append(serverHosts, h)
@@ -264,6 +280,8 @@ func (a *acquisition) placement() (rankHosts, serverHosts []string, layout wire.
 // makes one from /proc.
 func (a *acquisition) starter(ctx context.Context, progress func(Progress)) error {
 	switch {
+	case a.m.Slurm != "":
+		return a.slurmTable(ctx, progress)
 	case a.m.Pid != 0:
 		tab, err := mpir.Attach(ctx, a.m.Pid)
 		if errors.Is(err, mpir.ErrNotStarter) {
@@ -272,7 +290,7 @@ func (a *acquisition) starter(ctx context.Context, progress func(Progress)) erro
 		if err != nil {
 			return err
 		}
-		a.result.Table = tab
+		a.result.Table, a.result.Again = tab, fmt.Sprintf("--pid %d", a.m.Pid)
 		progress(Progress{Stage: StageAcquired, Done: len(tab.Procs), Total: len(tab.Procs), Text: describeTable(tab)})
 		return nil
 	case !a.launch():
@@ -465,6 +483,9 @@ func describeTable(t mpir.Table) string {
 		how = t.Via
 	}
 	text := fmt.Sprintf("%d ranks from pid %d (%s)", len(t.Procs), t.Starter, how)
+	if t.Starter == 0 {
+		text = fmt.Sprintf("%d ranks (%s)", len(t.Procs), how)
+	}
 	if len(notes) > 0 {
 		text += "; " + strings.Join(notes, ", ")
 	}

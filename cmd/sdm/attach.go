@@ -31,6 +31,7 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 	fs.IntVar(&m.Pid, "pid", 0, "the process id of the job's starter with MPIR, such as mpirun or srun (--pid 4242)")
 	fs.IntSliceVar(&m.Procs, "pids", nil, "the ranks' processes on this host, in rank order unless their environment tells (--pids 4243,4244)")
 	fs.IntVar(&m.Ancestor, "starter", 0, "a starter without MPIR (MPICH's mpiexec): its descendants on this host with a rank variable are the ranks (--starter 4242)")
+	fs.StringVar(&m.Slurm, "slurm", "", "a SLURM job's step by its id, JOBID.STEP or JOBID (its newest running step), from any host with SLURM's commands (--slurm 1234.0)")
 	fs.Var(&m.Ranks, "ranks", "only these ranks (--ranks 0-3,7); needs a starter with MPIR_partial_attach_ok")
 	fs.BoolVar(&m.ServerPerRank, "server-per-rank", false, "start a debug server beside every rank instead of one per host serving all of the host's ranks")
 	fs.BoolVar(&m.Stop, "stop", false, "leave the ranks stopped once attached (default: they go on as they were)")
@@ -49,7 +50,7 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 	if help, err := parseFlags(fs, args, helpFile(name)); help || err != nil {
 		return err
 	}
-	if err := m.CheckRunning(launcher.Given{Pid: fs.Changed("pid"), Procs: fs.Changed("pids"), Ancestor: fs.Changed("starter")}); err != nil {
+	if err := m.CheckRunning(launcher.Given{Pid: fs.Changed("pid"), Procs: fs.Changed("pids"), Ancestor: fs.Changed("starter"), Slurm: fs.Changed("slurm")}); err != nil {
 		return exit.Usage(fmt.Errorf("sdm %s: %w", name, err))
 	}
 	if fs.NArg() > 0 {

@@ -29,13 +29,20 @@ import (
 type Adapter struct {
 	Hosts []string
 	SSH   []string // the ssh command and its options ("ssh" when empty)
+	// Remote, when set, is the command line that runs a shell's script
+	// on host instead of ssh (srun --overlap, for a SLURM job's nodes).
+	Remote func(host, script string) []string
 }
 
 // Name implements rm.Adapter.
 func (Adapter) Name() string { return "ssh" }
 
-// Launcher implements rm.Adapter: ssh, when some rank is elsewhere.
+// Launcher implements rm.Adapter: ssh (or Remote's command), when some
+// rank is elsewhere.
 func (a Adapter) Launcher() string {
+	if a.Remote != nil {
+		return a.Remote("", "")[0]
+	}
 	for _, h := range a.Hosts {
 		if h != "" {
 			return a.ssh()[0]
@@ -93,7 +100,10 @@ func (a Adapter) Start(spec rm.Spec) (rm.Job, error) {
 		}
 		script.WriteString("wait")
 		argv := []string{"sh", "-c", script.String()}
-		if host != "" {
+		switch {
+		case host != "" && a.Remote != nil:
+			argv = a.Remote(host, script.String())
+		case host != "":
 			// -tt: the servers end with the connection (they get SIGHUP).
 			argv = append(append(append([]string{}, a.ssh()...), "-tt", host), script.String())
 		}
