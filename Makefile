@@ -169,6 +169,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'DlopenMPI' -benchtime 5x -timeout 60m ./integration/
 	$(GO) test -run '^$$' -bench 'Flood' -benchtime 1x ./integration/
 	$(GO) test -run '^$$' -bench 'StacksPid' -benchtime 3x ./integration/
+	scripts/trixie.sh run "go test -run '^\$$' -bench StacksPid -benchtime 3x ./integration/"
+	$(GO) test -run '^$$' -bench 'StacksSlurmJob' -benchtime 5x ./integration/
 	$(GO) test -run '^$$' -bench 'StacksRunning64' -benchtime 5x -timeout 30m ./integration/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a

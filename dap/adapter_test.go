@@ -161,7 +161,7 @@ func TestBadInputGetsErrorsAndTheSessionGoesOn(t *testing.T) {
 	if msg := c.failure(c.request("launch", map[string]any{"program": "/bin/true", "ranks": 2, "rm": "pe", "launcherArgs": []string{}})); !strings.Contains(msg, "poe") {
 		t.Errorf("launch under a launcher that is not there: %q", msg)
 	}
-	if msg := c.failure(c.request("attach", map[string]any{})); !strings.Contains(msg, "no pid given") {
+	if msg := c.failure(c.request("attach", map[string]any{})); !strings.Contains(msg, "--pid PID of the job's starter is needed") {
 		t.Errorf("attach without a pid: %q", msg)
 	}
 	// Frames that are not DAP: each an error response (request_seq 0),

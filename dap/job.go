@@ -47,7 +47,8 @@ type LaunchArgs struct {
 
 // AttachArgs are the attach request's arguments.
 type AttachArgs struct {
-	Pid        int    `json:"pid"`        // the starter (mpirun, srun) of a running job, acquired through MPIR
+	Pid        int    `json:"pid"`        // the starter (mpirun, srun) of a running job, acquired through MPIR or PMIx
+	Slurm      string `json:"slurm"`      // or a SLURM job's step by its id, JOBID[.STEP], as sdm attach --slurm
 	Ranks      string `json:"ranks"`      // the ranks to attach (all when empty): 0-3,7
 	AllRanks   *bool  `json:"allRanks"`   // as LaunchArgs.AllRanks
 	AllThreads bool   `json:"allThreads"` // as LaunchArgs.AllThreads
@@ -159,10 +160,10 @@ func (a *adapter) attach(m *godap.AttachRequest) error {
 	if err := strictJSON(m.Arguments, &args); err != nil {
 		return fmt.Errorf("attach: %v", err)
 	}
-	if args.Pid <= 0 {
-		return errors.New("attach: no pid given (\"pid\": the process id of the job's starter, mpirun or srun)")
+	mp := launcher.MPIR{Pid: args.Pid, Slurm: args.Slurm}
+	if err := mp.CheckRunning(launcher.Given{Pid: args.Pid != 0, Slurm: args.Slurm != ""}); err != nil {
+		return fmt.Errorf("attach: %v (\"pid\": the process id of the job's starter, mpirun or srun; or \"slurm\": a SLURM job's id)", err)
 	}
-	mp := launcher.MPIR{Pid: args.Pid}
 	if args.Ranks != "" {
 		var err error
 		if mp.Ranks, err = wire.ParseRankSet(args.Ranks); err != nil {
@@ -170,7 +171,11 @@ func (a *adapter) attach(m *godap.AttachRequest) error {
 		}
 	}
 	o := launcher.Options{RM: "auto", Debugger: backend.GDB, GDB: backend.Lazy, SDM: a.opts.SDM, Log: a.opts.Log, SSH: orDefault(args.SSH, "ssh")}
-	a.output("console", fmt.Sprintf("sdm: attaching to the job of process %d\n", args.Pid))
+	if args.Slurm != "" {
+		a.output("console", fmt.Sprintf("sdm: attaching to SLURM job %s\n", args.Slurm))
+	} else {
+		a.output("console", fmt.Sprintf("sdm: attaching to the job of process %d\n", args.Pid))
+	}
 	s, acquired, err := launcher.Acquire(a.ctx, o, mp)
 	if err != nil {
 		return fmt.Errorf("attach: %v", err)

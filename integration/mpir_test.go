@@ -90,6 +90,20 @@ func detached(t testing.TB, env []string, argv ...string) (*proc, int) {
 	p.lines(t, 1, "detached pid ")
 	var pid int
 	fmt.Sscanf(p.out.String()[strings.Index(p.out.String(), "detached pid "):], "detached pid %d", &pid)
+	// Open MPI 5's ranks run in process groups of their own, which the
+	// end of the command's group does not reach, and a rank that never
+	// calls MPI again would spin on once its mpirun is gone: the
+	// starter's descendants go first.
+	t.Cleanup(func() {
+		var kill func(int)
+		kill = func(pid int) {
+			for _, kid := range children(pid) {
+				kill(kid)
+			}
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		kill(pid)
+	})
 	return p, pid
 }
 

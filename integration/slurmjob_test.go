@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	godap "github.com/google/go-dap"
+
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/mpir"
 )
@@ -167,6 +169,32 @@ func TestAttachSlurmJobAcrossHosts(t *testing.T) {
 	for _, r := range ranks {
 		if stopped, tracer := mpir.Traced(r); stopped || tracer != 0 {
 			t.Errorf("rank process %d after detach: stopped %v, traced by %d", r, stopped, tracer)
+		}
+	}
+}
+
+// An editor attaches to a batch job by its id: the ranks are threads, a
+// pause shows the stuck rank, and disconnecting lets the job run on.
+func TestDAPAttachSlurmJob(t *testing.T) {
+	adapter{rm: "slurm"}.prepare(t)
+	const n = 4
+	job := sbatched(t, n, "-n", strconv.Itoa(n))
+	c := launchDAP(t, "attach", map[string]any{"slurm": job})
+	c.call("configurationDone", nil)
+	threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads
+	if len(threads) != n {
+		t.Fatalf("threads: %+v", threads)
+	}
+	c.call("pause", map[string]any{"threadId": threads[0].Id})
+	c.stopped("pause")
+	frames := c.call("stackTrace", map[string]any{"threadId": threads[n-1].Id}).(*godap.StackTraceResponse).Body.StackFrames
+	if len(frames) < 2 || frames[0].Name != "compute" || frames[1].Name != "main" {
+		t.Fatalf("the computing rank's stack: %+v", frames)
+	}
+	c.call("disconnect", nil)
+	for _, pid := range stepPids(t, job+".0") {
+		if stopped, tracer := mpir.Traced(pid); stopped || tracer != 0 {
+			t.Errorf("task %d after disconnect: stopped %v, traced by %d", pid, stopped, tracer)
 		}
 	}
 }

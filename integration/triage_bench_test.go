@@ -12,10 +12,12 @@ import (
 
 // BenchmarkStacksPid is STAT's question asked of a running Open MPI job
 // of hang (ranks 0 to N-2 in MPI_Recv, the last computing), from the
-// command to the printed answer, four ways: sdm stacks --pid (one server
-// for the host's ranks, without gdb, one sample), the same with a server
-// per rank, eu-stack -p on each rank in turn, and the gdb path (sdm attach
-// --gdb eager: halt, wait, stacks, detach).
+// command to the printed answer, five ways: sdm stacks --pid (one server
+// for the host's ranks, without gdb, one sample; the table through MPIR,
+// or Open MPI 5's PMIx server), the same with the ranks found in /proc
+// (--starter: what the table's reading costs is the difference), the
+// same with a server per rank, eu-stack -p on each rank in turn, and the
+// gdb path (sdm attach --gdb eager: halt, wait, stacks, detach).
 func BenchmarkStacksPid(b *testing.B) {
 	mpirun := testenv.RequireTool(b, "mpirun.openmpi", "mpirun")
 	euStack := testenv.RequireTool(b, "eu-stack")
@@ -38,9 +40,10 @@ func BenchmarkStacksPid(b *testing.B) {
 				}
 				return time.Since(start)
 			}
-			var sdm, perRank, eu, gdb time.Duration
+			var sdm, procs, perRank, eu, gdb time.Duration
 			for range b.N {
 				sdm += timed("sdm stacks", sdmBin, "stacks", "--pid", starter, "--samples", "1")
+				procs += timed("sdm stacks --starter", sdmBin, "stacks", "--starter", starter, "--samples", "1")
 				perRank += timed("sdm stacks --server-per-rank", sdmBin, "stacks", "--pid", starter, "--samples", "1", "--server-per-rank")
 				for _, r := range ranks {
 					eu += timed("eu-stack", euStack, "-p", strconv.Itoa(r))
@@ -50,6 +53,7 @@ func BenchmarkStacksPid(b *testing.B) {
 			}
 			ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
 			b.ReportMetric(ms(sdm), "ms-sdm-stacks")
+			b.ReportMetric(ms(procs), "ms-sdm-proc")
 			b.ReportMetric(ms(perRank), "ms-sdm-per-rank")
 			b.ReportMetric(ms(eu), "ms-eu-stack")
 			b.ReportMetric(ms(gdb), "ms-gdb-path")

@@ -119,7 +119,7 @@ func Acquire(ctx context.Context, o Options, m MPIR) (*Session, *Acquired, error
 		}
 		return nil, nil, err
 	}
-	again.launcher = a.launcher
+	again.launcher, again.held = a.launcher, a.result.Table.Via
 	s.origin = again
 	return s, &a.result, nil
 }

@@ -18,6 +18,9 @@ import (
 type origin struct {
 	o Options // Adapter set to the one chosen; no session directory
 	m *MPIR   // for a job launched and acquired through MPIR
+	// held says how a launched job's ranks were held for the debugger
+	// when its starter has no MPIR (Table.Via).
+	held string
 	// launcher names the program that started the ranks as one job; ""
 	// for ranks started one by one.
 	launcher string
@@ -78,7 +81,10 @@ func (s *Session) Summary() string {
 	if s.origin.launcher == "" {
 		how = "under the local launcher"
 	}
-	if s.origin.m != nil {
+	switch {
+	case s.origin.m != nil && s.origin.held != "":
+		how += ", " + s.origin.held
+	case s.origin.m != nil:
 		how += ", acquired through MPIR"
 	}
 	if s.target.remote() {

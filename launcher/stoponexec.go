@@ -102,7 +102,7 @@ func readProctable(file string, n int) (mpir.Table, error) {
 		return mpir.Table{}, err
 	}
 	defer f.Close()
-	tab := mpir.Table{Procs: make([]mpir.Proc, n), IAmStarter: true, AcquiredPreMain: true, Via: "held at exec: --stop-on-exec, --output-proctable"}
+	tab := mpir.Table{Procs: make([]mpir.Proc, n), IAmStarter: true, AcquiredPreMain: true, Via: "held at exec by --stop-on-exec"}
 	seen := 0
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
