@@ -121,10 +121,14 @@ func TestAcrossHosts(t *testing.T) {
 }
 
 // sdm stacks --pid on an mpirun whose ranks run on the four hosts: the
-// proctable names the hosts, a server per host is started over real ssh,
-// the hang is found, and the ranks run on untraced.
+// proctable (MPIR's, or Open MPI 5's PMIx server's) names the hosts, a
+// server per host is started over real ssh, the hang is found, and the
+// ranks run on untraced.
 func TestStacksAcrossHosts(t *testing.T) {
-	testenv.OpenMPIWithMPIR(t)
+	via := "(MPIR in "
+	if !testenv.OpenMPIHasMPIR(t) {
+		via = "(PMIx, job "
+	}
 	c := testenv.StartCluster(t)
 	bin := testenv.Examples(t)
 	const n = 8
@@ -133,8 +137,8 @@ func TestStacksAcrossHosts(t *testing.T) {
 	p.lines(t, n, "rank ")
 	logins := c.Logins(t)
 	out, stderr, code := run(t, "", "stacks", "--pid", strconv.Itoa(pid), "--ssh", c.SSH, "--samples", "2", "--interval", "50ms")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	if code != 0 || !strings.Contains(stderr, "acquired 8 ranks from pid "+strconv.Itoa(pid)+" "+via) {
+		t.Fatalf("exit %d, or not acquired %s…)\n%s%s", code, via, out, stderr)
 	}
 	for _, want := range []string{"[0-6] main at examples/hang/hang.c:27 (7 ranks)\n", "[7] compute at examples/hang/hang.c:12 (1 rank)\n"} {
 		if !strings.Contains(out, want) {

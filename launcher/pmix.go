@@ -19,5 +19,5 @@ func (a *acquisition) pmixTable(ctx context.Context, notMPIR error) (tab mpir.Ta
 			return tab, nil
 		}
 	}
-	return tab, fmt.Errorf("%w; nor could sdm reach it as a PMIx tool: %v; on its own host, sdm attach --starter %d takes its ranks from /proc", notMPIR, err, a.m.Pid)
+	return tab, fmt.Errorf("%w; nor could sdm reach it as a PMIx tool: %v; on its own host, sdm attach --starter %d takes its ranks from /proc, and a SLURM job's, sdm attach --slurm JOBID", notMPIR, err, a.m.Pid)
 }

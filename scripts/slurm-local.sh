@@ -122,6 +122,12 @@ CONF
     done
   fi
   echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8" >> "$SLURM_CONF"
+  # No cgroups: the tasks are tracked through /proc (proctrack/linuxproc),
+  # and slurmd 23 and later would read the cgroup file system anyway,
+  # which a root of another Debian release may not have as it expects.
+  if [ "$(slurmd -V | awk '{split($2, v, "."); print v[1]}')" -ge 23 ]; then
+    echo "CgroupPlugin=disabled" >"$(dirname "$SLURM_CONF")/cgroup.conf"
+  fi
   slurmctld -f "$SLURM_CONF"
   if [ -z "$NETNS_NODES" ]; then
     mkdir -p "$BASE/state/slurmd-$HOST" "$BASE/tmp/$HOST"
@@ -140,6 +146,7 @@ CONF
   done
   if [ "$(sinfo -h -o %T 2>/dev/null | sort -u | tr -d '\n')" != idle ]; then
     echo "slurm-local: the node did not come up; see $BASE/log" >&2
+    down >/dev/null 2>&1 || true # nothing stays to hold the ports
     exit 1
   fi
   echo "export SLURM_CONF=$SLURM_CONF"

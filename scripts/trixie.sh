@@ -14,22 +14,23 @@
 #
 # Environment: SDM_TRIXIE_ROOT (/var/cache/sdm/trixie), SDM_TRIXIE_MIRROR
 # (the machine's Debian mirror, else deb.debian.org). Runs as root; needs
-# debootstrap, and util-linux's unshare: every mount of a run lives in a
-# mount namespace of its own, so that none outlives the run, however it
-# ends.
+# debootstrap, and util-linux's unshare and mountpoint.
 set -euo pipefail
 ROOT=${SDM_TRIXIE_ROOT:-/var/cache/sdm/trixie}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 # What the tests use there: the build (gcc, the static C library, OpenPMIx
 # and pkg-config for sdm-pmix), the examples (C++, Fortran), both MPIs,
-# SLURM and munge, gdb, the C library's symbols and eu-stack.
+# SLURM and munge, gdb, the C library's symbols and eu-stack, and for the
+# emulated cluster of scripts/cluster.sh sshd, ssh and iproute2.
 PACKAGES="gdb make gcc libc6-dev pkg-config libpmix-dev g++ gfortran openmpi-bin libopenmpi-dev
-mpich libmpich-dev slurm-wlm munge elfutils libc6-dbg procps ca-certificates"
+mpich libmpich-dev slurm-wlm munge elfutils libc6-dbg procps ca-certificates
+openssh-server openssh-client iproute2"
 # The tests of the Debian 13 set: launch under mpirun, mpiexec and srun
 # (and restart there), a fault caught launched and attached, attach and
 # stacks through PMIx, --mpir through --stop-on-exec, the ranks' labelled
-# output, SLURM jobs by id, and the editors' adapter.
-TESTS='TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob'
+# output, SLURM jobs by id, the editors' adapter, and across the emulated
+# cluster's hosts: a launch, stacks through PMIx, a SLURM job by id.
+TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob'
 
 fail() { echo "trixie: $*" >&2; exit 1; }
 
@@ -76,8 +77,13 @@ SOURCES
 }
 
 # in_root ROOT SCRIPT runs SCRIPT with bash in ROOT, with this machine's
-# DNS and CA bundle, the system's mounts, the project's tree at /src/sdm
-# and Go at its own path, all in a mount namespace of its own.
+# DNS and CA bundle, kernel file systems, the project's tree at /src/sdm
+# and Go at its own path: the tree and Go read-only, /dev a tmpfs with the
+# few devices the tests use, so that no mount of a run, should one outlive
+# it, exposes this machine's files to a removal of the root. The mounts
+# live in a mount namespace of their own where the machine's root is a
+# mount (not in a chroot, whose / is none: there they are undone when the
+# run ends).
 in_root() {
   local root=$1 script=$2 goroot="" modcache=""
   if command -v go >/dev/null; then
@@ -90,27 +96,54 @@ in_root() {
   # module downloads; Debian's own until ca-certificates is installed.
   local bundle=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
   [ -s "$bundle" ] && cp "$bundle" "$root/etc/ssl/certs/sdm-host.crt"
-  [ -z "$goroot" ] || mkdir -p "$root$goroot" "$root$modcache"
-  unshare --mount --propagation private -- bash -euc '
-    root=$1 here=$2 goroot=$3 modcache=$4 script=$5
-    mount -t proc proc "$root/proc"
-    mount --rbind /sys "$root/sys"
-    mount --rbind /dev "$root/dev"
-    mount -t tmpfs tmpfs "$root/run"
-    mount -t tmpfs tmpfs "$root/tmp"
-    mount --bind "$here" "$root/src/sdm"
-    if [ -n "$goroot" ]; then
-      mount --bind "$goroot" "$root$goroot"
-      mount --bind "$modcache" "$root$modcache"
-    fi
-    exec chroot "$root" /usr/bin/env -i PATH="${goroot:+$goroot/bin:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-      HOME=/root CI="${CI:-}" GOFLAGS="-buildvcs=false" GOMODCACHE="$modcache" GOPROXY="${GOPROXY:-}" GOTOOLCHAIN=local \
-      SSL_CERT_FILE="$(test -s "$root/etc/ssl/certs/sdm-host.crt" && echo /etc/ssl/certs/sdm-host.crt)" \
-      bash -c "cd /src/sdm && $script"
-  ' trixie "$root" "$HERE" "$goroot" "$modcache" "$script"
+  [ -z "$goroot" ] || mkdir -p "$modcache" "$root$goroot" "$root$modcache"
+  if mountpoint -q /; then
+    unshare --mount --propagation private -- "$0" __enter "$root" "$goroot" "$modcache" "$script"
+  else
+    "$0" __enter "$root" "$goroot" "$modcache" "$script"
+  fi
+}
+
+# enter mounts what a run needs in ROOT, undoes it at its end, and runs
+# SCRIPT there.
+enter() {
+  local root=$1 goroot=$2 modcache=$3 script=$4
+  # mounts is global: the EXIT trap runs after the function has ended.
+  mounts=()
+  on() { mount "$@"; mounts=("${!#}" "${mounts[@]}"); }
+  undo() { for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done; }
+  trap undo EXIT
+  on -t proc proc "$root/proc"
+  on -t sysfs sysfs "$root/sys"
+  on -t tmpfs -o mode=0755 tmpfs "$root/dev"
+  for d in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
+    IFS=: read -r name major minor <<<"$d"
+    mknod -m 0666 "$root/dev/$name" c "$major" "$minor"
+  done
+  mkdir -p "$root/dev/pts" "$root/dev/shm"
+  on -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$root/dev/pts"
+  ln -s pts/ptmx "$root/dev/ptmx"
+  ln -s /proc/self/fd "$root/dev/fd"
+  ln -s /proc/self/fd/0 "$root/dev/stdin"
+  ln -s /proc/self/fd/1 "$root/dev/stdout"
+  ln -s /proc/self/fd/2 "$root/dev/stderr"
+  on -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
+  on -t tmpfs tmpfs "$root/run"
+  on -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+  on --bind -o ro "$HERE" "$root/src/sdm"
+  if [ -n "$goroot" ]; then
+    on --bind -o ro "$goroot" "$root$goroot"
+    on --bind -o ro "$modcache" "$root$modcache"
+  fi
+  local cert=""
+  [ -s "$root/etc/ssl/certs/sdm-host.crt" ] && cert=/etc/ssl/certs/sdm-host.crt
+  chroot "$root" /usr/bin/env -i PATH="${goroot:+$goroot/bin:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    HOME=/root CI="${CI:-}" GOFLAGS=-buildvcs=false GOMODCACHE="$modcache" GOPROXY="${GOPROXY:-}" GOTOOLCHAIN=local \
+    SSL_CERT_FILE="$cert" TERM="${TERM:-dumb}" bash -c "cd /src/sdm && $script"
 }
 
 case "${1:-}" in
+  __enter) shift; enter "$@" ;;
   up) up ;;
   run)
     shift
