@@ -184,7 +184,7 @@ func TestAttachPidsRefused(t *testing.T) {
 		{[]string{"--pids", joinPids(c, z)}, 1, fmt.Sprintf("pid %d has ended", z)},
 		{[]string{"--starter", "999999999"}, 1, "pid 999999999: no such process on this host"},
 		{[]string{"--starter", strconv.Itoa(c)}, 1, fmt.Sprintf("no process under pid %d (sleep) carries a rank variable", c)},
-		{[]string{"--pids", joinPids(c), "--pid", strconv.Itoa(c)}, 2, "--pid, --pids and --starter are exclusive"},
+		{[]string{"--pids", joinPids(c), "--pid", strconv.Itoa(c)}, 2, "--pid, --pids, --starter and --slurm are exclusive"},
 		{[]string{"--pids", "x"}, 2, "--pids"},
 		{[]string{"--pids", joinPids(a), "--ranks", "1"}, 1, "ranks 1: not found on this host"},
 	} {

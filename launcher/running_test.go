@@ -20,6 +20,9 @@ func TestCheckRunningWantsOneWayToNameAJob(t *testing.T) {
 		{MPIR{Ancestor: -1}, Given{Ancestor: true}, "a pid is a positive number"},
 		{MPIR{}, Given{Procs: true}, "--pids needs the ranks' pids"},
 		{MPIR{Procs: []int{43, 0}}, Given{Procs: true}, "--pids: 0 is not a pid"},
+		{MPIR{Slurm: "12.0"}, Given{Slurm: true}, ""},
+		{MPIR{Slurm: "12", Pid: 4}, Given{Slurm: true, Pid: true}, "exclusive"},
+		{MPIR{Slurm: "12.x"}, Given{Slurm: true}, `--slurm "12.x": want JOBID or JOBID.STEP`},
 	} {
 		err := c.m.CheckRunning(c.given)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {

@@ -19,12 +19,17 @@
 #   from hpcc:                hpcc-1.5.0/hpcc and a small hpcc-1.5.0/hpccinf.txt
 #       (HPL on a 2x2 grid: run it with 4 ranks where that file is)
 #
-# The sources stay beside them (DIR/openmpi-4.1.4, DIR/mpich-4.0.2, and
-# DIR/MPI/hpcc-1.5.0, built in place): the programs' debug information names
-# them, so that stops show their files and lines and gdb can list them.
+# Each package's sources are the newest that apt's deb-src entries offer and
+# the archive serves: on Debian 12 Open MPI 4.1.4, MPICH 4.0.2 and HPCC 1.5.0;
+# on Debian 13 Open MPI 5.0.7 and HPCC 1.5.0, and MPICH 4.0.2 where Debian
+# 13's MPICH sources do not download (.ci/run lists Debian 12's sources
+# too). The sources stay beside the programs (DIR/openmpi-VERSION,
+# DIR/mpich-VERSION, and DIR/MPI/hpcc-1.5.0, built in place): the programs'
+# debug information names them, so that stops show their files and lines
+# and gdb can list them.
 #
 # Debian's source archive needs a deb-src entry in apt's sources (.ci/run adds
-# one). A package that does not download is reported on standard error as
+# them). A package that does not download is reported on standard error as
 # "missing PACKAGE: why"; the others are still built. Exit status: 0 when
 # everything is there, 3 when some package could not be downloaded, 1 on any
 # other failure. Needs: apt-get, tar, xz, gcc, g++, gfortran, the compiler
@@ -43,40 +48,44 @@ CFLAGS="-g -O0"
 stamp=$(sha256sum "$0" | cut -d' ' -f1)
 
 missing=0
-# fetch PACKAGE ORIG: download PACKAGE's sources into DIR/src unless its
-# upstream tarball ORIG is there already. hpcc's Debian tarball is missing
-# from the archive (apt-get exits 100 although the .orig downloaded), so
-# success is the tarball being there, not apt-get's status.
+declare -A ORIG TOP
+# fetch PACKAGE: download the newest of PACKAGE's source versions whose
+# upstream tarball the archive serves into DIR/src, unless that tarball is
+# there already, and set ORIG[PACKAGE] to the tarball and TOP[PACKAGE] to
+# its top directory. hpcc's Debian tarball is missing from the archive
+# (apt-get exits 100 although the .orig downloaded), so success is the
+# tarball being there, not apt-get's status.
 fetch() {
-  local pkg=$1 orig=$2 log why
-  [ -s "$DIR/src/$orig" ] && return 0
+  local pkg=$1 log why version versions upstream orig
   log=$(mktemp)
+  versions=$(apt-cache showsrc "$pkg" 2>/dev/null | awk '/^Version:/ {print $2}' | sort -rV -u)
+  [ -n "$versions" ] || echo "E: apt knows no source of $pkg: it needs a deb-src entry" >"$log"
   # apt downloads as _apt where it can; a directory it owns spares its
   # warning about downloading unsandboxed as root.
   if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then
     chown _apt "$DIR/src" 2>/dev/null || true
   fi
-  (cd "$DIR/src" && timeout 600 apt-get source --download-only "$pkg") >"$log" 2>&1 || true
-  if [ ! -s "$DIR/src/$orig" ]; then
-    # apt looks for the source of the binary package's version, which the
-    # sources may lack (Debian 13 has hpcc 1.5.0-4 and Debian 12's sources
-    # 1.5.0-3): ask for the sources' own version.
-    local version
-    version=$(apt-cache showsrc "$pkg" 2>/dev/null | awk '/^Version:/ {print $2; exit}')
-    if [ -n "$version" ]; then
+  for version in $versions; do
+    upstream=${version#*:}
+    upstream=${upstream%-*}
+    orig=$(cd "$DIR/src" && ls "${pkg}_$upstream".orig.tar.* 2>/dev/null | head -1 || true)
+    if [ -z "$orig" ]; then
       (cd "$DIR/src" && timeout 600 apt-get source --download-only "$pkg=$version") >>"$log" 2>&1 || true
+      orig=$(cd "$DIR/src" && ls "${pkg}_$upstream".orig.tar.* 2>/dev/null | head -1 || true)
     fi
-  fi
-  if [ -s "$DIR/src/$orig" ]; then
-    rm -f "$log"
-    return 0
-  fi
+    if [ -n "$orig" ] && [ -s "$DIR/src/$orig" ]; then
+      ORIG[$pkg]=$orig
+      TOP[$pkg]=$( (tar -tf "$DIR/src/$orig" || true) | head -1 | cut -d/ -f1)
+      rm -f "$log"
+      return 0
+    fi
+  done
   why=$(grep -E '^(E|W):' "$log" | head -3 | tr '\n' ' ' || true)
   case "$why" in
-  *deb-src*) why="$why(apt has no deb-src entry: add one for bookworm, as .ci/run does)" ;;
+  *deb-src*) why="$why(add one for the machine's release, as .ci/run does)" ;;
   "") why=$(tail -3 "$log" | tr '\n' ' ') ;;
   esac
-  echo "missing $pkg: apt-get source --download-only $pkg did not give $orig: $why" >&2
+  echo "missing $pkg: apt-get source --download-only $pkg gave no upstream tarball: $why" >&2
   missing=1
   rm -f "$log"
   return 1
@@ -108,37 +117,38 @@ unpack() {
 }
 
 build_openmpi_examples() {
-  local mpi=$1 ex=$DIR/openmpi-4.1.4/examples
-  fresh "$mpi" openmpi-examples && return 0
+  local mpi=$1 top=${TOP[openmpi]} ex=$DIR/${TOP[openmpi]}/examples
+  fresh "$mpi" "openmpi-examples-$top" && return 0
   if [ ! -f "$ex/.unpacked-$stamp" ]; then
-    unpack openmpi_4.1.4.orig.tar.xz openmpi-4.1.4 --wildcards '*/examples/*'
+    unpack "${ORIG[openmpi]}" "$top" --wildcards "$top/examples/*"
     touch "$ex/.unpacked-$stamp"
   fi
   cd "$ex"
   for p in ring_c connectivity_c hello_c; do
     "$(wrapper "$mpi" c)" $CFLAGS -o "$DIR/$mpi/$p" "$p.c"
   done
-  # The MPI C++ bindings are gone from Open MPI 5: ring_cxx is built only
-  # where the MPI still has them, and said absent elsewhere.
+  # The MPI C++ bindings are gone from Open MPI 5, and its examples with
+  # them: ring_cxx is built only where the sources have it and the MPI
+  # has them, and said absent elsewhere.
   rm -f "$DIR/$mpi/ring_cxx"
-  if printf '#include <mpi.h>\nint main(void) { MPI::Init(); }\n' |
+  if [ -f ring_cxx.cc ] && printf '#include <mpi.h>\nint main(void) { MPI::Init(); }\n' |
     "$(wrapper "$mpi" cxx)" -fsyntax-only -x c++ - 2>/dev/null; then
     "$(wrapper "$mpi" cxx)" $CFLAGS -o "$DIR/$mpi/ring_cxx" ring_cxx.cc
   fi
   for f in ring_mpifh.f ring_usempi.f90 ring_usempif08.f90; do
     "$(wrapper "$mpi" f)" $CFLAGS -o "$DIR/$mpi/${f%.*}" "$f"
   done
-  built "$mpi" openmpi-examples
+  built "$mpi" "openmpi-examples-$top"
 }
 
 build_mpich_tests() {
-  local mpi=$1 t=$DIR/mpich-4.0.2/test/mpi
-  fresh "$mpi" mpich-tests && return 0
+  local mpi=$1 top=${TOP[mpich]} t=$DIR/${TOP[mpich]}/test/mpi
+  fresh "$mpi" "mpich-tests-$top" && return 0
   if [ ! -f "$t/.unpacked-$stamp" ]; then
-    unpack mpich_4.0.2.orig.tar.xz mpich-4.0.2 \
-      mpich-4.0.2/test/mpi/include mpich-4.0.2/test/mpi/util \
-      mpich-4.0.2/test/mpi/pt2pt/isendirecv.c mpich-4.0.2/test/mpi/coll/opminloc.c \
-      mpich-4.0.2/test/mpi/f90/coll/uallreducef90.f90
+    unpack "${ORIG[mpich]}" "$top" \
+      "$top/test/mpi/include" "$top/test/mpi/util" \
+      "$top/test/mpi/pt2pt/isendirecv.c" "$top/test/mpi/coll/opminloc.c" \
+      "$top/test/mpi/f90/coll/uallreducef90.f90"
     # The test suite's configure writes mpitestconf.h; these few tests
     # need only what any Linux has.
     cat >"$t/include/mpitestconf.h" <<'EOF'
@@ -168,7 +178,7 @@ EOF
   mkdir -p "$t/f90/coll/$mpi"
   cd "$t/f90/coll"
   "$(wrapper "$mpi" f)" $CFLAGS -J "$mpi" -o "$DIR/$mpi/uallreducef90" ../../util/mtest_f90.f90 uallreducef90.f90
-  built "$mpi" mpich-tests
+  built "$mpi" "mpich-tests-$top"
 }
 
 build_hpcc() {
@@ -176,7 +186,7 @@ build_hpcc() {
   fresh "$mpi" hpcc && return 0
   rm -rf "$src"
   mkdir -p "$src"
-  tar -xzf "$DIR/src/hpcc_1.5.0.orig.tar.gz" -C "$src" --strip-components=1
+  tar -xf "$DIR/src/${ORIG[hpcc]}" -C "$src" --strip-components=1
   # HPL calls two MPI-1 functions that MPI-3 removed (Open MPI 4 refuses
   # them at compile time); their MPI-2 names take the same arguments.
   sed -i 's/MPI_Address(/MPI_Get_address(/; s/MPI_Type_struct(/MPI_Type_create_struct(/' "$src/hpl/src/comm/HPL_packL.c"
@@ -219,9 +229,9 @@ EOF
 }
 
 have=()
-fetch openmpi openmpi_4.1.4.orig.tar.xz && have+=(openmpi)
-fetch mpich mpich_4.0.2.orig.tar.xz && have+=(mpich)
-fetch hpcc hpcc_1.5.0.orig.tar.gz && have+=(hpcc)
+fetch openmpi && have+=(openmpi)
+fetch mpich && have+=(mpich)
+fetch hpcc && have+=(hpcc)
 
 for mpi in openmpi mpich; do
   mkdir -p "$DIR/$mpi"
