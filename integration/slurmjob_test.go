@@ -2,9 +2,11 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,8 +101,8 @@ func TestAttachSlurmJob(t *testing.T) {
 }
 
 // What sdm attach --slurm cannot take says why: a job id that is not
-// one, a step that does not run, a job that runs no step with tasks, a
-// job that has ended.
+// one, a step that does not run, a job that runs no step with tasks,
+// another user's job, a job that has ended.
 func TestAttachSlurmJobRefusals(t *testing.T) {
 	adapter{rm: "slurm"}.prepare(t)
 	out := filepath.Join(t.TempDir(), "job.out")
@@ -119,6 +121,9 @@ func TestAttachSlurmJobRefusals(t *testing.T) {
 		if _, stderr, code := run(t, "", "stacks", "--slurm", c.id); code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("sdm stacks --slurm %s: exit %d, want %d and %q:\n%s", c.id, code, c.code, c.want, stderr)
 		}
+	}
+	if os.Geteuid() == 0 {
+		anotherUser(t, job)
 	}
 	cancel := testenv.Command(t, "scancel", job)
 	if b, err := cancel.CombinedOutput(); err != nil {
@@ -196,5 +201,32 @@ func TestDAPAttachSlurmJob(t *testing.T) {
 		if stopped, tracer := mpir.Traced(pid); stopped || tracer != 0 {
 			t.Errorf("task %d after disconnect: stopped %v, traced by %d", pid, stopped, tracer)
 		}
+	}
+}
+
+// anotherUser has nobody ask for root's job, with a copy of sdm that
+// nobody may run: the job is refused as another user's.
+func anotherUser(t *testing.T, job string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sdm-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	exe, err := os.ReadFile(sdmBin)
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "sdm"), exe, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := testenv.Command(t, filepath.Join(dir, "sdm"), "stacks", "--slurm", job)
+	nobody.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+	nobody.Dir = dir
+	if b, _ := nobody.CombinedOutput(); !strings.Contains(string(b), "SLURM job "+job+" is user root(0)'s: sdm attaches to your own jobs only") {
+		t.Errorf("another user's job, asked for by nobody:\n%s", b)
 	}
 }

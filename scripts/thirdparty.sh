@@ -54,32 +54,40 @@ declare -A ORIG TOP
 # there already, and set ORIG[PACKAGE] to the tarball and TOP[PACKAGE] to
 # its top directory. hpcc's Debian tarball is missing from the archive
 # (apt-get exits 100 although the .orig downloaded), so success is the
-# tarball being there, not apt-get's status.
+# tarball being there, not apt-get's status. Where apt offers no version
+# (no deb-src entry, no network), a tarball downloaded before will do.
 fetch() {
   local pkg=$1 log why version versions upstream orig
   log=$(mktemp)
-  versions=$(apt-cache showsrc "$pkg" 2>/dev/null | awk '/^Version:/ {print $2}' | sort -rV -u)
-  [ -n "$versions" ] || echo "E: apt knows no source of $pkg: it needs a deb-src entry" >"$log"
   # apt downloads as _apt where it can; a directory it owns spares its
   # warning about downloading unsandboxed as root.
   if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then
     chown _apt "$DIR/src" 2>/dev/null || true
   fi
+  versions=$(apt-cache showsrc "$pkg" 2>/dev/null | awk '/^Version:/ {print $2}' | sort -rV -u || true)
   for version in $versions; do
     upstream=${version#*:}
     upstream=${upstream%-*}
-    orig=$(cd "$DIR/src" && ls "${pkg}_$upstream".orig.tar.* 2>/dev/null | head -1 || true)
+    orig=$(tarball "${pkg}_$upstream")
     if [ -z "$orig" ]; then
       (cd "$DIR/src" && timeout 600 apt-get source --download-only "$pkg=$version") >>"$log" 2>&1 || true
-      orig=$(cd "$DIR/src" && ls "${pkg}_$upstream".orig.tar.* 2>/dev/null | head -1 || true)
+      orig=$(tarball "${pkg}_$upstream")
     fi
-    if [ -n "$orig" ] && [ -s "$DIR/src/$orig" ]; then
-      ORIG[$pkg]=$orig
-      TOP[$pkg]=$( (tar -tf "$DIR/src/$orig" || true) | head -1 | cut -d/ -f1)
-      rm -f "$log"
-      return 0
-    fi
+    [ -n "$orig" ] && break
   done
+  if [ -z "$versions" ]; then
+    orig=$(tarball "${pkg}_")
+    if [ -z "$orig" ]; then
+      (cd "$DIR/src" && timeout 600 apt-get source --download-only "$pkg") >>"$log" 2>&1 || true
+      orig=$(tarball "${pkg}_")
+    fi
+  fi
+  if [ -n "$orig" ]; then
+    ORIG[$pkg]=$orig
+    TOP[$pkg]=$( (tar -tf "$DIR/src/$orig" || true) | head -1 | cut -d/ -f1)
+    rm -f "$log"
+    return 0
+  fi
   why=$(grep -E '^(E|W):' "$log" | head -3 | tr '\n' ' ' || true)
   case "$why" in
   *deb-src*) why="$why(add one for the machine's release, as .ci/run does)" ;;
@@ -89,6 +97,12 @@ fetch() {
   missing=1
   rm -f "$log"
   return 1
+}
+
+# tarball PREFIX: the newest upstream tarball in DIR/src whose name starts
+# with PREFIX and that is not empty, or nothing.
+tarball() {
+  (cd "$DIR/src" && ls "$1"*.orig.tar.* 2>/dev/null | sort -V | while read -r f; do [ -s "$f" ] && echo "$f"; done | tail -1) || true
 }
 
 # wrapper MPI LANG: MPI's compiler wrapper for LANG (c, cxx or f).
