@@ -286,17 +286,7 @@ func TestDAPAttachPause(t *testing.T) {
 	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
 	p.lines(t, n, "rank ")
 	c := launchDAP(t, "attach", map[string]any{"pid": pid})
-	c.call("configurationDone", nil)
-	threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads
-	if len(threads) != n {
-		t.Fatalf("threads: %+v", threads)
-	}
-	c.call("pause", map[string]any{"threadId": threads[0].Id})
-	c.stopped("pause")
-	frames := c.call("stackTrace", map[string]any{"threadId": threads[n-1].Id}).(*godap.StackTraceResponse).Body.StackFrames
-	if len(frames) < 2 || frames[0].Name != "compute" || frames[1].Name != "main" {
-		t.Fatalf("the computing rank's stack: %+v", frames)
-	}
+	threads := pausedAtCompute(t, c, n)
 	if msg := c.failure("stackTrace", map[string]any{"threadId": 99}); !strings.Contains(msg, "no thread 99") {
 		t.Errorf("a thread that is not there: %q", msg)
 	}
@@ -417,6 +407,25 @@ func (c *dapClient) failure(command string, args any) string {
 
 // waitFree waits until every process runs, neither stopped nor traced
 // (a detach takes effect when each server has let its rank go).
+// pausedAtCompute ends the configuration of a session attached to n
+// ranks of hang, checks that the ranks are its threads, pauses them, and
+// checks that the last rank is computing; it returns the threads.
+func pausedAtCompute(t *testing.T, c *dapClient, n int) []godap.Thread {
+	t.Helper()
+	c.call("configurationDone", nil)
+	threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads
+	if len(threads) != n {
+		t.Fatalf("threads: %+v", threads)
+	}
+	c.call("pause", map[string]any{"threadId": threads[0].Id})
+	c.stopped("pause")
+	frames := c.call("stackTrace", map[string]any{"threadId": threads[n-1].Id}).(*godap.StackTraceResponse).Body.StackFrames
+	if len(frames) < 2 || frames[0].Name != "compute" || frames[1].Name != "main" {
+		t.Fatalf("the computing rank's stack: %+v", frames)
+	}
+	return threads
+}
+
 func waitFree(t *testing.T, pids []int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

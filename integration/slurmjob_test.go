@@ -10,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	godap "github.com/google/go-dap"
-
 	"github.com/sdm-hpc/sdm/internal/testenv"
-	"github.com/sdm-hpc/sdm/mpir"
 )
 
 // sbatched submits a batch job whose script runs an srun of hang, with
@@ -93,11 +90,7 @@ func TestAttachSlurmJob(t *testing.T) {
 	if len(pids) != n {
 		t.Fatalf("step %s.0 has %d tasks here after the session: %v", job, len(pids), pids)
 	}
-	for _, pid := range pids {
-		if stopped, tracer := mpir.Traced(pid); stopped || tracer != 0 {
-			t.Errorf("task %d after detach: stopped %v, traced by %d", pid, stopped, tracer)
-		}
-	}
+	free(t, pids...)
 }
 
 // What sdm attach --slurm cannot take says why: a job id that is not
@@ -171,11 +164,7 @@ func TestAttachSlurmJobAcrossHosts(t *testing.T) {
 	if len(ranks) != n {
 		t.Fatalf("%d hang processes on the hosts after detach, want %d", len(ranks), n)
 	}
-	for _, r := range ranks {
-		if stopped, tracer := mpir.Traced(r); stopped || tracer != 0 {
-			t.Errorf("rank process %d after detach: stopped %v, traced by %d", r, stopped, tracer)
-		}
-	}
+	free(t, ranks...)
 }
 
 // An editor attaches to a batch job by its id: the ranks are threads, a
@@ -185,23 +174,9 @@ func TestDAPAttachSlurmJob(t *testing.T) {
 	const n = 4
 	job := sbatched(t, n, "-n", strconv.Itoa(n))
 	c := launchDAP(t, "attach", map[string]any{"slurm": job})
-	c.call("configurationDone", nil)
-	threads := c.call("threads", nil).(*godap.ThreadsResponse).Body.Threads
-	if len(threads) != n {
-		t.Fatalf("threads: %+v", threads)
-	}
-	c.call("pause", map[string]any{"threadId": threads[0].Id})
-	c.stopped("pause")
-	frames := c.call("stackTrace", map[string]any{"threadId": threads[n-1].Id}).(*godap.StackTraceResponse).Body.StackFrames
-	if len(frames) < 2 || frames[0].Name != "compute" || frames[1].Name != "main" {
-		t.Fatalf("the computing rank's stack: %+v", frames)
-	}
+	pausedAtCompute(t, c, n)
 	c.call("disconnect", nil)
-	for _, pid := range stepPids(t, job+".0") {
-		if stopped, tracer := mpir.Traced(pid); stopped || tracer != 0 {
-			t.Errorf("task %d after disconnect: stopped %v, traced by %d", pid, stopped, tracer)
-		}
-	}
+	waitFree(t, stepPids(t, job+".0"))
 }
 
 // anotherUser has nobody ask for root's job, with a copy of sdm that

@@ -4,8 +4,9 @@
 // sdm-pmix, a program of its own beside sdm, so that sdm runs where no
 // PMIx library is installed and only this path needs one.
 //
-// What enters: the server's pid, and where sdm is. What leaves: an
-// mpir.Table, as an MPIR attach gives, marked with the job's namespace.
+// What enters: the server's pid, and the helper's path (launcher finds it
+// beside sdm, as the servers' binaries). What leaves: an mpir.Table, as
+// an MPIR attach gives, marked with the job's namespace (Via).
 package pmix
 
 import (
@@ -14,9 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,27 +26,9 @@ import (
 // Helper is the name of the program that speaks PMIx for sdm.
 const Helper = "sdm-pmix"
 
-// ErrNoHelper says that sdm-pmix is not installed beside sdm nor in PATH.
-var ErrNoHelper = errors.New(Helper + " is not installed (it is built where OpenPMIx's headers are: libpmix-dev)")
-
 // Wait bounds the helper's whole run: a PMIx server answers a tool in
 // milliseconds, and one that does not answer within this is stuck.
 const Wait = 20 * time.Second
-
-// Find returns the helper beside the sdm executable sdm, else the one
-// in PATH.
-func Find(sdm string) (string, error) {
-	if sdm != "" {
-		exe := filepath.Join(filepath.Dir(sdm), Helper)
-		if st, err := os.Stat(exe); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return exe, nil
-		}
-	}
-	if exe, err := exec.LookPath(Helper); err == nil {
-		return exe, nil
-	}
-	return "", ErrNoHelper
-}
 
 // Answer is what the helper prints for sdm-pmix table: the server, the
 // job's namespace, the debugging attributes the server offers
