@@ -25,6 +25,12 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 		return err
 	}
 	b.mu.Lock()
+	// A stop already told (its event sent) has its state set first: a
+	// look that came just after it must not take the rank for running.
+	if err := b.announced(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
 	running := b.state.State == wire.StateRunning && !b.held
 	if running {
 		b.peeking = true
