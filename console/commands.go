@@ -173,9 +173,11 @@ const waitHelp = `    SECONDS (default: --timeout) bounds the wait. When it runs
 // stacksHelp is what help stacks adds: sampling, classes, progress.
 const stacksHelp = `    --samples K takes K samples of every rank's stacks, --interval D apart
     (default 1 sample, 100ms apart); the tree holds every path seen. Ranks whose
-    whole stacks agree form a class; classes print biggest first, those smaller
-    than the mean marked "<- outlier". With 2 or more samples, the ranks whose
-    stacks changed between samples moved; the others may hang. The last line
+    whole stacks agree form a class (the callers line for line, the innermost
+    frame by its function: its line is where the pc happened to be); classes
+    print biggest first, those smaller than the mean marked "<- outlier". With
+    2 or more samples, the ranks whose stacks changed so between samples moved;
+    the others may hang. The last line
     names one rank per class: a rank set for where, or, for a job attached
     through its starter (sdm stacks --pid), the sdm attach --ranks command that
     takes gdb to those ranks only. --dot FILE writes the tree in Graphviz's

@@ -237,6 +237,8 @@ func describe(op string, g wire.Group) (any, []string) {
 
 func frameText(f wire.Frame) string {
 	switch {
+	case f.File != "" && f.Line == 0: // a place (wire.Frame.Place)
+		return f.Func + " at " + f.File
 	case f.File != "":
 		return fmt.Sprintf("%s at %s:%d", f.Func, f.File, f.Line)
 	case f.From != "":

@@ -10,11 +10,14 @@ import (
 
 // StackClass is an equivalence class of STAT's: ranks whose whole stacks
 // agree, every thread and every sample, so that one rank of the class
-// stands for all of them.
+// stands for all of them. Stacks agree when their threads are at the
+// same places (wire.SamePlace): the same call sites, and the same
+// innermost function at whatever line its pc was.
 type StackClass struct {
 	Ranks wire.RankSet
 	// Ends are the innermost frames of the class's paths through the
-	// tree, the main thread's first, then in the tree's order.
+	// tree, the main thread's first, then in the tree's order; an end
+	// reached at several lines of its function has no line.
 	Ends []wire.Frame
 	// Label says where the class departs from the biggest class: the
 	// paths (threads) it has that the biggest has not, each from the
@@ -25,17 +28,26 @@ type StackClass struct {
 	// Outlier marks a class smaller than the mean class: the ranks that
 	// look different from the many, where a hang usually starts.
 	Outlier bool
-	ends    []*StackNode
+	ends    []*stackEnd
+}
+
+// stackEnd is a place where paths end: the nodes of one function under
+// one parent, where some ranks end.
+type stackEnd struct {
+	frame wire.Frame // the nodes' frame, without a line if theirs differ
+	nodes []*StackNode
+	ranks wire.RankSet // the ranks whose paths end at one of the nodes
 }
 
 // StackClasses splits the ranks of the tree into classes, biggest
 // first (the lowest rank breaks ties). A rank's stacks are the paths
 // that end, for it, at a node none of whose children holds it; ranks
-// with the same set of such ends are one class. The split works on rank
-// sets, path by path, so its cost grows with the number of paths and
-// classes, not of ranks. (A thread that stops at a node that another of
-// the same rank's threads passes through is not seen as its own path:
-// the tree holds ranks, not threads.)
+// with the same set of such ends, counted by place (StackClass), are
+// one class. The split works on rank sets, path by path, so its cost
+// grows with the number of paths and classes, not of ranks. (A thread
+// that stops at a node that another of the same rank's threads passes
+// through is not seen as its own path: the tree holds ranks, not
+// threads.)
 func StackClasses(roots []*StackNode) []StackClass {
 	var all wire.RankSet
 	for _, r := range roots {
@@ -46,23 +58,19 @@ func StackClasses(roots []*StackNode) []StackClass {
 	}
 	classes := []StackClass{{Ranks: all}}
 	parent := map[*StackNode]*StackNode{}
-	var walk func(n *StackNode)
-	walk = func(n *StackNode) {
-		ends := n.Ranks
-		for _, c := range n.Children {
-			ends = ends.Minus(c.Ranks)
-			parent[c] = n
+	var walk func(nodes []*StackNode)
+	walk = func(nodes []*StackNode) {
+		for _, e := range endsOf(nodes) {
+			classes = split(classes, e)
 		}
-		if !ends.Empty() {
-			classes = split(classes, ends, n)
-		}
-		for _, c := range n.Children {
-			walk(c)
+		for _, n := range nodes {
+			for _, c := range n.Children {
+				parent[c] = n
+			}
+			walk(n.Children)
 		}
 	}
-	for _, r := range mainFirst(roots) {
-		walk(r)
-	}
+	walk(mainFirst(roots))
 	slices.SortFunc(classes, func(a, b StackClass) int {
 		if a.Ranks.Count() != b.Ranks.Count() {
 			return b.Ranks.Count() - a.Ranks.Count()
@@ -78,17 +86,44 @@ func StackClasses(roots []*StackNode) []StackClass {
 	return classes
 }
 
-// split parts every class into its ranks whose paths end at n and the
+// endsOf groups the paths that end at sibling nodes by place, in the
+// siblings' order.
+func endsOf(siblings []*StackNode) []*stackEnd {
+	var out []*stackEnd
+	byPlace := map[wire.Frame]*stackEnd{}
+	for _, n := range siblings {
+		ends := n.Ranks
+		for _, c := range n.Children {
+			ends = ends.Minus(c.Ranks)
+		}
+		if ends.Empty() {
+			continue
+		}
+		e := byPlace[n.Frame.Place()]
+		if e == nil {
+			e = &stackEnd{frame: n.Frame}
+			byPlace[n.Frame.Place()] = e
+			out = append(out, e)
+		} else if e.frame != n.Frame {
+			e.frame = n.Frame.Place()
+		}
+		e.nodes = append(e.nodes, n)
+		e.ranks = e.ranks.Union(ends)
+	}
+	return out
+}
+
+// split parts every class into its ranks whose paths end at e and the
 // others.
-func split(classes []StackClass, ends wire.RankSet, n *StackNode) []StackClass {
+func split(classes []StackClass, e *stackEnd) []StackClass {
 	out := make([]StackClass, 0, len(classes)+1)
 	for _, c := range classes {
-		in := c.Ranks.Intersect(ends)
-		if rest := c.Ranks.Minus(ends); !rest.Empty() {
+		in := c.Ranks.Intersect(e.ranks)
+		if rest := c.Ranks.Minus(e.ranks); !rest.Empty() {
 			out = append(out, StackClass{Ranks: rest, Ends: c.Ends, ends: c.ends})
 		}
 		if !in.Empty() {
-			out = append(out, StackClass{Ranks: in, Ends: append(slices.Clip(c.Ends), n.Frame), ends: append(slices.Clip(c.ends), n)})
+			out = append(out, StackClass{Ranks: in, Ends: append(slices.Clip(c.Ends), e.frame), ends: append(slices.Clip(c.ends), e)})
 		}
 	}
 	return out
@@ -123,9 +158,10 @@ func label(classes []StackClass, parent map[*StackNode]*StackNode) {
 		return
 	}
 	big := classes[0]
-	path := func(n *StackNode) []*StackNode {
+	// path is the nodes from a root down to one of the end's.
+	path := func(e *stackEnd) []*StackNode {
 		var p []*StackNode
-		for ; n != nil; n = parent[n] {
+		for n := e.nodes[0]; n != nil; n = parent[n] {
 			p = append(p, n)
 		}
 		slices.Reverse(p)
@@ -133,8 +169,8 @@ func label(classes []StackClass, parent map[*StackNode]*StackNode) {
 	}
 	// part is the text of a path: whole, or from where the biggest
 	// class's ranks leave it.
-	part := func(n *StackNode, whole bool) string {
-		p := path(n)
+	part := func(e *stackEnd, whole bool) string {
+		p := path(e)
 		from := 0
 		if !whole {
 			for from < len(p)-1 && p[from].Ranks.Intersects(big.Ranks) {
@@ -142,9 +178,10 @@ func label(classes []StackClass, parent map[*StackNode]*StackNode) {
 			}
 		}
 		texts := make([]string, 0, len(p)-from)
-		for _, m := range p[from:] {
+		for _, m := range p[from : len(p)-1] {
 			texts = append(texts, frameText(m.Frame))
 		}
+		texts = append(texts, frameText(e.frame))
 		if !whole && len(texts) > 2 {
 			texts = []string{texts[0], "…", texts[len(texts)-1]}
 		}

@@ -12,8 +12,8 @@ import (
 )
 
 // hungJob is the tree of samples of a 9-rank job: ranks 0-5 wait in
-// MPI_Recv, 6 in MPI_Send, 7 computes and moved between samples, and 8
-// could not be sampled.
+// MPI_Recv, 6 in MPI_Send, 7 computes and moved (into norm) between
+// samples, and 8 could not be sampled.
 func hungJob(samples int) func(context.Context, wire.RankSet, string) ([]wire.Group, error) {
 	mainF := wire.Frame{Func: "main", File: "hang.c", Line: 30}
 	exchange := wire.Frame{Func: "exchange", File: "hang.c", Line: 12}
@@ -25,7 +25,7 @@ func hungJob(samples int) func(context.Context, wire.RankSet, string) ([]wire.Gr
 	t.AddStack(7, []wire.Frame{{Func: "compute", File: "hang.c", Line: 9}, mainF})
 	t.Samples = samples
 	if samples > 1 {
-		t.AddStack(7, []wire.Frame{{Func: "compute", File: "hang.c", Line: 10}, mainF})
+		t.AddStack(7, []wire.Frame{{Func: "norm", File: "hang.c", Line: 4}, {Func: "compute", File: "hang.c", Line: 10}, mainF})
 		t.Moved = wire.Single(7)
 	}
 	t.Sort()
@@ -56,10 +56,11 @@ func TestStacksPrintsClassesAndProgress(t *testing.T) {
     [6] MPI_Send from libmpi.so.40 (1 rank)
   [7] compute at hang.c:9 (1 rank)
   [7] compute at hang.c:10 (1 rank)
+    [7] norm at hang.c:4 (1 rank)
 3 classes, biggest first:
   [0-5] 6 ranks: MPI_Recv from libmpi.so.40
   [6] 1 rank: MPI_Send from libmpi.so.40  <- outlier
-  [7] 1 rank: compute at hang.c:9; compute at hang.c:10  <- outlier
+  [7] 1 rank: compute at hang.c:9; compute at hang.c:10 > norm at hang.c:4  <- outlier
 progress over 3 samples: [7] moved; [0-6] did not
 one rank per class: [0,6,7] where
 [8] error: ptrace: Operation not permitted
@@ -169,13 +170,14 @@ func TestStacksUsage(t *testing.T) {
 	}
 }
 
-// 1024 ranks in 16 classes by rank modulo 16: sixteen classes of 64,
+// 1024 ranks in 16 classes by rank modulo 16 (the line of a call site):
+// sixteen classes of 64,
 // none an outlier, and one rank per class.
 func TestStackClassesAtScale(t *testing.T) {
 	var tr wire.CallTree
 	mainF := wire.Frame{Func: "main", File: "groups.c", Line: 9}
 	for r := range 1024 {
-		tr.AddStack(r, []wire.Frame{{Func: "work", File: "groups.c", Line: 100 + r%16}, mainF})
+		tr.AddStack(r, []wire.Frame{{Func: "work", File: "groups.c", Line: 3}, {Func: "step", File: "groups.c", Line: 100 + r%16}, mainF})
 	}
 	classes := StackClasses(callTreeNodes(tr.Roots))
 	if len(classes) != 16 {
@@ -188,6 +190,40 @@ func TestStackClassesAtScale(t *testing.T) {
 	}
 	if got := Representatives(classes); !got.Equal(wire.Range(0, 15)) {
 		t.Fatalf("representatives %v", got)
+	}
+}
+
+// Ranks are classed by the places of their threads: the innermost
+// frame by its function, whatever line its pc was at in each sample (a
+// polling wait), and the callers by their lines; an end reached at
+// several lines is named without one.
+func TestStackClassesByPlace(t *testing.T) {
+	yield := func(line int) wire.Frame {
+		return wire.Frame{Func: "__sched_yield", File: "../sysdeps/unix/syscall-template.S", Line: line}
+	}
+	recv := func(line int) []wire.Frame {
+		return []wire.Frame{{Func: "MPI_Recv", From: "libmpi.so.40"}, {Func: "main", File: "hang.c", Line: line}}
+	}
+	var tr wire.CallTree
+	for r := range 4 {
+		tr.AddStack(r, append([]wire.Frame{yield(120)}, recv(27)...))
+	}
+	tr.AddStack(0, append([]wire.Frame{yield(122)}, recv(27)...))
+	tr.AddStack(2, append([]wire.Frame{yield(122)}, recv(27)...))
+	tr.AddStack(4, append([]wire.Frame{yield(120)}, recv(40)...))
+	tr.Sort()
+	classes := StackClasses(callTreeNodes(tr.Roots))
+	if len(classes) != 2 || !classes[0].Ranks.Equal(wire.Range(0, 3)) || !classes[1].Ranks.Equal(wire.Single(4)) {
+		t.Fatalf("classes %+v", classes)
+	}
+	if got := classes[0].Label; got != "__sched_yield at ../sysdeps/unix/syscall-template.S" {
+		t.Errorf("label %q", got)
+	}
+	if got := classes[1].Label; got != "main at hang.c:40 > … > __sched_yield at ../sysdeps/unix/syscall-template.S:120" {
+		t.Errorf("label %q", got)
+	}
+	if !wire.SamePlace([]wire.Frame{yield(120)}, []wire.Frame{yield(122)}) || wire.SamePlace(recv(27), recv(40)) {
+		t.Error("SamePlace: a polling pc moved, or a call site did not")
 	}
 }
 

@@ -100,3 +100,26 @@ func sortNodes(nodes []CallNode) {
 		sortNodes(nodes[i].Children)
 	}
 }
+
+// Place is a frame as stacks compare the innermost frames of threads:
+// its function, file and library without its line. A thread's innermost
+// line is where its pc happens to be (a rank that polls in a wait, or
+// spins in one loop, moves its pc without leaving its place); the
+// callers' lines are call sites, which stay while the call lasts.
+func (f Frame) Place() Frame {
+	f.Line = 0
+	return f
+}
+
+// SamePlace reports whether two stacks, innermost frame first, show a
+// thread at the same place: the same callers, line for line, and the
+// same innermost function (Frame.Place).
+func SamePlace(a, b []Frame) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return true
+	}
+	return a[0].Place() == b[0].Place() && slices.Equal(a[1:], b[1:])
+}

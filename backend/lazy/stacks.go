@@ -72,8 +72,9 @@ func (b *Backend) stackOf(ctx context.Context, p *process, tid int) (wire.Stack,
 }
 
 // Sample implements backend.Ops: s.Count samples of every thread,
-// s.Interval apart; the rank moved when its stacks differ from one
-// sample to the next.
+// s.Interval apart; the rank moved when its threads left their places
+// from one sample to the next (wire.SamePlace: a pc that moves within
+// the innermost function, as in a polling wait, is no progress).
 func (n native) Sample(ctx context.Context, s wire.Sample) (wire.CallTree, error) {
 	b := n.b
 	p, err := b.process()
@@ -99,7 +100,7 @@ func (n native) Sample(ctx context.Context, s wire.Sample) (wire.CallTree, error
 			tree.AddStack(b.cfg.Rank, f)
 			stacks = append(stacks, f)
 		}
-		if i > 0 && !slices.EqualFunc(last, stacks, slices.Equal) {
+		if i > 0 && !slices.EqualFunc(last, stacks, wire.SamePlace) {
 			tree.Moved = wire.Single(b.cfg.Rank)
 		}
 		last = stacks
