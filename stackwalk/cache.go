@@ -38,6 +38,10 @@ type hostCache struct {
 	mapped  map[string][]byte // by file, mapped once per sampler
 	release []func()
 	touched map[string]bool
+	started map[string]bool // sections made ahead (ahead), by name@key
+	// behind counts the entries being made in the background: close
+	// waits for them, so that nothing is mapped after it.
+	behind sync.WaitGroup
 }
 
 // made counts the entries made by this process, for the tests' sake:
@@ -62,7 +66,7 @@ func defaultCacheDir() string {
 }
 
 func newHostCache(dir string) *hostCache {
-	return &hostCache{dir: dir, mapped: map[string][]byte{}, touched: map[string]bool{}}
+	return &hostCache{dir: dir, mapped: map[string][]byte{}, touched: map[string]bool{}, started: map[string]bool{}}
 }
 
 // symbols is the symbol table of the module with build-id key, in the
@@ -77,7 +81,7 @@ func (c *hostCache) symbols(key, name string, build func() symtab) symtab {
 	}, func(b []byte) bool {
 		_, ok := parseSymtab(b)
 		return ok
-	})
+	}, false)
 	if t, ok := parseSymtab(b); err == nil && ok {
 		return t
 	}
@@ -101,7 +105,7 @@ func (c *hostCache) units(key string, build func() ([]cuRange, error)) ([]cuRang
 	}, func(b []byte) bool {
 		_, ok := decodeUnits(b)
 		return ok
-	})
+	}, false)
 	if cus, ok := decodeUnits(b); err == nil && ok {
 		return cus, nil
 	}
@@ -146,20 +150,54 @@ func decodeUnits(b []byte) ([]cuRange, bool) {
 // section is compressed section s of the module with build-id key,
 // inflated: the cache's, or inflated now (and left in the cache).
 func (c *hostCache) section(key string, s *elf.Section) ([]byte, error) {
-	name := strings.TrimPrefix(s.Name, ".")
-	b, err := c.entry(key, name, func(w io.Writer) error {
-		_, err := io.Copy(w, s.Open())
-		return err
-	}, func(b []byte) bool { return uint64(len(b)) == s.Size })
+	b, err := c.inflated(key, s, false)
 	if err != nil {
 		return s.Data()
 	}
 	return b, nil
 }
 
+// inflated is the entry of compressed section s; if only, made only if
+// no other server is making it (else errBusy).
+func (c *hostCache) inflated(key string, s *elf.Section, only bool) ([]byte, error) {
+	name := strings.TrimPrefix(s.Name, ".")
+	return c.entry(key, name, func(w io.Writer) error {
+		_, err := io.Copy(w, s.Open())
+		return err
+	}, func(b []byte) bool { return uint64(len(b)) == s.Size }, only)
+}
+
+// ahead makes the entries of the compressed sections secs side by side,
+// each in the background and only where no server is making it already:
+// the sections a module's lines need are inflated by as many of the
+// host's servers (and of this one's threads) as there are sections,
+// rather than one after another by the first server that needs each. A
+// server that needs one waits for it as before.
+func (c *hostCache) ahead(key string, secs []*elf.Section) {
+	if c == nil || c.dir == "" || !buildIDLike(key) {
+		return
+	}
+	for _, s := range secs {
+		if s.Flags&elf.SHF_COMPRESSED == 0 || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		c.mu.Lock()
+		started := c.started[s.Name+"@"+key]
+		c.started[s.Name+"@"+key] = true
+		c.mu.Unlock()
+		if !started {
+			c.behind.Go(func() { c.inflated(key, s, true) })
+		}
+	}
+}
+
+// errBusy is an entry another server is making.
+var errBusy = errors.New("being made by another server")
+
 // entry maps file name of the entry for key, made by make under the
-// file's lock unless it is there already and valid.
-func (c *hostCache) entry(key, name string, make func(io.Writer) error, valid func([]byte) bool) ([]byte, error) {
+// file's lock unless it is there already and valid. If only, it is
+// made only where no other holds the lock, else errBusy.
+func (c *hostCache) entry(key, name string, make func(io.Writer) error, valid func([]byte) bool, only bool) ([]byte, error) {
 	if c == nil || c.dir == "" || !buildIDLike(key) {
 		return nil, errors.New("no cache")
 	}
@@ -179,7 +217,11 @@ func (c *hostCache) entry(key, name string, make func(io.Writer) error, valid fu
 		return nil, err
 	}
 	defer lock.Close()
-	if err := waitLock(lock); err != nil {
+	if only {
+		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			return nil, errBusy
+		}
+	} else if err := waitLock(lock); err != nil {
 		return nil, err
 	}
 	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
@@ -277,14 +319,16 @@ func (c *hostCache) touch(dir string) {
 	}
 }
 
-// close unmaps every file mapped.
+// close unmaps every file mapped, once the entries being made in the
+// background are.
 func (c *hostCache) close() {
+	c.behind.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range c.release {
 		r()
 	}
-	c.release, c.mapped = nil, map[string][]byte{}
+	c.release, c.mapped, c.started = nil, map[string][]byte{}, map[string]bool{}
 }
 
 // waitLock takes an exclusive lock on f, waiting for at most lockWait

@@ -185,12 +185,25 @@ func (m *module) symbols() symtab {
 	return m.syms
 }
 
+// lineSections are the DWARF sections that names and lines of frames
+// read (not .debug_loclists: stacks read no variables).
+var lineSections = []string{".debug_aranges", ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str",
+	".debug_line_str", ".debug_rnglists", ".debug_ranges", ".debug_addr", ".debug_str_offsets"}
+
 // lineIndex is the module's DWARF, from the object or its debug file,
-// or nil.
+// or nil; its compressed sections start being inflated into the host's
+// cache at once, side by side (hostCache.ahead).
 func (m *module) lineIndex() *lineIndex {
 	m.linesOnce.Do(func() {
 		for _, o := range m.objects() {
 			if s := o.f.Section(".debug_info"); s != nil && s.Type != elf.SHT_NOBITS {
+				var secs []*elf.Section
+				for _, name := range lineSections {
+					if s := o.f.Section(name); s != nil {
+						secs = append(secs, s)
+					}
+				}
+				m.cache.ahead(m.buildID, secs)
 				m.lines = &lineIndex{file: o.f,
 					section: func(s *elf.Section) ([]byte, error) { return m.section(o, s) },
 					keep: func(build func() ([]cuRange, error)) ([]cuRange, error) {

@@ -69,9 +69,10 @@ type Snapshot struct {
 // device+inode; the vdso by its contents) for all the processes it
 // samples; one Sampler serves many goroutines.
 type Sampler struct {
-	mu      sync.Mutex
-	modules map[string]*module
-	cache   *hostCache
+	mu       sync.Mutex
+	modules  map[string]*module
+	cache    *hostCache
+	prepared map[string]bool // programs Prepare read ahead
 }
 
 // NewSampler returns a sampler with an empty module cache, which shares
@@ -315,14 +316,16 @@ func (s *Sampler) cached(key, path string, open func() ([]byte, func(), error)) 
 }
 
 // Close releases the files of every module the sampler read, once no
-// Sample is under way.
+// Sample is under way and what Prepare and the modules read ahead is
+// read.
 func (s *Sampler) Close() error {
+	s.cache.behind.Wait() // Prepare's work takes s.mu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range s.modules {
 		m.close()
 	}
-	s.modules = map[string]*module{}
+	s.modules, s.prepared = map[string]*module{}, nil
 	s.cache.close()
 	return nil
 }

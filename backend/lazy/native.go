@@ -27,10 +27,11 @@ func (b *Backend) native() native {
 var _ backend.Ops = native{}
 
 // Start implements backend.Ops: the program is found and kept, for run
-// or for gdb.
+// or for gdb, and what stacks will read of its modules is read ahead.
 func (n native) Start(_ context.Context, st wire.Start) (wire.State, error) {
 	b := n.b
-	if _, err := program.Find(st.Program, st.Dir); err != nil {
+	path, err := program.Find(st.Program, st.Dir)
+	if err != nil {
 		return wire.State{}, err
 	}
 	for _, kv := range st.Env {
@@ -42,6 +43,9 @@ func (n native) Start(_ context.Context, st wire.Start) (wire.State, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.loaded = &st
+	if b.sampler != nil {
+		b.sampler.Prepare(path, st.Env)
+	}
 	if b.proc == nil {
 		b.state = wire.State{State: wire.StateNotStarted, Reason: "loaded"}
 	}
