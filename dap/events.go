@@ -270,5 +270,5 @@ func (a *adapter) logAndGo(j *job, ranks wire.RankSet, msg string) {
 	for _, line := range logLines(ranks, text, exprs, values[""]) {
 		a.output("console", line)
 	}
-	j.s.Command(a.ctx, ranks, wire.OpCont, nil, a.opts.Timeout)
+	a.setGoing(j, ranks, wire.OpCont, nil)
 }

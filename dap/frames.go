@@ -411,7 +411,7 @@ func (a *adapter) resume(r godap.Request, thread int, name string, body []byte) 
 			return err
 		}
 	}
-	groups, err := j.s.Command(a.ctx, ranks, name, body, a.opts.Timeout)
+	groups, err := a.setGoing(j, ranks, name, body)
 	if err != nil {
 		return err
 	}
@@ -428,6 +428,18 @@ func (a *adapter) resume(r godap.Request, thread int, name string, body []byte) 
 		return a.send(&godap.StepInResponse{Response: ok(r)})
 	}
 	return a.send(&godap.StepOutResponse{Response: ok(r)})
+}
+
+// setGoing sends op to ranks it sets going (continue, run, a step),
+// marked running first: the first of them to stop is not told as the
+// last one while another has yet to tell that it runs (its running event
+// can come after a quicker rank's stop), so allThreadsStopped waits for
+// every one. Those the op failed on are marked stopped again.
+func (a *adapter) setGoing(j *job, ranks wire.RankSet, name string, body []byte) ([]wire.Group, error) {
+	j.state.ran(ranks)
+	groups, err := j.s.Command(a.ctx, ranks, name, body, a.opts.Timeout)
+	j.state.failed(groups)
+	return groups, err
 }
 
 // pause halts the running ranks the thread stands for.

@@ -250,7 +250,7 @@ func (a *adapter) configurationDone(m *godap.ConfigurationDoneRequest) error {
 			Reason: "entry", ThreadId: j.ranks.Min() + 1, AllThreadsStopped: true, Text: "acquired through MPIR, every rank stopped"}})
 	}
 	if j.held {
-		groups, err := j.s.Command(a.ctx, j.ranks, wire.OpCont, nil, a.opts.Timeout)
+		groups, err := a.setGoing(j, j.ranks, wire.OpCont, nil)
 		if err != nil {
 			return err
 		}
@@ -269,7 +269,7 @@ func (a *adapter) configurationDone(m *godap.ConfigurationDoneRequest) error {
 			}
 			j.state.entry(groups)
 		}
-		groups, err := j.s.Command(a.ctx, j.ranks, wire.OpRun, nil, a.opts.Timeout)
+		groups, err := a.setGoing(j, j.ranks, wire.OpRun, nil)
 		if err != nil {
 			return err
 		}

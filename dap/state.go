@@ -48,6 +48,16 @@ func (s *rankState) ran(r wire.RankSet) {
 	s.running = s.running.Union(r.Minus(s.gone))
 }
 
+// failed records ranks that a command meant to set going did not: those
+// whose answer was an error (not a timeout: those may run).
+func (s *rankState) failed(groups []wire.Group) {
+	for _, g := range groups {
+		if g.Status == wire.StatusError {
+			s.stopped(g.Ranks)
+		}
+	}
+}
+
 // stopped records ranks that stopped, and returns those still running.
 func (s *rankState) stopped(r wire.RankSet) wire.RankSet {
 	s.mu.Lock()
