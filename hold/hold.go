@@ -294,8 +294,9 @@ func (p *Process) Kill() error {
 
 // trace is the tracer: start runs first, on its locked thread, then it
 // serves requests and stops until it lets the process go. The thread is
-// never unlocked: a tracer thread that ends lets its tracees go (or
-// kills them, for PTRACE_O_EXITKILL), so it ends only with the tracing.
+// unlocked only once it traces nothing: a tracer thread that ends lets
+// its tracees go (or kills them, for PTRACE_O_EXITKILL), so while any
+// remain it must not be given to other goroutines, nor end.
 func (p *Process) trace(start func() error, started chan<- error) {
 	runtime.LockOSThread()
 	err := start()
@@ -326,4 +327,9 @@ func (p *Process) trace(start func() error, started chan<- error) {
 	p.err = p.t.why
 	close(p.events)
 	close(p.done)
+	if len(p.t.threads) == 0 {
+		// Nothing is traced from this thread any more: Go may use it
+		// again (the next rank's tracer, say) rather than make one.
+		runtime.UnlockOSThread()
+	}
 }
