@@ -225,12 +225,15 @@ func BenchmarkStacksFirst64(b *testing.B) {
 func firstStacks(b *testing.B, bin string, n int, all wire.RankSet) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: backend.Lazy, SDM: sdmBin, ConnectTimeout: 2 * time.Minute})
+	// As sdm debug launches: the program named, which lazy servers read
+	// ahead from their start.
+	prog := filepath.Join(bin, "busy")
+	s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: backend.Lazy, SDM: sdmBin, Program: prog, ConnectTimeout: 2 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.End(30 * time.Second)
-	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "busy"), Args: []string{"600"}})
+	body := wire.MustEncode(wire.Start{Program: prog, Args: []string{"600"}})
 	for _, c := range []struct {
 		op   string
 		body []byte

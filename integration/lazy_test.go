@@ -80,6 +80,46 @@ func lazyPlain(ctx context.Context, t *testing.T, n int, secs string) *launcher.
 	return s
 }
 
+// Lazy servers launched for a program read its modules ahead from their
+// start, before any command: the launcher names the program (--prepare),
+// and the host's first server to claim it fills the host's cache with the
+// program's, its loader's and the C library's entries and marks it done.
+func TestLazyServersPrepareTheProgram(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	prog := filepath.Join(testenv.Examples(t), "plain")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := launcher.Launch(ctx, launcher.Options{Size: 4, Debugger: backend.GDB, GDB: backend.Lazy, SDM: sdmBin, Program: prog, ConnectTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.End(30 * time.Second)
+	modules := filepath.Join(cache, "sdm", "modules")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var marks []string
+		files, _ := filepath.Glob(filepath.Join(modules, "prepared", "*"))
+		for _, f := range files {
+			if !strings.HasSuffix(f, ".lock") {
+				marks = append(marks, f)
+			}
+		}
+		if len(marks) == 1 {
+			break
+		}
+		if len(marks) > 1 || time.Now().After(deadline) {
+			t.Fatalf("prepared marks %v a minute after the launch, want one", marks)
+		}
+		time.Sleep(50 * time.Millisecond) // a file the servers write sends no event here
+	}
+	entries, _ := filepath.Glob(filepath.Join(modules, "*", "symbols-*"))
+	if len(entries) < 3 {
+		t.Fatalf("symbol entries of the program, its loader and libc: %v", entries)
+	}
+}
+
 // 256 ranks started and sampled without a single gdb; a break on some
 // ranks starts one gdb for each of them, which attaches to the running
 // process, plants the breakpoint and lets it go on.

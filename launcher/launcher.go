@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/mpir"
@@ -272,6 +273,15 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 	serverArgs := []string{"--debugger=" + string(o.Debugger)}
 	if o.GDB != "" && o.Debugger == backend.GDB {
 		serverArgs = append(serverArgs, "--gdb="+string(o.GDB))
+	}
+	if o.GDB == backend.Lazy && o.Debugger == backend.GDB && o.Program != "" && !t.remote() {
+		// The program as the servers will find it; they start on this
+		// host or on hosts that see its files at the same path.
+		if path, err := program.Find(o.Program, o.Dir); err == nil {
+			if abs, err := filepath.Abs(path); err == nil {
+				serverArgs = append(serverArgs, "--prepare="+abs)
+			}
+		}
 	}
 	if o.Debug {
 		serverArgs = append(serverArgs, "--debug")

@@ -16,6 +16,7 @@ func Flags(fs *pflag.FlagSet) *Config {
 	c := &Config{}
 	fs.StringVar(&c.Debugger, "debugger", "gdb-mi", "debugger backend: gdb-mi or sim (simulated program, for tests and scale runs)")
 	fs.StringVar(&c.GDB, "gdb", "eager", "with gdb-mi: when each rank's gdb starts: eager (with the program or the attach) or lazy (at the first command that needs one; stacks, status, halt, continue and kill need none)")
+	fs.StringVar(&c.Prepare, "prepare", "", "with --gdb lazy: the program the job runs, whose libraries' symbols and DWARF the host's first server reads into the host's cache from its start, so that the first stacks wait for nothing (sdm sets it)")
 	fs.StringVar(&c.DebuggerPath, "debugger_path", "", "path of the debugger executable (default: found in $PATH)")
 	fs.StringVar(&c.Proxy, "proxy", "tcp", "master's link to the front end: tcp, or stdio (standard input and output)")
 	fs.StringVar(&c.Host, "host", "", "master: the front end's host, which the master dials; without it the master listens on --listen and --port")

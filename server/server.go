@@ -50,6 +50,9 @@ type Config struct {
 	Debugger     string // gdb-mi or sim
 	DebuggerPath string // the debugger's executable ("": from $PATH)
 	GDB          string // with gdb-mi: when gdb starts, eager or lazy (backend.GDBStart)
+	// Prepare is the program the job will run, whose modules a lazy
+	// server reads ahead from its start (stackwalk.Sampler.Prepare).
+	Prepare string
 	// Members is hand (a host's servers hand their ranks to its first
 	// server, which serves them; each starts its rank's gdb when asked)
 	// or serve (each serves its own rank, linked to the first).
@@ -160,6 +163,11 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 			// One sampler per server: its module cache serves every
 			// process the server samples.
 			sampler := stackwalk.NewSampler()
+			if c.Prepare != "" {
+				// The host's first server to claim it reads the program's
+				// modules while the tree comes up and the job starts.
+				sampler.Prepare(c.Prepare, nil)
+			}
 			newBackend = func(c backend.Config) (backend.Backend, error) { return lazy.New(c, sampler), nil }
 		}
 	}
