@@ -158,11 +158,12 @@ func BenchmarkRunToEnd64(b *testing.B) {
 			for range b.N {
 				before := childrenCPU(b)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: start, SDM: sdmBin, ConnectTimeout: 2 * time.Minute})
+				prog := filepath.Join(bin, "plain") // named at the launch, as sdm debug does
+				s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: start, SDM: sdmBin, Program: prog, ConnectTimeout: 2 * time.Minute})
 				if err != nil {
 					b.Fatal(err)
 				}
-				body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain")})
+				body := wire.MustEncode(wire.Start{Program: prog})
 				if g, err := s.Command(ctx, all, wire.OpStart, body, 2*time.Minute); err != nil || !okRanks(g).Equal(all) {
 					b.Fatalf("start: %s %v", describe(g), err)
 				}
