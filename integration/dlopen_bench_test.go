@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -145,7 +144,7 @@ type mpiRun struct {
 func (m *mpiRun) once(b *testing.B, o launcher.Options, argv []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cpu0 := childrenCPU(b)
+	cpu0 := testenv.ChildrenCPU(b)
 	o.Program = argv[0]
 	s, err := launcher.Launch(ctx, o)
 	if err != nil {
@@ -180,17 +179,7 @@ func (m *mpiRun) once(b *testing.B, o launcher.Options, argv []string) {
 	if err := s.End(30 * time.Second); err != nil {
 		b.Fatal(err)
 	}
-	m.cpu += childrenCPU(b) - cpu0
-}
-
-// childrenCPU is the CPU of every process this one has reaped, with the
-// processes they reaped in turn.
-func childrenCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	m.cpu += testenv.ChildrenCPU(b) - cpu0
 }
 
 // treeTicks sums the CPU of pids and of the children they have reaped

@@ -156,7 +156,7 @@ func BenchmarkRunToEnd64(b *testing.B) {
 		b.Run(string(start), func(b *testing.B) {
 			var took, cpu time.Duration
 			for range b.N {
-				before := childrenCPU(b)
+				before := testenv.ChildrenCPU(b)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				prog := filepath.Join(bin, "plain") // named at the launch, as sdm debug does
 				s, err := launcher.Launch(ctx, launcher.Options{RM: "local", Force: true, Size: n, Debugger: backend.GDB, GDB: start, SDM: sdmBin, Program: prog, ConnectTimeout: 2 * time.Minute})
@@ -184,7 +184,7 @@ func BenchmarkRunToEnd64(b *testing.B) {
 				took += time.Since(begin)
 				s.End(30 * time.Second)
 				cancel()
-				cpu += childrenCPU(b) - before
+				cpu += testenv.ChildrenCPU(b) - before
 			}
 			b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms-run-to-end")
 			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "ms-cpu-session")

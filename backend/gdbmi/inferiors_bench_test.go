@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +31,7 @@ func BenchmarkInferiorsPerGDB(b *testing.B) {
 			var wall, cpu time.Duration
 			var rss int
 			for range b.N {
-				before := childrenCPU(b)
+				before := testenv.ChildrenCPU(b)
 				begin := time.Now()
 				var wg sync.WaitGroup
 				gdbs := make([]*gdbmi.GDB, ranks/k)
@@ -51,7 +50,7 @@ func BenchmarkInferiorsPerGDB(b *testing.B) {
 						b.Fatal(errs[i])
 					}
 				}
-				cpu += childrenCPU(b) - before
+				cpu += testenv.ChildrenCPU(b) - before
 			}
 			b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "ms-to-stops")
 			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "ms-cpu")
@@ -133,12 +132,4 @@ func gdbRSS(b *testing.B) int {
 		b.Fatal("no gdb among this process's children")
 	}
 	return total
-}
-
-func childrenCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
