@@ -108,8 +108,8 @@ func (s *Sampler) fileModule(path string) *module {
 	if unix.Stat(path, &st) != nil {
 		return nil
 	}
-	key := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	return s.cached(key, path, func() ([]byte, func(), error) { return mapFile(path) })
+	dev := fmt.Sprintf("%02x:%02x", unix.Major(st.Dev), unix.Minor(st.Dev))
+	return s.cached(fileKey(dev, st.Ino), path, func() ([]byte, func(), error) { return mapFile(path) })
 }
 
 // maxDependencies bounds the libraries Prepare follows.

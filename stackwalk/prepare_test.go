@@ -1,6 +1,7 @@
 package stackwalk
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -49,6 +50,24 @@ func TestPrepareFillsTheHostCache(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Threads, want.Threads) {
 		t.Errorf("frames after Prepare:\n%s\nwithout:\n%s", format(got), format(want))
+	}
+
+	// A sampler's samples use the modules it prepared, keyed as the
+	// process's mappings name them: one module of libc, not two.
+	same := newSampler(filepath.Join(t.TempDir(), "modules"))
+	defer same.Close()
+	<-same.Prepare(bin, nil)
+	if _, err := same.Sample(context.Background(), pid); err != nil {
+		t.Fatal(err)
+	}
+	libcs := 0
+	for _, m := range same.modules {
+		if filepath.Base(m.path) == "libc.so.6" {
+			libcs++
+		}
+	}
+	if libcs != 1 {
+		t.Errorf("%d modules of libc after Prepare and a sample, want 1", libcs)
 	}
 }
 

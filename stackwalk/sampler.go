@@ -278,8 +278,7 @@ func (s *Sampler) space(pid int, mem *procMem) (space, error) {
 
 // file returns the module of a file mapping, one per device+inode.
 func (s *Sampler) file(pid int, m mapping) *module {
-	key := m.dev + ":" + strconv.FormatUint(m.inode, 10)
-	return s.cached(key, m.path, func() ([]byte, func(), error) {
+	return s.cached(fileKey(m.dev, m.inode), m.path, func() ([]byte, func(), error) {
 		path := strings.TrimSuffix(m.path, " (deleted)")
 		for _, p := range []string{path, fmt.Sprintf("/proc/%d/root%s", pid, path),
 			fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)} {
@@ -289,6 +288,12 @@ func (s *Sampler) file(pid int, m mapping) *module {
 		}
 		return nil, nil, fmt.Errorf("%s: cannot open it (nor through /proc/%d)", m.path, pid)
 	})
+}
+
+// fileKey names a file's module by device and inode, the device as
+// /proc/PID/maps writes it (major:minor, in hex).
+func fileKey(dev string, inode uint64) string {
+	return dev + ":" + strconv.FormatUint(inode, 10)
 }
 
 // vdso returns the module of the vdso, read from the process's memory and
