@@ -46,3 +46,21 @@ func TestStopsOfOnePlaceMerge(t *testing.T) {
 		t.Errorf("stops %+v, want ranks 0-1,3 at line 8 then rank 2 at line 9", stops)
 	}
 }
+
+// Ranks set going are running until they stop; those the command failed
+// on are stopped again, and those whose answer timed out may run.
+func TestRankStateOfRanksSetGoing(t *testing.T) {
+	s := newRankState(wire.Range(0, 3))
+	s.ran(wire.Range(0, 3))
+	s.failed([]wire.Group{
+		{Ranks: wire.Single(1), Status: wire.StatusError, Body: []byte("not stopped")},
+		{Ranks: wire.Single(2), Status: wire.StatusTimeout},
+		{Ranks: wire.Single(0), Status: wire.StatusOK},
+	})
+	if got := s.still(); !got.Equal(wire.Single(1)) {
+		t.Fatalf("still %v, want 1", got)
+	}
+	if left := s.stopped(wire.Single(0)); !left.Equal(wire.Range(2, 3)) {
+		t.Fatalf("still running after 0 stopped: %v, want 2-3", left)
+	}
+}
