@@ -20,7 +20,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/busy $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/forks $(OUT)/busy $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -139,6 +139,10 @@ $(OUT)/busy: examples/busy/busy.c
 $(OUT)/fault: examples/fault/fault.c
 	@mkdir -p $(OUT)
 	$(CC) $(CFLAGS) -pthread -o $@ $<
+
+$(OUT)/forks: examples/forks/forks.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -o $@ $<
 
 lint:
 	$(GO) vet ./...

@@ -66,7 +66,7 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) (wire.Attached, err
 
 // takeOver attaches gdb to process pid and waits for the stop that
 // attaching makes.
-func (b *Backend) takeOver(ctx context.Context, g *GDB, run func(string) (Record, string, error), pid int) error {
+func (b *Backend) takeOver(ctx context.Context, g conn, run func(string) (Record, string, error), pid int) error {
 	// A starter may hold its ranks with SIGSTOP (srun does) and let them
 	// go with SIGCONT: neither is news for the user, nor must the SIGSTOP
 	// stop the process again once it runs.
@@ -88,7 +88,7 @@ func (b *Backend) takeOver(ctx context.Context, g *GDB, run func(string) (Record
 }
 
 // runToMain runs a process held before main to the start of main.
-func (b *Backend) runToMain(ctx context.Context, g *GDB, run func(string) (Record, string, error)) error {
+func (b *Backend) runToMain(ctx context.Context, g conn, run func(string) (Record, string, error)) error {
 	if _, _, err := run("-break-insert -t main"); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (b *Backend) runToMain(ctx context.Context, g *GDB, run func(string) (Recor
 }
 
 // detach lets an attached process go on without gdb.
-func (b *Backend) detach(ctx context.Context, g *GDB) (wire.State, error) {
+func (b *Backend) detach(ctx context.Context, g conn) (wire.State, error) {
 	b.mu.Lock()
 	attached := b.attached
 	b.mu.Unlock()

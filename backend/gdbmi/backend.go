@@ -46,7 +46,7 @@ type Backend struct {
 	inferior
 	// loaded is the program start loaded (sources.go).
 	loaded loadedProgram
-	gdb    *GDB
+	gdb    conn
 	// watched is closed once the watcher of gdb has reported its end.
 	watched <-chan struct{}
 	term    *program.Terminal
@@ -54,7 +54,7 @@ type Backend struct {
 	closed  bool
 	// startGDB starts a gdb for the rank: Start, or a spawn by the
 	// rank's own server (NewSpawned).
-	startGDB func() (*GDB, error)
+	startGDB func() (conn, error)
 }
 
 // ErrClosed answers commands that arrive after Close.
@@ -64,7 +64,7 @@ var ErrClosed = errors.New("debugger closed")
 // first start command, so that a missing gdb is reported as that command's
 // answer, naming the rank, instead of killing the server.
 func New(cfg backend.Config) *Backend {
-	return newBackend(cfg, func() (*GDB, error) { return Start(cfg.Path) })
+	return newBackend(cfg, func() (conn, error) { return Start(cfg.Path) })
 }
 
 // NewSpawned returns the backend of rank cfg.Rank whose gdb is started,
@@ -77,7 +77,7 @@ func NewSpawned(cfg backend.Config, spawn func(context.Context) (member.Spawned,
 	if path == "" {
 		path = "gdb"
 	}
-	return newBackend(cfg, func() (*GDB, error) {
+	return newBackend(cfg, func() (conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
 		s, err := spawn(ctx)
@@ -88,7 +88,7 @@ func NewSpawned(cfg backend.Config, spawn func(context.Context) (member.Spawned,
 	})
 }
 
-func newBackend(cfg backend.Config, start func() (*GDB, error)) *Backend {
+func newBackend(cfg backend.Config, start func() (conn, error)) *Backend {
 	b := &Backend{
 		cfg:      cfg,
 		events:   make(chan backend.Event, 256),
@@ -262,3 +262,14 @@ func (b *Backend) halt() (wire.State, error) {
 }
 
 var _ backend.Ops = (*Backend)(nil)
+
+// NewShared returns the backend of rank cfg.Rank whose gdb is its share
+// of one of pool's (Host). env, when not nil, is the environment the
+// rank's program starts with (the rank's own server's).
+func NewShared(cfg backend.Config, pool *Pool, env []string) *Backend {
+	return newBackend(cfg, func() (conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		return pool.View(ctx, env)
+	})
+}

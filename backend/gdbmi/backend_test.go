@@ -28,7 +28,7 @@ type rank struct {
 func newRank(t *testing.T, r, size int, path string) *rank {
 	t.Helper()
 	testenv.RequireTool(t, "gdb")
-	rk := &rank{t: t, b: gdbmi.New(backend.Config{Rank: r, Size: size, Path: path})}
+	rk := &rank{t: t, b: newBackend(backend.Config{Rank: r, Size: size, Path: path})}
 	t.Cleanup(func() { rk.b.Close() })
 	return rk
 }

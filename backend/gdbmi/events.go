@@ -12,7 +12,7 @@ import (
 // about a process that has ended (gdb's own words for a death reported
 // already, a continue that met a dead process) are stale until gdb
 // starts a new one.
-func (b *Backend) watch(g *GDB, done chan<- struct{}) {
+func (b *Backend) watch(g conn, done chan<- struct{}) {
 	defer close(done)
 	for r := range g.Async() {
 		b.record(g, r)
@@ -28,7 +28,7 @@ func (b *Backend) watch(g *GDB, done chan<- struct{}) {
 }
 
 // record acts on one asynchronous record.
-func (b *Backend) record(g *GDB, r Record) {
+func (b *Backend) record(g conn, r Record) {
 	b.mu.Lock()
 	gone := b.gone
 	b.mu.Unlock()
@@ -81,7 +81,7 @@ func (b *Backend) record(g *GDB, r Record) {
 // stopped handles a *stopped record: a stop, or the end of the program.
 // Libraries loaded since the last read are read before the stop is
 // reported, and its frame asked again, since it may lie in one of them.
-func (b *Backend) stopped(g *GDB, res Value) {
+func (b *Backend) stopped(g conn, res Value) {
 	reason := res.S("reason")
 	b.mu.Lock()
 	gone := b.gone
@@ -143,7 +143,7 @@ func (b *Backend) stopped(g *GDB, res Value) {
 }
 
 // currentFrame asks gdb for the selected frame.
-func currentFrame(g *GDB) (wire.Frame, error) {
+func currentFrame(g conn) (wire.Frame, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	r, _, err := g.Run(ctx, "-stack-info-frame")

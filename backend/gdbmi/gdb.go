@@ -23,6 +23,7 @@ import (
 // belongs to that command; asynchronous records arrive on Async.
 type GDB struct {
 	path  string
+	pid   int
 	stdin io.WriteCloser
 	// kill ends gdb at once; wait waits for it to end, once its output
 	// is read to the end.
@@ -79,6 +80,7 @@ func Start(path string) (*GDB, error) {
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	g.kill = func() { cmd.Process.Kill() }
+	g.pid = cmd.Process.Pid
 	g.wait = cmd.Wait
 	if fd, err := unix.PidfdOpen(cmd.Process.Pid, 0); err == nil {
 		g.pidfd = os.NewFile(uintptr(fd), "pidfd of gdb")
@@ -94,7 +96,7 @@ func Start(path string) (*GDB, error) {
 // child.
 func Adopt(path string, s member.Spawned) *GDB {
 	g := newGDB(path)
-	g.stdin, g.pidfd = s.Stdin, s.Pidfd
+	g.stdin, g.pidfd, g.pid = s.Stdin, s.Pidfd, s.Pid
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)

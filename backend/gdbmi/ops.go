@@ -20,7 +20,7 @@ import (
 // session returns the running gdb for a command of op, and the function
 // that runs MI commands under ctx. Commands that need the process itself,
 // not only its program, are answered with its death after one.
-func (b *Backend) session(ctx context.Context, op string) (*GDB, func(string) (Record, string, error), error) {
+func (b *Backend) session(ctx context.Context, op string) (conn, func(string) (Record, string, error), error) {
 	g, err := b.debugger()
 	if err != nil {
 		return nil, nil, err
@@ -495,7 +495,7 @@ var needsProcess = map[string]bool{
 // itself (quit, -gdb-exit): a death meanwhile is reported after it,
 // unless gdb reported or caused it, and gdb's end is reported (the error
 // event, every later command answered with it) before the answer.
-func (b *Backend) raw(ctx context.Context, g *GDB, text string) (wire.Text, error) {
+func (b *Backend) raw(ctx context.Context, g conn, text string) (wire.Text, error) {
 	// gdb's own commands may set or delete breakpoints too.
 	defer b.breakpointsChanged(g)
 	b.mu.Lock()
@@ -527,7 +527,7 @@ func (b *Backend) raw(ctx context.Context, g *GDB, text string) (wire.Text, erro
 }
 
 // debugger returns the running gdb, or why there is none.
-func (b *Backend) debugger() (*GDB, error) {
+func (b *Backend) debugger() (conn, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.gdb == nil {
@@ -606,7 +606,7 @@ func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) 
 
 // launch starts gdb with the settings every session needs and the
 // program's terminal.
-func (b *Backend) launch() (*GDB, error) {
+func (b *Backend) launch() (conn, error) {
 	g, err := b.startGDB()
 	if err != nil {
 		return nil, err
@@ -666,7 +666,7 @@ func (b *Backend) launch() (*GDB, error) {
 // *running record reaches the watcher, so the state is set here. A step
 // (step, next, finish) runs as itself from the frame it leaves, which a
 // step over a call that waits for other ranks may never get back to.
-func (b *Backend) resume(g *GDB, run func(string) (Record, string, error), cmd string) (wire.State, error) {
+func (b *Backend) resume(g conn, run func(string) (Record, string, error), cmd string) (wire.State, error) {
 	name := strings.TrimPrefix(strings.Fields(cmd)[0], "-exec-")
 	step := name != "continue" && name != "run"
 	if err := b.beforeResume(g, step); err != nil {

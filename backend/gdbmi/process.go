@@ -52,7 +52,7 @@ type death struct {
 
 // watchProcess starts watching the process gdb reported started, in
 // place of the one before.
-func (b *Backend) watchProcess(g *GDB, pid int) {
+func (b *Backend) watchProcess(g conn, pid int) {
 	b.mu.Lock()
 	b.lastPid, b.gone, b.untold = pid, false, false
 	b.mu.Unlock()
@@ -93,7 +93,7 @@ func (b *Backend) unwatch() {
 
 // await waits for p's end and reports it, unless p is no longer the
 // rank's process by then.
-func (b *Backend) await(g *GDB, p *process) {
+func (b *Backend) await(g conn, p *process) {
 	rc, err := p.fd.SyscallConn()
 	if err != nil {
 		return
@@ -124,7 +124,15 @@ func (b *Backend) await(g *GDB, p *process) {
 // died reports a process's end, found out without gdb's help.
 func (b *Backend) died(d *death) {
 	if !d.known {
-		return // gdb reaped it, so gdb reports it
+		// gdb reaped it, so gdb reports it; a shared gdb once the
+		// process is resumed (view.reap).
+		b.mu.Lock()
+		v, shared := b.gdb.(*view)
+		b.mu.Unlock()
+		if shared {
+			v.reap()
+		}
+		return
 	}
 	b.mu.Lock()
 	if b.proc == d.p {
@@ -182,7 +190,7 @@ func (b *Backend) endingBy() func() *death {
 // one still watched died without gdb's noticing. When gdb itself ends
 // (gdbEnds), its end took the process with it, which gdb's watcher
 // reports.
-func (b *Backend) rawEnds() func(ctx context.Context, g *GDB, gdbEnds bool) {
+func (b *Backend) rawEnds() func(ctx context.Context, g conn, gdbEnds bool) {
 	met := b.endingBy()
 	b.mu.Lock()
 	before := b.proc
@@ -194,7 +202,7 @@ func (b *Backend) rawEnds() func(ctx context.Context, g *GDB, gdbEnds bool) {
 			pidfd = fd
 		}
 	}
-	return func(ctx context.Context, g *GDB, gdbEnds bool) {
+	return func(ctx context.Context, g conn, gdbEnds bool) {
 		if pidfd >= 0 && dying(before.pid) {
 			// Killed during the command (gdb's python os.kill, say): the
 			// death is the command's news, so wait for it to happen.
@@ -284,6 +292,13 @@ func endOf(fd, pid int) (wire.State, bool) {
 	// exit_code is field 52, the state field 3.
 	fields := program.StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
 	if unix.PidfdSendSignal(fd, 0, nil, 0) != nil || len(fields) < 50 || (fields[0] != "Z" && fields[0] != "X") {
+		// Reaped already (by a gdb in non-stop mode, which waits for
+		// every process at once): the pidfd keeps the wait status, on
+		// Linux 6.15 and later.
+		info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_EXIT}
+		if unix.IoctlPidfdInfo(fd, &info) == nil && info.Mask&unix.PIDFD_INFO_EXIT != 0 {
+			return exitState(unix.WaitStatus(info.Exit_code)), true
+		}
 		return wire.State{}, false
 	}
 	code, err := strconv.Atoi(fields[49])

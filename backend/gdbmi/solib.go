@@ -82,7 +82,7 @@ const symbolTimeout = 5 * time.Minute
 // not. The breakpoints are listed only in a mode that depends on them
 // (auto), once the start-up libraries are read. The list is read and the
 // settings changed under b.settling.
-func (b *Backend) settle(g *GDB) error {
+func (b *Backend) settle(g conn) error {
 	b.settling.Lock()
 	defer b.settling.Unlock()
 	b.mu.Lock()
@@ -104,7 +104,7 @@ func (b *Backend) settle(g *GDB) error {
 // pendingBreakpoints says whether an enabled breakpoint waits for a
 // library that is not loaded yet. A disabled one cannot be hit; should it
 // be enabled, the command that does so settles again.
-func pendingBreakpoints(g *GDB) (bool, error) {
+func pendingBreakpoints(g conn) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	r, _, err := g.Run(ctx, "-break-list")
@@ -124,7 +124,7 @@ func pendingBreakpoints(g *GDB) (bool, error) {
 // in auto mode the next load stops, or no longer does. A stopped process
 // settles when it goes on, a held one at its OpPlant. The command itself
 // succeeded, so a failure here is a warning.
-func (b *Backend) breakpointsChanged(g *GDB) {
+func (b *Backend) breakpointsChanged(g conn) {
 	b.mu.Lock()
 	now := b.dl.WatchesPending() && b.started && b.state.State == wire.StateRunning && !b.held
 	b.mu.Unlock()
@@ -139,7 +139,7 @@ func (b *Backend) breakpointsChanged(g *GDB) {
 // setSolib changes gdb's settings to v where they differ; b.settling is
 // held. gdb takes them while the process runs, and applies them from the
 // next load on.
-func (b *Backend) setSolib(g *GDB, v solibVars) error {
+func (b *Backend) setSolib(g conn, v solibVars) error {
 	b.mu.Lock()
 	have := b.solib
 	b.mu.Unlock()
@@ -171,7 +171,7 @@ func (b *Backend) setSolib(g *GDB, v solibVars) error {
 
 // readSymbols has gdb read the symbols of every library it has not read,
 // which plants the pending breakpoints they hold.
-func (b *Backend) readSymbols(g *GDB) error {
+func (b *Backend) readSymbols(g conn) error {
 	b.mu.Lock()
 	b.unread = false // a library reported from now on is unread again
 	b.mu.Unlock()
@@ -206,7 +206,7 @@ func (b *Backend) libraryLoaded(lib string, symbols bool) {
 }
 
 // solibStop handles a stop at a load (reason solib-event).
-func (b *Backend) solibStop(g *GDB, res Value) {
+func (b *Backend) solibStop(g conn, res Value) {
 	added := libraries(res.Get("added"))
 	b.mu.Lock()
 	b.loadStops++
@@ -265,7 +265,7 @@ func (b *Backend) hold(added []string) {
 // news: as far as anyone outside knows, it never stopped. Should gdb
 // refuse, the stop is reported after all, so that no rank is left stopped
 // while it looks to be running.
-func (b *Backend) goOnQuietly(g *GDB) {
+func (b *Backend) goOnQuietly(g conn) {
 	if err := b.continueQuietly(g); err != nil {
 		b.mu.Lock()
 		gone := b.state.State == wire.StateExited || b.pid == 0
@@ -282,7 +282,7 @@ func (b *Backend) goOnQuietly(g *GDB) {
 
 // continueQuietly continues a stopped process without the running event
 // its *running record would otherwise bring.
-func (b *Backend) continueQuietly(g *GDB) error {
+func (b *Backend) continueQuietly(g conn) error {
 	b.mu.Lock()
 	b.quietRuns++
 	b.mu.Unlock()
@@ -299,7 +299,7 @@ func (b *Backend) continueQuietly(g *GDB) error {
 
 // plant is OpPlant: read the new libraries' symbols, and let a rank held
 // at a load go on.
-func (b *Backend) plant(g *GDB) (wire.State, error) {
+func (b *Backend) plant(g conn) (wire.State, error) {
 	b.mu.Lock()
 	held, st, unread := b.held, b.state, b.unread
 	b.mu.Unlock()
@@ -400,7 +400,7 @@ func (b *Backend) Dlopen(_ context.Context, d wire.Dlopen) (wire.Dlopen, error) 
 // beforeResume prepares a stopped process to go on: the libraries it
 // loaded since the last read are read, and gdb's settings made those of
 // the mode for a command that steps, or not.
-func (b *Backend) beforeResume(g *GDB, step bool) error {
+func (b *Backend) beforeResume(g conn, step bool) error {
 	b.mu.Lock()
 	read := b.unread && (b.state.State == wire.StateStopped || b.held)
 	b.stepping = step

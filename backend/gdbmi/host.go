@@ -1,0 +1,327 @@
+package gdbmi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A host's ranks can share one gdb: a Host is a gdb in non-stop mode with
+// an inferior per rank, and each rank's Backend drives its share of it, a
+// view, as it would a gdb of its own (conn). gdb then reads the program
+// and every library once for all of them, instead of once per rank.
+//
+// The view makes the shared gdb look like a rank's own:
+//
+//   - every command goes to the rank's inferior: with the thread and
+//     frame the rank has selected (--thread, --frame), or the inferior
+//     itself (--thread-group) while it has no process; settings that are
+//     the gdb's (-gdb-set mi-async, …) are the host's, made once, and
+//     those that decide what a rank's process does (scheduler-locking,
+//     the library settings) are kept by the view and acted on;
+//   - threads and breakpoints have the numbers a gdb of the rank's own
+//     would give them: gdb numbers them over all inferiors;
+//   - a breakpoint is the rank's alone: its condition starts with
+//     $_inferior == N (gdb 13 has no inferior-specific breakpoints), which
+//     the view leaves out of what it shows;
+//   - a process stops and runs as a whole, as in all-stop mode: a thread
+//     that stops (a breakpoint, a signal, the end of a step) stops the
+//     process's other threads before the stop is told, and while a thread
+//     steps, the others run (views.go has the records, stop.go the rest).
+//
+// Records are routed to the view of their inferior by the host's one
+// reader of gdb (route): by thread id, by thread group, and, for the
+// end of a process, which gdb tells without either, by the thread group
+// gdb said had exited just before.
+
+// Host is one gdb shared by ranks of a host. mu guards the routing
+// tables; each view guards its own state.
+type Host struct {
+	g *GDB
+	// gdbEnv is gdb's environment, which a new inferior starts with.
+	gdbEnv map[string]string
+
+	mu      sync.Mutex
+	views   map[int]*view // by inferior number
+	threads map[int]*view // by gdb's thread id
+	points  map[int]*view // by gdb's breakpoint number
+	exited  *view         // whose thread group gdb said exited last
+	made    int           // inferiors made, i1 included
+	// loads are the library settings gdb has: those any view wants
+	// (settleLoads).
+	loads solibVars
+	users int // views not closed
+}
+
+// hostSettings are the settings of a shared gdb: a Backend's own (launch)
+// and non-stop mode, which lets each inferior stop and run on its own.
+var hostSettings = []string{
+	"-gdb-set non-stop on",
+	"-gdb-set mi-async on",
+	"-gdb-set confirm off",
+	"-gdb-set width 0",
+	"-gdb-set height 0",
+	"-gdb-set print pretty off",
+	"-enable-pretty-printing",
+	"-gdb-set debuginfod enabled off",
+	"-gdb-set auto-solib-add off",
+	"-gdb-set stop-on-solib-events 1",
+}
+
+// hostOwned are the settings a view takes as made: the host made them.
+var hostOwned = map[string]bool{
+	"mi-async": true, "confirm": true, "width": true, "height": true, "print": true,
+	"debuginfod": true, "non-stop": true,
+}
+
+// NewHost sets up g, a gdb no inferior of which has a process yet, to be
+// shared (Host.View).
+func NewHost(g *GDB) (*Host, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for _, cmd := range hostSettings {
+		if _, _, err := g.Run(ctx, cmd); err != nil {
+			g.Kill()
+			return nil, fmt.Errorf("gdb did not accept %q: %w", cmd, err)
+		}
+	}
+	h := &Host{g: g, gdbEnv: environOf(g.pid), views: map[int]*view{}, threads: map[int]*view{}, points: map[int]*view{},
+		loads: solibVars{stop: true}}
+	go h.dispatch()
+	return h, nil
+}
+
+// View adds an inferior for a rank and returns the rank's share of the
+// gdb. env, when not nil, is the environment the rank's program starts
+// with, in place of the one gdb has.
+func (h *Host) View(ctx context.Context, env []string) (conn, error) {
+	h.mu.Lock()
+	h.made++
+	first := h.made == 1
+	h.users++
+	h.mu.Unlock()
+	fail := func(err error) (conn, error) {
+		h.release()
+		return nil, err
+	}
+	inf := 1
+	if !first {
+		r, _, err := h.g.Run(ctx, "-add-inferior")
+		if err != nil {
+			return fail(err)
+		}
+		if inf, err = strconv.Atoi(trimGroup(r.Results.S("inferior"))); err != nil {
+			return fail(fmt.Errorf("gdb named a new inferior %q", r.Results.S("inferior")))
+		}
+	}
+	v := newView(h, inf)
+	if env != nil {
+		if err := v.environ(ctx, env); err != nil {
+			return fail(err)
+		}
+	}
+	h.mu.Lock()
+	h.views[inf] = v
+	h.mu.Unlock()
+	return v, nil
+}
+
+// settleLoads gives gdb the library settings some view wants: a load
+// stops when one rank's settings stop at loads (the others let it go on:
+// stop.go), and gdb reads new libraries by itself while one rank steps.
+func (h *Host) settleLoads(ctx context.Context) error {
+	h.mu.Lock()
+	var want solibVars
+	for _, v := range h.views {
+		v.mu.Lock()
+		want.stop = want.stop || v.solib.stop
+		want.auto = want.auto || v.solib.auto
+		v.mu.Unlock()
+	}
+	have := h.loads
+	h.loads = want
+	h.mu.Unlock()
+	if want.stop != have.stop {
+		value := "0"
+		if want.stop {
+			value = "1"
+		}
+		if _, _, err := h.g.Run(ctx, "-gdb-set stop-on-solib-events "+value); err != nil {
+			return err
+		}
+	}
+	if want.auto != have.auto {
+		if _, _, err := h.g.Run(ctx, "-gdb-set auto-solib-add "+onOff(want.auto)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release counts a view gone, and ends gdb after the last one.
+func (h *Host) release() {
+	h.mu.Lock()
+	h.users--
+	last := h.users == 0
+	h.mu.Unlock()
+	if last {
+		h.g.Close()
+	}
+}
+
+// Done is closed when the host's gdb has ended.
+func (h *Host) Done() <-chan struct{} { return h.g.Done() }
+
+// dispatch routes gdb's records to the views until gdb ends, then ends
+// every view.
+func (h *Host) dispatch() {
+	var handled uint64
+	for r := range h.g.Async() {
+		h.route(r)
+		h.g.Handled()
+		handled++
+		h.mu.Lock()
+		views := make([]*view, 0, len(h.views))
+		for _, v := range h.views {
+			views = append(views, v)
+		}
+		h.mu.Unlock()
+		for _, v := range views {
+			v.tellEnd(handled)
+		}
+	}
+	h.mu.Lock()
+	views := make([]*view, 0, len(h.views))
+	for _, v := range h.views {
+		views = append(views, v)
+	}
+	h.mu.Unlock()
+	for _, v := range views {
+		v.end()
+	}
+}
+
+// route hands a record to the view of its inferior.
+func (h *Host) route(r Record) {
+	h.mu.Lock()
+	var v *view
+	switch {
+	case r.Type == Exec && r.Class == "stopped" && isExit(r.Results.S("reason")):
+		v = h.exited
+	case r.Results.Has("thread-id"):
+		id, _ := strconv.Atoi(r.Results.S("thread-id"))
+		v = h.threads[id]
+	case r.Type == Notify && (r.Class == "thread-created" || r.Class == "thread-exited"):
+		v = h.views[group(r.Results.S("group-id"))]
+		if id := r.Results.Int("id"); v != nil && r.Class == "thread-created" {
+			h.threads[id] = v
+		} else {
+			delete(h.threads, id)
+		}
+	case r.Type == Notify && (r.Class == "thread-group-started" || r.Class == "thread-group-exited"):
+		v = h.views[group(r.Results.S("id"))]
+		if r.Class == "thread-group-exited" {
+			h.exited = v
+		}
+	case r.Type == Notify && (r.Class == "library-loaded" || r.Class == "library-unloaded"):
+		v = h.views[group(r.Results.S("thread-group"))]
+	case r.Type == Notify && r.Class == "breakpoint-deleted":
+		id := r.Results.Int("id")
+		v = h.points[id]
+		delete(h.points, id)
+	case r.Type == Notify && r.Class == "thread-selected":
+		id, _ := strconv.Atoi(r.Results.S("id"))
+		v = h.threads[id]
+	}
+	h.mu.Unlock()
+	if v != nil {
+		v.record(r)
+	}
+}
+
+// environOf reads a process's environment as it started: this
+// process's own when it cannot be read.
+func environOf(pid int) map[string]string {
+	env := os.Environ()
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && pid > 0 {
+		env = strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+	}
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// isExit says whether a stop's reason is the end of the process.
+func isExit(reason string) bool {
+	return reason == "exited" || reason == "exited-normally" || reason == "exited-signalled"
+}
+
+// group is the inferior number of a thread group id ("i3"), 0 if none.
+func group(id string) int {
+	n, err := strconv.Atoi(trimGroup(id))
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func trimGroup(id string) string {
+	if len(id) > 0 && id[0] == 'i' {
+		return id[1:]
+	}
+	return id
+}
+
+// Pool hands each of a host's ranks its share of a gdb: the ranks go to
+// the pool's gdbs in the order they ask, up to PerGDB each, so that one
+// gdb that dies or stops answering takes only its own ranks with it.
+type Pool struct {
+	// Start starts a gdb for the pool (Start, or a spawn by a rank's
+	// server).
+	Start  func(ctx context.Context) (*GDB, error)
+	PerGDB int
+
+	mu   sync.Mutex
+	cur  *Host
+	used int // views given out of cur
+}
+
+// View returns a share of one of the pool's gdbs, starting a gdb when the
+// last one is full or has ended.
+func (p *Pool) View(ctx context.Context, env []string) (conn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ended := false
+	if p.cur != nil {
+		select {
+		case <-p.cur.Done():
+			ended = true
+		default:
+		}
+	}
+	if p.cur == nil || ended || p.used >= max(p.PerGDB, 1) {
+		g, err := p.Start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h, err := NewHost(g)
+		if err != nil {
+			return nil, err
+		}
+		p.cur, p.used = h, 0
+	}
+	p.used++
+	return p.cur.View(ctx, env)
+}
+
+// viewTimeout bounds the commands a view runs of its own accord (to stop
+// a process's other threads, to let a load go on).
+const viewTimeout = 30 * time.Second

@@ -1,0 +1,276 @@
+package gdbmi_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// sharing returns n ranks of size n whose backends share gdbs of per
+// ranks each, each rank with program loaded.
+func sharing(t *testing.T, n, per int, program string, args ...string) []*rank {
+	t.Helper()
+	testenv.RequireTool(t, "gdb")
+	pool := &gdbmi.Pool{PerGDB: per, Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start("gdb") }}
+	ranks := make([]*rank, n)
+	for i := range ranks {
+		r := &rank{t: t, b: gdbmi.NewShared(backend.Config{Rank: i, Size: n}, pool, nil)}
+		t.Cleanup(func() { r.b.Close() })
+		r.start(program, args...)
+		ranks[i] = r
+	}
+	return ranks
+}
+
+// gdbs counts this process's gdb children.
+func gdbs(t *testing.T) int {
+	t.Helper()
+	n := 0
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, task := range tasks {
+		data, _ := os.ReadFile(task)
+		for _, pid := range strings.Fields(string(data)) {
+			if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "gdb" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// parent is the parent of process pid.
+func parent(t *testing.T, pid int) int {
+	t.Helper()
+	fields := strings.Fields(string(must1(os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)))))
+	ppid, err := strconv.Atoi(fields[3])
+	if err != nil {
+		t.Fatalf("stat of %d: %v", pid, fields)
+	}
+	return ppid
+}
+
+func must1[T any](v T, _ error) T { return v }
+
+// Four ranks in one gdb, a breakpoint that three pass: each rank stops
+// or ends on its own, with its own numbers, values and output; one rank
+// steps while the others run to their ends.
+func TestSharedGDBBreakpointSomeRanksHit(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 4, 4, filepath.Join(bin, "plain"))
+	for _, r := range ranks {
+		var bp wire.Breakpoint
+		r.must(wire.OpBreak, wire.Break{Location: "compute"}, &bp)
+		if bp.Number != 1 || bp.Func != "compute" || bp.Condition != "" {
+			t.Fatalf("break compute: %+v", bp)
+		}
+	}
+	if n := gdbs(t); n != 1 {
+		t.Fatalf("%d gdbs for 4 ranks that share one", n)
+	}
+	for _, r := range ranks {
+		r.must(wire.OpRun, nil, nil)
+	}
+	for i, r := range ranks[:3] {
+		st := r.event(wire.EventStopped)
+		if st.Reason != "breakpoint-hit" || st.Breakpoint != 1 || st.Frame.Func != "compute" {
+			t.Fatalf("rank %d: %+v", i, st)
+		}
+		if got := r.print("rank"); got != strconv.Itoa(i) {
+			t.Fatalf("rank %d: print rank = %s", i, got)
+		}
+	}
+	// The last rank does not pass compute: it ends.
+	if st := ranks[3].event(wire.EventExited); st.Code != 0 {
+		t.Fatalf("rank 3: %+v", st)
+	}
+	if !strings.Contains(ranks[3].output.String(), "hello from rank 3 of 4: 300") {
+		t.Fatalf("rank 3's output: %q", ranks[3].output.String())
+	}
+	// [1] next while ranks 0 and 2 run to their ends.
+	ranks[0].must(wire.OpCont, nil, nil)
+	ranks[1].must(wire.OpNext, wire.Count{N: 1}, nil)
+	ranks[2].must(wire.OpCont, nil, nil)
+	if st := ranks[1].event(wire.EventStopped); st.Reason != "end-stepping-range" || st.Frame.Line != 16 {
+		t.Fatalf("rank 1's next: %+v", st)
+	}
+	for _, i := range []int{0, 2} {
+		if st := ranks[i].event(wire.EventExited); st.Code != 0 {
+			t.Fatalf("rank %d: %+v", i, st)
+		}
+		want := fmt.Sprintf("hello from rank %d of 4: %d", i, i%2*10+4)
+		if !strings.Contains(ranks[i].output.String(), want) {
+			t.Fatalf("rank %d's output %q lacks %q", i, ranks[i].output.String(), want)
+		}
+	}
+	if got := ranks[1].print("value"); got != "1" {
+		t.Fatalf("rank 1: value = %s", got)
+	}
+	var list []wire.Breakpoint
+	ranks[1].must(wire.OpBreakList, nil, &list)
+	if len(list) != 1 || list[0].Number != 1 || list[0].Condition != "" {
+		t.Fatalf("rank 1's breakpoints: %+v", list)
+	}
+	ranks[1].must(wire.OpCont, nil, nil)
+	if st := ranks[1].event(wire.EventExited); st.Code != 0 {
+		t.Fatalf("rank 1: %+v", st)
+	}
+}
+
+// A process stops as a whole: at a breakpoint in one thread, its other
+// threads are stopped too, numbered as the rank's own gdb would.
+func TestSharedGDBStopsEveryThread(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 2, 2, filepath.Join(bin, "threads"))
+	for _, r := range ranks {
+		r.must(wire.OpBreak, wire.Break{Location: "ready"}, nil)
+		r.must(wire.OpRun, nil, nil)
+	}
+	for i, r := range ranks {
+		if st := r.event(wire.EventStopped); st.Frame.Func != "ready" {
+			t.Fatalf("rank %d: %+v", i, st)
+		}
+		var threads []wire.Thread
+		r.must(wire.OpThreads, nil, &threads)
+		if len(threads) != 3 {
+			t.Fatalf("rank %d's threads: %+v", i, threads)
+		}
+		for j, th := range threads {
+			if th.ID != j+1 || th.State != "stopped" || th.Current != (j == 0) {
+				t.Fatalf("rank %d's thread %d: %+v", i, j+1, th)
+			}
+		}
+		var th wire.Thread
+		r.must(wire.OpThread, wire.Count{N: 2}, &th)
+		if th.ID != 2 || th.Frame.Func == "ready" {
+			t.Fatalf("rank %d: thread 2: %+v", i, th)
+		}
+		r.must(wire.OpThread, wire.Count{N: 1}, &th)
+	}
+	ranks[0].must(wire.OpNext, wire.Count{N: 1}, nil)
+	if st := ranks[0].event(wire.EventStopped); st.Reason != "end-stepping-range" || st.Frame.Func != "ready" {
+		t.Fatalf("rank 0's next: %+v", st)
+	}
+	var threads []wire.Thread
+	ranks[0].must(wire.OpThreads, nil, &threads)
+	for _, th := range threads {
+		if th.State != "stopped" {
+			t.Fatalf("rank 0's threads after next: %+v", threads)
+		}
+	}
+	for i, r := range ranks {
+		r.must(wire.OpCont, nil, nil)
+		if st := r.event(wire.EventExited); st.Code != 0 {
+			t.Fatalf("rank %d: %+v", i, st)
+		}
+	}
+}
+
+// A rank that faults is stopped at the fault, its handler not run, while
+// the ranks beside it in the gdb run on, and stop when halted.
+func TestSharedGDBFault(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 3, 3, filepath.Join(bin, "fault"))
+	for _, r := range ranks {
+		r.must(wire.OpRun, nil, nil)
+	}
+	st := ranks[1].event(wire.EventStopped)
+	if st.Signal != "SIGSEGV" || st.Frame.Func != "fail" {
+		t.Fatalf("rank 1: %+v", st)
+	}
+	for _, i := range []int{0, 2} {
+		var now wire.State
+		ranks[i].must(wire.OpStatus, nil, &now)
+		if now.State != wire.StateRunning {
+			t.Fatalf("rank %d while rank 1 is at its fault: %+v", i, now)
+		}
+		ranks[i].must(wire.OpHalt, nil, nil)
+		if st := ranks[i].event(wire.EventStopped); st.Signal != "SIGINT" {
+			t.Fatalf("rank %d halted: %+v", i, st)
+		}
+	}
+	var stack wire.Stack
+	ranks[1].must(wire.OpWhere, nil, &stack)
+	if len(stack.Frames) < 2 || stack.Frames[0].Func != "fail" || stack.Frames[1].Func != "worker" {
+		t.Fatalf("rank 1's stack: %+v", stack)
+	}
+	if strings.Contains(ranks[1].output.String(), "handler ran") {
+		t.Fatal("rank 1's handler ran")
+	}
+	for i, r := range ranks {
+		r.must(wire.OpKill, nil, nil)
+		if st := r.event(wire.EventExited); st.Reason != "killed" {
+			t.Fatalf("rank %d killed: %+v", i, st)
+		}
+	}
+}
+
+// A gdb killed takes only its own ranks: told once, with the cause; the
+// ranks in the other gdb go on.
+func TestSharedGDBKilled(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 4, 2, filepath.Join(bin, "plain"))
+	for _, r := range ranks[:3] {
+		r.must(wire.OpBreak, wire.Break{Location: "compute"}, nil)
+		r.must(wire.OpRun, nil, nil)
+		r.event(wire.EventStopped)
+	}
+	if n := gdbs(t); n != 2 {
+		t.Fatalf("%d gdbs for 4 ranks, 2 a gdb", n)
+	}
+	first := parent(t, gdbmi.Pid(ranks[0].b))
+	if other := parent(t, gdbmi.Pid(ranks[2].b)); other == first || parent(t, gdbmi.Pid(ranks[1].b)) != first {
+		t.Fatalf("ranks 0 and 1 in gdb %d, rank 2 in %d", first, other)
+	}
+	syscall.Kill(first, syscall.SIGKILL)
+	for _, i := range []int{0, 1} {
+		if _, st := ranks[i].next(5*time.Second, wire.EventError); !strings.Contains(st.Reason, "killed") {
+			t.Fatalf("rank %d: %q", i, st.Reason)
+		}
+		if _, err := ranks[i].do(wire.OpWhere, nil); err == nil {
+			t.Fatalf("rank %d answered where after its gdb's end", i)
+		}
+	}
+	if got := ranks[2].print("rank"); got != "2" {
+		t.Fatalf("rank 2 after the other gdb's end: %s", got)
+	}
+	ranks[2].must(wire.OpCont, nil, nil)
+	if st := ranks[2].event(wire.EventExited); st.Code != 0 {
+		t.Fatalf("rank 2: %+v", st)
+	}
+}
+
+// A rank's child (fork, then exec) is left alone: every rank stops at
+// the breakpoint after it, with the child's status.
+func TestSharedGDBFork(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 3, 3, filepath.Join(bin, "forks"))
+	for _, r := range ranks {
+		r.must(wire.OpBreak, wire.Break{Location: "joined"}, nil)
+		r.must(wire.OpRun, nil, nil)
+	}
+	for i, r := range ranks {
+		if st := r.event(wire.EventStopped); st.Frame.Func != "joined" {
+			t.Fatalf("rank %d: %+v", i, st)
+		}
+		if got := r.print("status"); got != "7" {
+			t.Fatalf("rank %d: status = %s", i, got)
+		}
+	}
+	for i, r := range ranks {
+		r.must(wire.OpCont, nil, nil)
+		if st := r.event(wire.EventExited); st.Code != 0 {
+			t.Fatalf("rank %d: %+v", i, st)
+		}
+	}
+}

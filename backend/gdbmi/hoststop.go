@@ -1,0 +1,365 @@
+package gdbmi
+
+import (
+	"context"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A view's process stops and runs as a whole, as a gdb of the rank's own
+// in all-stop mode has it. In non-stop mode gdb stops only the thread
+// that hit a breakpoint, took a signal or ended a step; the view then
+// interrupts the process's other threads, and tells the stop (the
+// cause) once gdb has told each of theirs. It tells one *running when the
+// process goes on, however many threads gdb says run. While a thread
+// steps, the others run, as they do in all-stop mode; they are set going
+// one by one after the step, never with the stepping thread, whose step
+// may have ended already.
+//
+// A load's stop (stop-on-solib-events, which the host leaves on) is one
+// thread's: it is told as it comes when the rank's settings stop at
+// loads, and otherwise let go at once, the new libraries read first when
+// the settings read them (auto-solib-add).
+
+// record acts on a record of the view's inferior; route calls it, in
+// gdb's order.
+func (v *view) record(r Record) {
+	switch {
+	case r.Type == Notify && r.Class == "thread-group-started":
+		v.mu.Lock()
+		clear(v.local)
+		clear(v.global)
+		clear(v.running)
+		v.nextThread, v.thread, v.frame, v.cause, v.told, v.untold = 0, 0, 0, nil, false, nil
+		v.mu.Unlock()
+		v.push(r)
+	case r.Type == Notify && r.Class == "thread-group-exited":
+		v.mu.Lock()
+		clear(v.local)
+		clear(v.global)
+		clear(v.running)
+		v.thread, v.cause, v.reaping, v.told = 0, nil, false, false
+		asked, stopped := v.ending > 0, v.killedStopped
+		v.killedStopped = false
+		v.mu.Unlock()
+		v.push(r)
+		if !asked {
+			v.exited(r, stopped)
+		}
+	case r.Type == Notify && r.Class == "thread-created":
+		id := r.Results.Int("id")
+		v.mu.Lock()
+		v.nextThread++
+		v.local[id], v.global[v.nextThread] = v.nextThread, id
+		v.mu.Unlock()
+	case r.Type == Notify && r.Class == "thread-exited":
+		id := r.Results.Int("id")
+		v.mu.Lock()
+		if len(v.local) > 0 && !v.othersRunning(0) && v.cause == nil {
+			v.killedStopped = true
+		}
+		delete(v.global, v.local[id])
+		delete(v.local, id)
+		delete(v.running, id)
+		v.mu.Unlock()
+		v.settled()
+	case r.Type == Notify && r.Class == "thread-selected":
+		id, _ := strconv.Atoi(r.Results.S("id"))
+		v.mu.Lock()
+		v.thread, v.frame = id, r.Results.Get("frame").Int("level")
+		v.mu.Unlock()
+	case r.Type == Notify && r.Class == "breakpoint-deleted":
+		id := r.Results.Int("id")
+		v.mu.Lock()
+		delete(v.numbers, v.points[id])
+		delete(v.points, id)
+		v.mu.Unlock()
+	case r.Type == Notify && (r.Class == "library-loaded" || r.Class == "library-unloaded"):
+		v.push(r)
+	case r.Type == Exec && r.Class == "running":
+		v.running1(r)
+	case r.Type == Exec && r.Class == "stopped" && isExit(r.Results.S("reason")):
+		v.mu.Lock()
+		v.told, v.reaping, v.untold = false, false, nil
+		v.mu.Unlock()
+		v.push(r)
+	case r.Type == Exec && r.Class == "stopped":
+		v.stopped1(r)
+	}
+}
+
+// A process can end while all its threads are stopped only by SIGKILL:
+// a stopped thread runs nothing, and any other signal waits for it to be
+// resumed. gdb in non-stop mode reaps such a process without a *stopped,
+// where a gdb of the rank's own, in all-stop mode, would have left the
+// zombie to the Backend (process.go); the view then tells the end itself
+// (killed), unless a command of the rank's ended the process (kill, run,
+// detach), which tells the end its own way. gdb may also hold the end
+// until the process is resumed: reap resumes it.
+
+// reap has gdb tell the end of the rank's process, which ended while all
+// its threads were stopped.
+func (v *view) reap() {
+	v.mu.Lock()
+	stopped := len(v.local) > 0 && !v.othersRunning(0)
+	v.mu.Unlock()
+	if !stopped {
+		return // gone already, or gdb sees it end as it runs
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
+	defer cancel()
+	v.mu.Lock()
+	v.reaping = true
+	v.mu.Unlock()
+	v.h.g.Run(ctx, "-exec-continue --thread-group "+v.group)
+}
+
+// exited makes sure the end of the rank's process, whose thread group
+// gdb said exited (r), is told: gdb tells it with a *stopped, if at all,
+// right after, before it answers a command sent now. So one is sent, and
+// the end known (gdb's exit-code, or $_exitsignal, which gdb sets at an
+// end it handled and the view clears once read, or SIGKILL for a process
+// that was stopped) is told once the records before that answer have
+// been routed without a *stopped of the end (Host.dispatch).
+func (v *view) exited(r Record, stopped bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
+	defer cancel()
+	value := func(name string) (int, bool) {
+		a, _, err := v.h.g.Run(ctx, "-data-evaluate-expression "+name)
+		n, aerr := strconv.Atoi(a.Results.S("value"))
+		return n, err == nil && aerr == nil
+	}
+	sig, signalled := value("$_exitsignal")
+	v.h.g.Run(ctx, "-interpreter-exec console "+Quote("set $_exitsignal = $_exitcode = (void) 0"))
+	mark := v.h.g.Mark()
+	var end Record
+	switch code := r.Results.S("exit-code"); {
+	case code != "":
+		end = exitedWith(code)
+	case signalled:
+		end = signalledWith(unix.SignalName(syscall.Signal(sig)))
+	case stopped:
+		end = signalledWith("SIGKILL")
+	default:
+		return // the Backend reads the end itself, or gdb tells it
+	}
+	v.mu.Lock()
+	v.untold = &untoldEnd{mark: mark, end: end}
+	v.mu.Unlock()
+}
+
+// untoldEnd is an end to tell once the host has routed mark records.
+type untoldEnd struct {
+	mark uint64
+	end  Record
+}
+
+// tellEnd tells the untold end once the host has routed handled records.
+func (v *view) tellEnd(handled uint64) {
+	v.mu.Lock()
+	u := v.untold
+	if u == nil || handled < u.mark {
+		v.mu.Unlock()
+		return
+	}
+	v.untold = nil
+	v.mu.Unlock()
+	v.push(u.end)
+}
+
+// exitedWith is gdb's *stopped at an exit with code (octal).
+func exitedWith(code string) Record {
+	res := Value{Kind: Tuple}
+	if code == "0" {
+		res = with(res, "reason", "exited-normally")
+	} else {
+		res = with(with(res, "reason", "exited"), "exit-code", code)
+	}
+	return Record{Type: Exec, Class: "stopped", Results: res}
+}
+
+// signalledWith is gdb's *stopped at an end by signal.
+func signalledWith(signal string) Record {
+	return Record{Type: Exec, Class: "stopped", Results: with(with(Value{Kind: Tuple}, "reason", "exited-signalled"), "signal-name", signal)}
+}
+
+// running1 takes gdb's word that a thread (or every thread) runs.
+func (v *view) running1(r Record) {
+	v.mu.Lock()
+	if id := r.Results.S("thread-id"); id == "all" {
+		for t := range v.local {
+			v.running[t] = true
+		}
+	} else {
+		n, _ := strconv.Atoi(id)
+		v.running[n] = true
+	}
+	tell := !v.told && v.cause == nil && !v.reaping
+	if tell {
+		v.told = true
+		r.Results = with(r.Results, "thread-id", "all")
+	}
+	v.mu.Unlock()
+	if tell {
+		v.push(r)
+	}
+}
+
+// stopped1 takes gdb's word that a thread stopped. It waits for a step
+// to have set the other threads going, so that it knows which run.
+func (v *view) stopped1(r Record) {
+	id, _ := strconv.Atoi(r.Results.S("thread-id"))
+	v.resuming.Lock()
+	defer v.resuming.Unlock()
+	v.mu.Lock()
+	v.running[id] = false
+	switch {
+	case v.cause != nil:
+		// One of the threads stopped for the cause; another thread's own
+		// stop meanwhile is left for gdb to tell again, as all-stop does.
+		v.mu.Unlock()
+		v.settled()
+		return
+	case r.Results.S("reason") == "solib-event" && !v.solib.stop:
+		auto := v.solib.auto
+		v.mu.Unlock()
+		v.loadGoesOn(id, auto)
+		return
+	case r.Results.S("reason") == "solib-event":
+		v.told = false
+		v.mu.Unlock()
+		v.push(v.translate(r))
+		return
+	}
+	v.cause = &r
+	others := v.othersRunning(id)
+	v.mu.Unlock()
+	if others {
+		ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
+		_, _, err := v.h.g.Run(ctx, "-exec-interrupt --thread-group "+v.group)
+		cancel()
+		if err == nil {
+			v.settled()
+			return
+		}
+	}
+	v.tell()
+}
+
+// othersRunning says, with mu held, whether a thread other than id runs.
+func (v *view) othersRunning(id int) bool {
+	for t, run := range v.running {
+		if run && t != id {
+			if _, ok := v.local[t]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// settled tells the cause once no thread of the process runs.
+func (v *view) settled() {
+	v.mu.Lock()
+	waiting := v.cause != nil && !v.othersRunning(0)
+	v.mu.Unlock()
+	if waiting {
+		v.tell()
+	}
+}
+
+// tell tells the cause: the process has stopped, at its thread, which is
+// selected.
+func (v *view) tell() {
+	v.mu.Lock()
+	cause := v.cause
+	v.cause = nil
+	if cause == nil {
+		v.mu.Unlock()
+		return
+	}
+	v.told = false
+	id, _ := strconv.Atoi(cause.Results.S("thread-id"))
+	v.thread, v.frame = id, 0
+	v.mu.Unlock()
+	v.push(v.translate(*cause))
+}
+
+// loadGoesOn lets a thread that a load stopped go on, after reading the
+// new libraries when the rank's settings read them.
+func (v *view) loadGoesOn(id int, auto bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), symbolTimeout)
+	defer cancel()
+	thread := "--thread " + strconv.Itoa(id)
+	if auto {
+		v.h.g.Run(ctx, "-interpreter-exec "+thread+" console sharedlibrary")
+	}
+	v.h.g.Run(ctx, "-exec-continue "+thread)
+}
+
+// translate gives a stop the rank's numbers for its thread and
+// breakpoint.
+func (v *view) translate(r Record) Record {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	res := without(r.Results, "stopped-threads")
+	if id, err := strconv.Atoi(res.S("thread-id")); err == nil {
+		res = with(res, "thread-id", strconv.Itoa(v.local[id]))
+	}
+	if res.Has("bkptno") {
+		res = with(res, "bkptno", strconv.Itoa(v.points[res.Int("bkptno")]))
+	}
+	r.Results = res
+	return r
+}
+
+// push hands a record to the Backend.
+func (v *view) push(r Record) { v.queue.Push(r) }
+
+// resume sets the process going: every thread, or the selected one alone
+// while scheduler-locking is on.
+func (v *view) resume(ctx context.Context, command string) (Record, string, error) {
+	v.mu.Lock()
+	aim := "--thread-group " + v.group
+	if v.locked {
+		aim = "--thread " + strconv.Itoa(v.thread)
+	}
+	v.mu.Unlock()
+	return v.h.g.Run(ctx, inject(command, aim))
+}
+
+// step steps the selected thread, and sets the others going once the
+// step has started.
+func (v *view) step(ctx context.Context, command string) (Record, string, error) {
+	r, out, err := v.h.g.Run(ctx, inject(command, v.context()))
+	if err != nil {
+		return r, out, err
+	}
+	v.mu.Lock()
+	if v.locked {
+		v.mu.Unlock()
+		return r, out, nil
+	}
+	stepping := v.thread
+	var others []int
+	for t := range v.local {
+		if t != stepping && !v.running[t] {
+			others = append(others, t)
+		}
+	}
+	v.mu.Unlock()
+	// The stop that ends the step waits (stopped1) until these threads
+	// are known to run: gdb's *running for them may come after it.
+	v.resuming.Lock()
+	defer v.resuming.Unlock()
+	for _, t := range others {
+		if _, _, err := v.h.g.Run(ctx, "-exec-continue --thread "+strconv.Itoa(t)); err == nil {
+			v.mu.Lock()
+			v.running[t] = true
+			v.mu.Unlock()
+		}
+	}
+	return r, out, nil
+}
