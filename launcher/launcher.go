@@ -42,7 +42,9 @@ type Options struct {
 	// Members is the servers' --members: hand or serve ("": their
 	// default, hand).
 	Members string
-	SDM     string // the sdm executable for the servers (default: this one)
+	// RanksPerGDB is the servers' --ranks-per-gdb (0: their default).
+	RanksPerGDB int
+	SDM         string // the sdm executable for the servers (default: this one)
 	// Layout, when set, is the ranks of each server (one server per
 	// host, for a job acquired through MPIR); nil is a server per rank.
 	Layout wire.Layout
@@ -288,6 +290,9 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 	}
 	if o.Members != "" {
 		serverArgs = append(serverArgs, "--members="+o.Members)
+	}
+	if o.RanksPerGDB > 0 {
+		serverArgs = append(serverArgs, "--ranks-per-gdb="+strconv.Itoa(o.RanksPerGDB))
 	}
 	spec := rm.Spec{
 		Size: o.Size, Fanout: o.Fanout, RankTree: o.RankTree, SDM: o.SDM, Server: serverBinary(o, t), Dir: files, KeyFile: keyFile, Layout: o.Layout,

@@ -56,8 +56,11 @@ type Config struct {
 	// Members is hand (a host's servers hand their ranks to its first
 	// server, which serves them; each starts its rank's gdb when asked)
 	// or serve (each serves its own rank, linked to the first).
-	Members    string
-	RoutesFrom string // file, publish, slurm or pe (routing.Source)
+	Members string
+	// RanksPerGDB is how many of a host's ranks share a gdb, when the
+	// host's first server debugs them all (Members hand, gdb eager).
+	RanksPerGDB int
+	RoutesFrom  string // file, publish, slurm or pe (routing.Source)
 	PortBase   int    // with slurm or pe: the port of each node's first server
 	// The master's link to the front end: Proxy stdio, or tcp: dial
 	// Host:Port when Host is set, else listen on ListenHost:Port.
@@ -68,6 +71,7 @@ type Config struct {
 	GenerateRoutes string
 
 	spawner *member.Spawner // the gdbs a member started for its leader
+	pool    *gdbmi.Pool     // the gdbs a leader's ranks share (RanksPerGDB)
 }
 
 // backends maps each debugger to its constructor.
@@ -175,6 +179,11 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 	if err != nil {
 		return sdm.ServerOptions{}, exit.Usage(err)
 	}
+	if c.pool != nil {
+		newBackend = func(bc backend.Config) (backend.Backend, error) {
+			return gdbmi.NewShared(bc, c.pool, ownShare()), nil
+		}
+	}
 	source, err := routing.ParseSource(c.RoutesFrom)
 	if err != nil {
 		return sdm.ServerOptions{}, exit.Usage(err)
@@ -233,6 +242,13 @@ func (c *Config) handover(debugger backend.Debugger, lazily bool) (*sdm.Handover
 		}, nil
 	}
 	c.spawner = &member.Spawner{Path: c.DebuggerPath}
+	if c.RanksPerGDB < 1 {
+		return nil, fmt.Errorf("--ranks-per-gdb=%d: want 1 or more", c.RanksPerGDB)
+	}
+	if c.RanksPerGDB > 1 {
+		c.pool = &gdbmi.Pool{PerGDB: c.RanksPerGDB, Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start(c.DebuggerPath) }}
+		return &sdm.Handover{Adopt: c.share, Spawn: c.spawner.Spawn}, nil
+	}
 	return &sdm.Handover{
 		Adopt: func(bc backend.Config, m *wire.Member) (backend.Backend, error) {
 			bc.Path = c.DebuggerPath

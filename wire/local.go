@@ -171,28 +171,34 @@ func closeFds(fds []int) {
 // checkPeer returns conn as a Unix socket whose peer runs as this
 // process's user, or says why it is not one.
 func checkPeer(conn net.Conn) (*net.UnixConn, error) {
+	uc, _, err := peer(conn)
+	return uc, err
+}
+
+// peer is checkPeer that also says the peer's pid.
+func peer(conn net.Conn) (*net.UnixConn, int, error) {
 	uc, ok := conn.(*net.UnixConn)
 	if !ok {
-		return nil, fmt.Errorf("%w: a local link needs a Unix socket, not %T", ErrAuth, conn)
+		return nil, 0, fmt.Errorf("%w: a local link needs a Unix socket, not %T", ErrAuth, conn)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if cerr != nil {
-		return nil, fmt.Errorf("%w: the peer's credentials: %v", ErrAuth, cerr)
+		return nil, 0, fmt.Errorf("%w: the peer's credentials: %v", ErrAuth, cerr)
 	}
 	if int(cred.Uid) != os.Getuid() {
-		return nil, fmt.Errorf("%w: the local peer (pid %d) runs as uid %d, not %d", ErrAuth, cred.Pid, cred.Uid, os.Getuid())
+		return nil, 0, fmt.Errorf("%w: the local peer (pid %d) runs as uid %d, not %d", ErrAuth, cred.Pid, cred.Uid, os.Getuid())
 	}
-	return uc, nil
+	return uc, int(cred.Pid), nil
 }
 
 // LocalAddress is the Unix socket where server index of the session whose

@@ -23,6 +23,7 @@ import (
 // Member is the leader's end of a member's connection.
 type Member struct {
 	Index int // the member's server index
+	Pid   int // the member's process, as the kernel told at its connect
 	uc    *net.UnixConn
 	done  chan struct{}
 
@@ -43,7 +44,7 @@ type memberReply struct {
 // timeout; Admit or Refuse answers it. servers is the job's number of
 // servers, which the member must agree on. On error conn is closed.
 func AcceptMember(conn net.Conn, servers int, timeout time.Duration) (*Member, error) {
-	uc, err := checkPeer(conn)
+	uc, pid, err := peer(conn)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -75,7 +76,7 @@ func AcceptMember(conn net.Conn, servers int, timeout time.Duration) (*Member, e
 		return nil, err
 	}
 	uc.SetDeadline(time.Time{})
-	return &Member{Index: int(index), uc: uc, done: make(chan struct{}), replies: make(chan memberReply, 1),
+	return &Member{Index: int(index), Pid: pid, uc: uc, done: make(chan struct{}), replies: make(chan memberReply, 1),
 		ends: make(map[int]chan unix.WaitStatus)}, nil
 }
 

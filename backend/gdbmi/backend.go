@@ -264,12 +264,11 @@ func (b *Backend) halt() (wire.State, error) {
 var _ backend.Ops = (*Backend)(nil)
 
 // NewShared returns the backend of rank cfg.Rank whose gdb is its share
-// of one of pool's (Host). env, when not nil, is the environment the
-// rank's program starts with (the rank's own server's).
-func NewShared(cfg backend.Config, pool *Pool, env []string) *Backend {
+// of one of pool's (Host), with what share gives.
+func NewShared(cfg backend.Config, pool *Pool, share Share) *Backend {
 	return newBackend(cfg, func() (conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		return pool.View(ctx, env)
+		return pool.view(ctx, share)
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A host's ranks can share one gdb: a Host is a gdb in non-stop mode with
@@ -48,7 +50,11 @@ type Host struct {
 	mu      sync.Mutex
 	views   map[int]*view // by inferior number
 	threads map[int]*view // by gdb's thread id
-	points  map[int]*view // by gdb's breakpoint number
+	points  map[int]*hostPoint // by gdb's breakpoint number
+	// breaks is held while the breakpoints change (hostbreak.go), shared
+	// those the ranks set alike, by how they were set.
+	breaks sync.Mutex
+	shared map[string]*hostPoint
 	exited  *view         // whose thread group gdb said exited last
 	made    int           // inferiors made, i1 included
 	// loads are the library settings gdb has: those any view wants
@@ -79,7 +85,7 @@ var hostOwned = map[string]bool{
 }
 
 // NewHost sets up g, a gdb no inferior of which has a process yet, to be
-// shared (Host.View).
+// shared (Pool).
 func NewHost(g *GDB) (*Host, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -89,16 +95,30 @@ func NewHost(g *GDB) (*Host, error) {
 			return nil, fmt.Errorf("gdb did not accept %q: %w", cmd, err)
 		}
 	}
-	h := &Host{g: g, gdbEnv: environOf(g.pid), views: map[int]*view{}, threads: map[int]*view{}, points: map[int]*view{},
+	h := &Host{g: g, gdbEnv: environOf(g.pid), views: map[int]*view{}, threads: map[int]*view{}, points: map[int]*hostPoint{}, shared: map[string]*hostPoint{},
 		loads: solibVars{stop: true}}
 	go h.dispatch()
 	return h, nil
 }
 
-// View adds an inferior for a rank and returns the rank's share of the
-// gdb. env, when not nil, is the environment the rank's program starts
-// with, in place of the one gdb has.
-func (h *Host) View(ctx context.Context, env []string) (conn, error) {
+// Share is what a rank brings to a shared gdb: what its program is to
+// have of the process that would have started it (the rank's own server),
+// and how to start a gdb when the pool needs one.
+type Share struct {
+	// Env is the environment the rank's program starts with, in place of
+	// gdb's own (nil: gdb's).
+	Env []string
+	// CPUs are the processors the rank's program may run on (nil:
+	// gdb's).
+	CPUs *unix.CPUSet
+	// Start starts a gdb, should the pool need one for this rank (nil:
+	// the pool's Start).
+	Start func(ctx context.Context) (*GDB, error)
+}
+
+// view adds an inferior for a rank and returns the rank's share of the
+// gdb.
+func (h *Host) view(ctx context.Context, share Share) (conn, error) {
 	h.mu.Lock()
 	h.made++
 	first := h.made == 1
@@ -119,8 +139,9 @@ func (h *Host) View(ctx context.Context, env []string) (conn, error) {
 		}
 	}
 	v := newView(h, inf)
-	if env != nil {
-		if err := v.environ(ctx, env); err != nil {
+	v.cpus = share.CPUs
+	if share.Env != nil {
+		if err := v.environ(ctx, share.Env); err != nil {
 			return fail(err)
 		}
 	}
@@ -230,9 +251,14 @@ func (h *Host) route(r Record) {
 	case r.Type == Notify && (r.Class == "library-loaded" || r.Class == "library-unloaded"):
 		v = h.views[group(r.Results.S("thread-group"))]
 	case r.Type == Notify && r.Class == "breakpoint-deleted":
-		id := r.Results.Int("id")
-		v = h.points[id]
-		delete(h.points, id)
+		// gdb deleted it (a temporary breakpoint, hit): its ranks
+		// forget it.
+		if p := h.points[r.Results.Int("id")]; p != nil {
+			delete(h.points, p.id)
+			for w := range p.views {
+				defer w.record(r)
+			}
+		}
 	case r.Type == Notify && r.Class == "thread-selected":
 		id, _ := strconv.Atoi(r.Results.S("id"))
 		v = h.threads[id]
@@ -294,9 +320,9 @@ type Pool struct {
 	used int // views given out of cur
 }
 
-// View returns a share of one of the pool's gdbs, starting a gdb when the
+// view returns a share of one of the pool's gdbs, starting a gdb when the
 // last one is full or has ended.
-func (p *Pool) View(ctx context.Context, env []string) (conn, error) {
+func (p *Pool) view(ctx context.Context, share Share) (conn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ended := false
@@ -308,7 +334,11 @@ func (p *Pool) View(ctx context.Context, env []string) (conn, error) {
 		}
 	}
 	if p.cur == nil || ended || p.used >= max(p.PerGDB, 1) {
-		g, err := p.Start(ctx)
+		start := share.Start
+		if start == nil {
+			start = p.Start
+		}
+		g, err := start(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -319,7 +349,7 @@ func (p *Pool) View(ctx context.Context, env []string) (conn, error) {
 		p.cur, p.used = h, 0
 	}
 	p.used++
-	return p.cur.View(ctx, env)
+	return p.cur.view(ctx, share)
 }
 
 // viewTimeout bounds the commands a view runs of its own accord (to stop

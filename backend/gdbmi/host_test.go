@@ -25,7 +25,7 @@ func sharing(t *testing.T, n, per int, program string, args ...string) []*rank {
 	pool := &gdbmi.Pool{PerGDB: per, Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start("gdb") }}
 	ranks := make([]*rank, n)
 	for i := range ranks {
-		r := &rank{t: t, b: gdbmi.NewShared(backend.Config{Rank: i, Size: n}, pool, nil)}
+		r := &rank{t: t, b: gdbmi.NewShared(backend.Config{Rank: i, Size: n}, pool, gdbmi.Share{})}
 		t.Cleanup(func() { r.b.Close() })
 		r.start(program, args...)
 		ranks[i] = r

@@ -3,35 +3,75 @@ package gdbmi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// A view's breakpoints are gdb's, made the rank's alone by a condition on
-// the inferior, and numbered from 1 for the rank, as a gdb of its own
-// numbers them.
+// A view's breakpoints are gdb's, numbered from 1 for the rank as a gdb
+// of its own numbers them, and kept to the ranks they are for by a
+// condition on the inferior ($_inferior == N || …, before the ranks' own
+// condition). A breakpoint several ranks of the host set alike (the same
+// location, condition and flags) is one of gdb's, which they share: gdb
+// then re-reads one breakpoint, not one a rank, at every library load of
+// every inferior. A rank that changes its share (enable, disable, a
+// condition, an ignore count) gets a breakpoint of its own first. One that
+// can only be one rank's (temporary, ignore counts, a thread's, a
+// watchpoint) is never shared.
 
-// scope is the condition that keeps a breakpoint to the view's inferior.
-func (v *view) scope() string { return "$_inferior == " + strconv.Itoa(v.inf) }
+// hostPoint is a breakpoint of gdb's and the ranks it is for.
+type hostPoint struct {
+	id    int            // gdb's number
+	key   string         // how it was set, for the ranks that share it; "" for one rank's own
+	args  []string       // the -break-insert arguments, without the condition
+	cond  string         // the ranks' condition
+	views map[*view]bool // the ranks it is for
+}
 
-// scoped adds the view's scope to a breakpoint's condition.
-func (v *view) scoped(cond string) string {
-	if strings.TrimSpace(cond) == "" {
-		return v.scope()
+// condition is the hostPoint's condition in gdb: its ranks' inferiors and
+// theirs.
+func (p *hostPoint) condition() string {
+	infs := make([]int, 0, len(p.views))
+	for v := range p.views {
+		infs = append(infs, v.inf)
 	}
-	return v.scope() + " && (" + cond + ")"
+	slices.Sort(infs)
+	terms := make([]string, len(infs))
+	for i, n := range infs {
+		terms[i] = "$_inferior == " + strconv.Itoa(n)
+	}
+	scope := strings.Join(terms, " || ")
+	switch {
+	case p.cond == "":
+		return scope
+	case len(terms) > 1:
+		return "(" + scope + ") && (" + p.cond + ")"
+	}
+	return scope + " && (" + p.cond + ")"
 }
 
-// unscoped is the condition the rank gave, without the view's scope.
-func (v *view) unscoped(cond string) string {
-	cond = strings.TrimPrefix(cond, v.scope())
-	cond = strings.TrimPrefix(cond, " && (")
-	return strings.TrimSuffix(cond, ")")
+// shareable says whether a -break-insert may give a breakpoint several
+// ranks share: one that is neither temporary, counted, a thread's nor a
+// placeholder, at a place that means the same in every rank's program (not
+// a bare line or an address, which depend on the selected frame or the
+// process).
+func shareable(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-t", "-i", "-p", "-d", "-a", "--qualified":
+			return false
+		}
+	}
+	loc := unquote(lastWord(args))
+	if _, err := strconv.Atoi(loc); err == nil || strings.HasPrefix(loc, "*") || loc == "" {
+		return false
+	}
+	return true
 }
 
-// breakInsert makes a breakpoint or a watchpoint for the rank alone.
+// breakInsert makes a breakpoint or a watchpoint for the rank.
 func (v *view) breakInsert(ctx context.Context, name string, args []string) (Record, string, error) {
-	var out []string
+	var rest []string
 	cond := ""
 	for i := 0; i < len(args); i++ {
 		switch {
@@ -46,51 +86,104 @@ func (v *view) breakInsert(ctx context.Context, name string, args []string) (Rec
 			if !ok {
 				return Record{}, "", newRefusal(fmt.Sprintf("Unknown thread %s.", args[i+1]))
 			}
-			out = append(out, "-p", strconv.Itoa(id))
+			rest = append(rest, "-p", strconv.Itoa(id))
 			i++
 		default:
-			out = append(out, args[i])
+			rest = append(rest, args[i])
 		}
 	}
-	command := name
-	if name == "-break-insert" {
-		command += " -c " + Quote(v.scoped(cond))
+	if name == "-break-watch" {
+		return v.watch(ctx, rest)
 	}
-	if len(out) > 0 {
-		command += " " + strings.Join(out, " ")
+	key := ""
+	if shareable(rest) {
+		key = strings.Join(rest, " ") + "\x00" + cond
 	}
-	r, text, err := v.h.g.Run(ctx, inject(command, v.context()))
+	v.h.breaks.Lock()
+	defer v.h.breaks.Unlock()
+	if p := v.h.shared[key]; key != "" && p != nil {
+		return v.join(ctx, p)
+	}
+	p := &hostPoint{key: key, args: rest, cond: cond, views: map[*view]bool{v: true}}
+	r, text, err := v.h.g.Run(ctx, inject("-break-insert -c "+Quote(p.condition())+" "+strings.Join(rest, " "), v.context()))
 	if err != nil {
 		return r, text, err
 	}
-	key := "bkpt"
-	for _, k := range []string{"wpt", "hw-rwpt", "hw-awpt"} {
-		if r.Results.Has(k) {
-			key = k
-		}
-	}
-	point := r.Results.Get(key)
-	id := point.Int("number")
-	if name == "-break-watch" {
-		if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", id, v.scope())); err != nil {
-			v.h.g.Run(ctx, fmt.Sprintf("-break-delete %d", id))
-			return Record{}, "", err
-		}
-	}
-	v.mu.Lock()
-	v.lastPoint++
-	n := v.lastPoint
-	v.points[id], v.numbers[n] = n, id
-	v.mu.Unlock()
-	v.h.mu.Lock()
-	v.h.points[id] = v
-	v.h.mu.Unlock()
-	r.Results = withValue(r.Results, key, v.shown(point))
+	point := r.Results.Get("bkpt")
+	p.id = point.Int("number")
+	v.h.addPoint(p)
+	v.number(p.id)
+	r.Results = withValue(r.Results, "bkpt", v.shown(point, p))
 	return r, text, nil
 }
 
-// shown is a breakpoint of gdb's as the rank knows it.
-func (v *view) shown(point Value) Value {
+// join adds the view to the ranks of a breakpoint they share; the
+// caller holds h.breaks.
+func (v *view) join(ctx context.Context, p *hostPoint) (Record, string, error) {
+	v.h.setView(p, v, true)
+	if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition())); err != nil {
+		v.h.setView(p, v, false)
+		return Record{}, "", err
+	}
+	v.number(p.id)
+	r, text, err := v.h.g.Run(ctx, fmt.Sprintf("-break-info %d", p.id))
+	if err != nil {
+		return r, text, err
+	}
+	body := r.Results.Get("BreakpointTable").Get("body").Items()
+	if len(body) == 0 {
+		return Record{}, "", fmt.Errorf("gdb lists no breakpoint %d", p.id)
+	}
+	return done(Field{Name: "bkpt", Value: v.shown(body[0], p)}), text, nil
+}
+
+// watch makes a watchpoint for the rank alone.
+func (v *view) watch(ctx context.Context, args []string) (Record, string, error) {
+	r, text, err := v.h.g.Run(ctx, inject("-break-watch "+strings.Join(args, " "), v.context()))
+	if err != nil {
+		return r, text, err
+	}
+	kind := "wpt"
+	for _, k := range []string{"hw-rwpt", "hw-awpt"} {
+		if r.Results.Has(k) {
+			kind = k
+		}
+	}
+	point := r.Results.Get(kind)
+	p := &hostPoint{id: point.Int("number"), views: map[*view]bool{v: true}}
+	if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition())); err != nil {
+		v.h.g.Run(ctx, fmt.Sprintf("-break-delete %d", p.id))
+		return Record{}, "", err
+	}
+	v.h.breaks.Lock()
+	v.h.addPoint(p)
+	v.h.breaks.Unlock()
+	v.number(p.id)
+	r.Results = withValue(r.Results, kind, v.shown(point, p))
+	return r, text, nil
+}
+
+// addPoint records a breakpoint of gdb's; h.breaks is held.
+func (h *Host) addPoint(p *hostPoint) {
+	h.mu.Lock()
+	h.points[p.id] = p
+	h.mu.Unlock()
+	if p.key != "" {
+		h.shared[p.key] = p
+	}
+}
+
+// number gives gdb's breakpoint id the rank's next number.
+func (v *view) number(id int) {
+	v.mu.Lock()
+	v.lastPoint++
+	v.points[id], v.numbers[v.lastPoint] = v.lastPoint, id
+	v.mu.Unlock()
+}
+
+// shown is a breakpoint of gdb's as the rank knows it: its number, its
+// location in the rank's program, the rank's condition.
+func (v *view) shown(point Value, p *hostPoint) Value {
 	v.mu.Lock()
 	n := v.points[point.Int("number")]
 	v.mu.Unlock()
@@ -112,75 +205,159 @@ func (v *view) shown(point Value) Value {
 			}
 		}
 	}
-	if cond := v.unscoped(point.S("cond")); cond == "" {
+	if p == nil || p.cond == "" {
 		point = without(point, "cond")
 	} else {
-		point = with(point, "cond", cond)
+		point = with(point, "cond", p.cond)
 	}
-	return without(point, "thread-groups")
+	return without(without(point, "thread-groups"), "times")
 }
 
 // breakNumbers runs a command on breakpoints by the rank's numbers: no
-// numbers, for -break-delete, are all of the rank's.
+// numbers, for -break-delete, are all of the rank's. A breakpoint the
+// rank shares is left, or made its own, first.
 func (v *view) breakNumbers(ctx context.Context, name string, args []string) (Record, string, error) {
-	var ids []string
-	var missing []string
-	v.mu.Lock()
 	numbers := args
 	if name == "-break-after" || name == "-break-condition" {
 		numbers = args[:min(1, len(args))]
 	}
+	var missing []string
+	var locals []int
+	v.mu.Lock()
 	for _, a := range numbers {
 		n, err := strconv.Atoi(a)
-		id, ok := v.numbers[n]
-		if err != nil || !ok {
+		if _, ok := v.numbers[n]; err != nil || !ok {
 			missing = append(missing, fmt.Sprintf("No breakpoint number %s.\n", a))
 			continue
 		}
-		ids = append(ids, strconv.Itoa(id))
+		locals = append(locals, n)
 	}
 	if name == "-break-delete" && len(args) == 0 {
-		for _, id := range v.numbers {
-			ids = append(ids, strconv.Itoa(id))
+		for n := range v.numbers {
+			locals = append(locals, n)
 		}
 	}
 	v.mu.Unlock()
-	if name == "-break-after" || name == "-break-condition" {
-		if len(ids) == 0 {
-			return Record{}, "", newRefusal(strings.TrimSpace(strings.Join(missing, "")))
-		}
-		rest := strings.Join(args[1:], " ")
-		if name == "-break-condition" {
-			rest = v.scoped(rest)
-		}
-		return v.h.g.Run(ctx, name+" "+ids[0]+" "+rest)
+	if (name == "-break-after" || name == "-break-condition") && len(locals) == 0 {
+		return Record{}, "", newRefusal(strings.TrimSpace(strings.Join(missing, "")))
 	}
 	text := strings.Join(missing, "")
-	if len(ids) == 0 {
+	v.h.breaks.Lock()
+	defer v.h.breaks.Unlock()
+	var ids []string
+	for _, n := range locals {
+		if name == "-break-delete" {
+			if err := v.leave(ctx, n); err != nil {
+				return Record{}, text, err
+			}
+			continue
+		}
+		id, err := v.own(ctx, n)
+		if err != nil {
+			return Record{}, text, err
+		}
+		ids = append(ids, strconv.Itoa(id))
+	}
+	switch {
+	case name == "-break-condition":
+		p := v.h.points[mustAtoi(ids[0])]
+		p.cond = strings.Join(args[1:], " ")
+		r, out, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition()))
+		return r, text + out, err
+	case name == "-break-after":
+		return v.h.g.Run(ctx, name+" "+ids[0]+" "+strings.Join(args[1:], " "))
+	case len(ids) == 0:
 		return done(), text, nil
 	}
 	r, out, err := v.h.g.Run(ctx, name+" "+strings.Join(ids, " "))
-	if err == nil && name == "-break-delete" {
-		v.forget(ids)
-	}
 	return r, text + out, err
 }
 
-// forget drops deleted breakpoints of gdb's from the view's numbers.
-func (v *view) forget(ids []string) {
+func mustAtoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// leave takes the rank's breakpoint n away from it: gdb's is deleted
+// once no rank has it. h.breaks is held.
+func (v *view) leave(ctx context.Context, n int) error {
 	v.mu.Lock()
-	for _, s := range ids {
-		id, _ := strconv.Atoi(s)
-		delete(v.numbers, v.points[id])
-		delete(v.points, id)
-	}
+	id := v.numbers[n]
 	v.mu.Unlock()
-	v.h.mu.Lock()
-	for _, s := range ids {
-		id, _ := strconv.Atoi(s)
-		delete(v.h.points, id)
+	p := v.h.points[id]
+	if p != nil && len(p.views) > 1 {
+		v.h.setView(p, v, false)
+		if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition())); err != nil {
+			v.h.setView(p, v, true)
+			return err
+		}
+	} else {
+		if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-delete %d", id)); err != nil {
+			return err
+		}
+		v.h.dropPoint(id)
 	}
-	v.h.mu.Unlock()
+	v.mu.Lock()
+	delete(v.numbers, n)
+	delete(v.points, id)
+	v.mu.Unlock()
+	return nil
+}
+
+// own makes the rank's breakpoint n its own, if it shares it, and returns
+// gdb's number for it. h.breaks is held.
+func (v *view) own(ctx context.Context, n int) (int, error) {
+	v.mu.Lock()
+	id := v.numbers[n]
+	v.mu.Unlock()
+	p := v.h.points[id]
+	if p == nil || len(p.views) < 2 {
+		if p != nil && p.key != "" {
+			delete(v.h.shared, p.key) // others that set it alike get one of their own
+			p.key = ""
+		}
+		return id, nil
+	}
+	mine := &hostPoint{args: p.args, cond: p.cond, views: map[*view]bool{v: true}}
+	r, _, err := v.h.g.Run(ctx, inject("-break-insert -c "+Quote(mine.condition())+" "+strings.Join(p.args, " "), v.context()))
+	if err != nil {
+		return 0, err
+	}
+	mine.id = r.Results.Get("bkpt").Int("number")
+	v.h.setView(p, v, false)
+	if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition())); err != nil {
+		return 0, err
+	}
+	v.h.addPoint(mine)
+	v.mu.Lock()
+	delete(v.points, id)
+	v.points[mine.id], v.numbers[n] = n, mine.id
+	v.mu.Unlock()
+	return mine.id, nil
+}
+
+// setView adds v to the ranks of p, or takes it away; h.breaks is held,
+// and h.mu taken, since route reads them.
+func (h *Host) setView(p *hostPoint, v *view, in bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if in {
+		p.views[v] = true
+	} else {
+		delete(p.views, v)
+	}
+}
+
+// dropPoint forgets a breakpoint of gdb's that is no more.
+func (h *Host) dropPoint(id int) *hostPoint {
+	h.mu.Lock()
+	p := h.points[id]
+	delete(h.points, id)
+	h.mu.Unlock()
+	if p != nil && p.key != "" && h.shared[p.key] == p {
+		delete(h.shared, p.key)
+	}
+	return p
 }
 
 // breakList lists the rank's breakpoints, by its numbers.
@@ -192,11 +369,15 @@ func (v *view) breakList(ctx context.Context) (Record, string, error) {
 	table := r.Results.Get("BreakpointTable")
 	var mine []Field
 	for _, f := range table.Get("body").Fields {
+		id := f.Value.Int("number")
 		v.mu.Lock()
-		_, ok := v.points[f.Value.Int("number")]
+		_, ok := v.points[id]
 		v.mu.Unlock()
 		if ok {
-			f.Value = v.shown(f.Value)
+			v.h.mu.Lock()
+			p := v.h.points[id]
+			v.h.mu.Unlock()
+			f.Value = v.shown(f.Value, p)
 			mine = append(mine, f)
 		}
 	}

@@ -33,7 +33,16 @@ func (v *view) record(r Record) {
 		clear(v.global)
 		clear(v.running)
 		v.nextThread, v.thread, v.frame, v.cause, v.told, v.untold = 0, 0, 0, nil, false, nil
+		cpus := v.cpus
+		if v.attached {
+			cpus = nil
+		}
 		v.mu.Unlock()
+		if pid, err := strconv.Atoi(r.Results.S("pid")); err == nil && cpus != nil {
+			// gdb started it stopped: its threads, all to come, take
+			// its processors.
+			unix.SchedSetaffinity(pid, cpus)
+		}
 		v.push(r)
 	case r.Type == Notify && r.Class == "thread-group-exited":
 		v.mu.Lock()
@@ -73,8 +82,10 @@ func (v *view) record(r Record) {
 	case r.Type == Notify && r.Class == "breakpoint-deleted":
 		id := r.Results.Int("id")
 		v.mu.Lock()
-		delete(v.numbers, v.points[id])
-		delete(v.points, id)
+		if n, ok := v.points[id]; ok {
+			delete(v.numbers, n)
+			delete(v.points, id)
+		}
 		v.mu.Unlock()
 	case r.Type == Notify && (r.Class == "library-loaded" || r.Class == "library-unloaded"):
 		v.push(r)
@@ -322,6 +333,11 @@ func (v *view) push(r Record) { v.queue.Push(r) }
 // while scheduler-locking is on.
 func (v *view) resume(ctx context.Context, command string) (Record, string, error) {
 	v.mu.Lock()
+	if len(v.local) == 0 {
+		v.mu.Unlock()
+		// gdb would set going whatever threads the inferior has: none.
+		return Record{}, "", newRefusal("The program is not being run.")
+	}
 	aim := "--thread-group " + v.group
 	if v.locked {
 		aim = "--thread " + strconv.Itoa(v.thread)

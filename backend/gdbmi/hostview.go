@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sdm-hpc/sdm/internal/fifo"
 )
 
@@ -44,6 +46,7 @@ type view struct {
 	locked   bool // scheduler-locking on: only the selected thread runs
 	solib    solibVars
 	attached bool
+	cpus     *unix.CPUSet // the processors of the rank's program (Share)
 	// reaping is set while gdb is made to tell an end it holds (reap);
 	// killedStopped once a thread ended while the process was stopped;
 	// ending counts the rank's commands running that end its process
@@ -204,6 +207,17 @@ func (v *view) Close() error {
 	v.mu.Unlock()
 	if !v.h.g.Ended() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		v.h.breaks.Lock()
+		v.mu.Lock()
+		var mine []int
+		for n := range v.numbers {
+			mine = append(mine, n)
+		}
+		v.mu.Unlock()
+		for _, n := range mine {
+			v.leave(ctx, n)
+		}
+		v.h.breaks.Unlock()
 		if live && attached {
 			v.h.g.Run(ctx, "-target-detach "+v.group)
 		} else if live {
@@ -267,10 +281,14 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 	case "-file-exec-and-symbols", "-inferior-tty-set", "-exec-run", "-exec-interrupt":
 		return v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
 	case "-target-attach":
+		// Marked before: the process it finds is left as it was.
+		v.mu.Lock()
+		v.attached = true
+		v.mu.Unlock()
 		r, out, err := v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
-		if err == nil {
+		if err != nil {
 			v.mu.Lock()
-			v.attached = true
+			v.attached = false
 			v.mu.Unlock()
 		}
 		return r, out, err

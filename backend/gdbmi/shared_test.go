@@ -27,5 +27,5 @@ func newBackend(cfg backend.Config) *gdbmi.Backend {
 	if sharedPool == nil || cfg.Path != "" {
 		return gdbmi.New(cfg)
 	}
-	return gdbmi.NewShared(cfg, sharedPool, nil)
+	return gdbmi.NewShared(cfg, sharedPool, gdbmi.Share{})
 }

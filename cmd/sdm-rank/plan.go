@@ -29,7 +29,7 @@ type plan struct {
 // it does not list (--debug, --layout, --generate_routes, --help) is a
 // start for sdm-server.
 var flagKinds = map[string]byte{
-	"debugger": 's', "gdb": 's', "debugger_path": 's', "members": 's', "tree": 's', "routes_from": 's',
+	"debugger": 's', "gdb": 's', "debugger_path": 's', "members": 's', "ranks-per-gdb": 'i', "tree": 's', "routes_from": 's',
 	"routing_file": 's', "key-file": 's', "server": 'i', "fanout": 'i', "timeout": 'd', "master": 'b',
 	// A member's start does not use these; sdm-server would check them.
 	"proxy": 's', "host": 's', "listen": 's', "port": 'i', "port_base": 'i', "event_window": 'd',

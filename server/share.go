@@ -1,0 +1,89 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/internal/handover/vars"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// DefaultRanksPerGDB is how many of a host's ranks share a gdb unless
+// --ranks-per-gdb says otherwise. 64 ranks of a small C program run to a
+// breakpoint fastest, with the least CPU and memory, in gdbs of 16
+// (docs/PERFORMANCE.md): fewer ranks a gdb read the program and its
+// libraries more often, more make gdb's own work per stop grow with the
+// ranks it holds; and a gdb that dies or hangs takes no more than 16
+// ranks with it.
+const DefaultRanksPerGDB = 16
+
+// share is the backend of a member's rank on one of the host's shared
+// gdbs: its program gets the environment and the processors the member's
+// launcher gave the member, and a gdb the pool needs for it is the
+// member's child, as the rank's own gdb would be.
+func (c *Config) share(bc backend.Config, m *wire.Member) (backend.Backend, error) {
+	bc.Path = c.DebuggerPath
+	share := gdbmi.Share{
+		Env: memberEnv(m.Pid),
+		Start: func(ctx context.Context) (*gdbmi.GDB, error) {
+			s, err := m.Spawn(ctx)
+			if err != nil {
+				return nil, err
+			}
+			path := c.DebuggerPath
+			if path == "" {
+				path = "gdb"
+			}
+			return gdbmi.Adopt(path, s), nil
+		},
+	}
+	var cpus unix.CPUSet
+	if err := unix.SchedGetaffinity(m.Pid, &cpus); err == nil {
+		share.CPUs = &cpus
+	}
+	return gdbmi.NewShared(bc, c.pool, share), nil
+}
+
+// memberEnv is the environment a member's gdb, and so its program, would
+// have: the member's, without what the member keeps to itself (its
+// listening socket, its GOMAXPROCS), as it drops them before it spawns a
+// gdb. nil when it cannot be read.
+func memberEnv(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil || pid <= 0 {
+		return nil
+	}
+	return programEnv(strings.Split(strings.TrimRight(string(data), "\x00"), "\x00"))
+}
+
+// ownShare is what the leader's own rank brings to a shared gdb, which a
+// member may have started: the leader's environment and processors.
+func ownShare() gdbmi.Share {
+	share := gdbmi.Share{Env: programEnv(os.Environ())}
+	var cpus unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &cpus); err == nil {
+		share.CPUs = &cpus
+	}
+	return share
+}
+
+// programEnv is a server's environment without what is the server's
+// alone: its listening socket, its GOMAXPROCS, the session key.
+func programEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case vars.ListenFD, vars.GOMAXPROCS, "GOMAXPROCS", wire.KeyEnv:
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
