@@ -158,6 +158,7 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		return sdm.ServerOptions{}, exit.Usage(err)
 	}
 	newBackend, lazily := backends[debugger], false
+	var sampler *stackwalk.Sampler
 	if debugger == backend.GDB {
 		start, err := backend.ParseGDBStart(c.GDB)
 		if err != nil {
@@ -166,22 +167,32 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		if lazily = start == backend.Lazy; lazily {
 			// One sampler per server: its module cache serves every
 			// process the server samples.
-			sampler := stackwalk.NewSampler()
+			sampler = stackwalk.NewSampler()
 			if c.Prepare != "" {
 				// The host's first server to claim it reads the program's
 				// modules while the tree comes up and the job starts.
 				sampler.Prepare(c.Prepare, nil)
 			}
-			newBackend = func(c backend.Config) (backend.Backend, error) { return lazy.New(c, sampler), nil }
+			newBackend = func(c backend.Config) (backend.Backend, error) { return lazy.New(c, sampler, nil), nil }
 		}
+	}
+	if c.RanksPerGDB < 0 {
+		return sdm.ServerOptions{}, exit.Usage(fmt.Errorf("--ranks-per-gdb=%d: want 1 or more", c.RanksPerGDB))
 	}
 	handover, err := c.handover(debugger, lazily)
 	if err != nil {
 		return sdm.ServerOptions{}, exit.Usage(err)
 	}
-	if c.pool != nil {
+	// A server that debugs several ranks, its host's (handed over or
+	// laid out), shares gdbs between them.
+	if debugger == backend.GDB && c.ranksPerGDB() > 1 && (handover != nil || c.Layout != nil) {
+		c.pool = &gdbmi.Pool{PerGDB: c.ranksPerGDB(), Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start(c.DebuggerPath) }}
 		newBackend = func(bc backend.Config) (backend.Backend, error) {
-			return gdbmi.NewShared(bc, c.pool, ownShare()), nil
+			shared := gdbmi.NewShared(bc, c.pool, ownShare())
+			if lazily {
+				return lazy.New(bc, sampler, shared), nil
+			}
+			return shared, nil
 		}
 	}
 	source, err := routing.ParseSource(c.RoutesFrom)
@@ -242,12 +253,8 @@ func (c *Config) handover(debugger backend.Debugger, lazily bool) (*sdm.Handover
 		}, nil
 	}
 	c.spawner = &member.Spawner{Path: c.DebuggerPath}
-	if c.RanksPerGDB < 1 {
-		return nil, fmt.Errorf("--ranks-per-gdb=%d: want 1 or more", c.RanksPerGDB)
-	}
-	if c.RanksPerGDB > 1 {
-		c.pool = &gdbmi.Pool{PerGDB: c.RanksPerGDB, Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start(c.DebuggerPath) }}
-		return &sdm.Handover{Adopt: c.share, Spawn: c.spawner.Spawn}, nil
+	if c.ranksPerGDB() > 1 {
+		return &sdm.Handover{Adopt: c.share, Spawn: c.spawner.Spawn}, nil // on c.pool
 	}
 	return &sdm.Handover{
 		Adopt: func(bc backend.Config, m *wire.Member) (backend.Backend, error) {

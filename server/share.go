@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -15,13 +16,34 @@ import (
 )
 
 // DefaultRanksPerGDB is how many of a host's ranks share a gdb unless
-// --ranks-per-gdb says otherwise. 64 ranks of a small C program run to a
-// breakpoint fastest, with the least CPU and memory, in gdbs of 16
-// (docs/PERFORMANCE.md): fewer ranks a gdb read the program and its
-// libraries more often, more make gdb's own work per stop grow with the
-// ranks it holds; and a gdb that dies or hangs takes no more than 16
-// ranks with it.
-const DefaultRanksPerGDB = 16
+// --ranks-per-gdb or $SDM_RANKS_PER_GDB say otherwise: a gdb per rank,
+// the way every launcher, attach and program is tested. Sharing is
+// asked for: 64 ranks of a small C program run to a breakpoint fastest,
+// with the least CPU and memory, in gdbs of 16 (docs/PERFORMANCE.md),
+// and a gdb that dies or hangs then takes no more than 16 ranks with it.
+const DefaultRanksPerGDB = 1
+
+// RanksPerGDBEnv, when set, is the default of --ranks-per-gdb, for the
+// servers and the front end.
+const RanksPerGDBEnv = "SDM_RANKS_PER_GDB"
+
+// RanksPerGDB is --ranks-per-gdb's default: $SDM_RANKS_PER_GDB when it
+// holds a number of 1 or more, else DefaultRanksPerGDB.
+func RanksPerGDB() int {
+	if n, err := strconv.Atoi(os.Getenv(RanksPerGDBEnv)); err == nil && n >= 1 {
+		return n
+	}
+	return DefaultRanksPerGDB
+}
+
+// ranksPerGDB is how many ranks share a gdb: RanksPerGDB, 0 for the
+// default.
+func (c *Config) ranksPerGDB() int {
+	if c.RanksPerGDB == 0 {
+		return RanksPerGDB()
+	}
+	return c.RanksPerGDB
+}
 
 // share is the backend of a member's rank on one of the host's shared
 // gdbs: its program gets the environment and the processors the member's
@@ -80,7 +102,7 @@ func programEnv(environ []string) []string {
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case vars.ListenFD, vars.GOMAXPROCS, "GOMAXPROCS", wire.KeyEnv:
+		case vars.ListenFD, vars.GOMAXPROCS, "GOMAXPROCS", wire.KeyEnv, vars.KeyFD:
 			continue
 		}
 		env = append(env, kv)

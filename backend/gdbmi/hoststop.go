@@ -295,7 +295,13 @@ func (v *view) tell() {
 	id, _ := strconv.Atoi(cause.Results.S("thread-id"))
 	v.thread, v.frame = id, 0
 	v.mu.Unlock()
-	v.push(v.translate(*cause))
+	r := *cause
+	if r.Results.S("reason") == "signal-received" && r.Results.S("signal-name") == "0" {
+		// An interrupt (-exec-interrupt), which gdb tells in all-stop
+		// mode as SIGINT.
+		r.Results = with(with(r.Results, "signal-name", "SIGINT"), "signal-meaning", "Interrupt")
+	}
+	v.push(v.translate(r))
 }
 
 // loadGoesOn lets a thread that a load stopped go on, after reading the

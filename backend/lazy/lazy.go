@@ -66,12 +66,17 @@ type Backend struct {
 var ErrClosed = errors.New("debugger closed")
 
 // New returns the lazy backend of rank cfg.Rank; sampler is the server's,
-// whose module cache serves every sample it takes.
-func New(cfg backend.Config, sampler *stackwalk.Sampler) *Backend {
+// whose module cache serves every sample it takes; gdb is the backend it
+// hands the rank to, whose gdb starts then (nil: gdbmi.New's, a gdb of
+// the rank's own).
+func New(cfg backend.Config, sampler *stackwalk.Sampler, gdb *gdbmi.Backend) *Backend {
+	if gdb == nil {
+		gdb = gdbmi.New(cfg)
+	}
 	b := &Backend{
 		cfg:     cfg,
 		sampler: sampler,
-		gdb:     gdbmi.New(cfg),
+		gdb:     gdb,
 		events:  make(chan backend.Event, 256),
 		answers: make(chan func()),
 		queue:   fifo.New[job](),

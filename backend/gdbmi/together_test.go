@@ -11,6 +11,8 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
+// Seven ranks of one gdb sent each command at once, as a node sends
+// them; a continue of a rank whose process ended is refused.
 func TestSharedGDBTogether(t *testing.T) {
 	bin := testenv.Examples(t)
 	ranks := sharing(t, 8, 16, filepath.Join(bin, "plain"))

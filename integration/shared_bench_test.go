@@ -1,0 +1,127 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// BenchmarkSharedGDB debugs n ranks of plain with gdb started eagerly on
+// the local launcher, a gdb per rank (per-gdb=1) and a host's ranks
+// sharing gdbs of 16, side by side, and measures what a user waits for:
+// the launch, start, break compute and run to every rank stopped or ended
+// (ms-to-stop), the CPU of the whole session (servers, gdbs and
+// programs, reaped at its end), the gdbs' resident memory at the stop,
+// a print of a local (command to merged answer) and a next of every
+// stopped rank (command to every rank stopped again).
+func BenchmarkSharedGDB(b *testing.B) {
+	testenv.RequireTool(b, "gdb")
+	bin := testenv.Examples(b)
+	for _, n := range []int{8, 64, 256} {
+		for _, per := range []int{1, 16} {
+			if n == 256 && per == 1 && os.Getenv("SDM_BENCH_ALL") == "" {
+				continue // 256 gdbs of their own: minutes, on two cores
+			}
+			b.Run(fmt.Sprintf("ranks=%d/per-gdb=%d", n, per), func(b *testing.B) {
+				var toStop, cpu, print, next time.Duration
+				rss := 0
+				for range b.N {
+					before := testenv.ChildrenCPU(b)
+					stop, mem, p, nx := sharedRun(b, bin, n, per)
+					toStop, print, next, rss = toStop+stop, print+p, next+nx, rss+mem
+					cpu += testenv.ChildrenCPU(b) - before
+				}
+				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+				b.ReportMetric(per(toStop), "ms-to-stop")
+				b.ReportMetric(per(cpu), "ms-cpu")
+				b.ReportMetric(float64(rss)/1024/float64(b.N), "MB-gdbs")
+				b.ReportMetric(float64(rss)/1024/float64(b.N)/float64(n), "MB-gdbs/rank")
+				b.ReportMetric(per(print), "ms-print")
+				b.ReportMetric(per(next), "ms-next")
+			})
+		}
+	}
+}
+
+// sharedRun is one session of BenchmarkSharedGDB.
+func sharedRun(b *testing.B, bin string, n, per int) (toStop time.Duration, rss int, print, next time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	all := wire.All(n)
+	stopping := all.Minus(wire.Single(n - 1)) // the last rank ends: it does not pass compute
+	t0 := time.Now()
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", GDB: "eager", RanksPerGDB: per, SDM: sdmBin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.End(30 * time.Second)
+	must := func(set wire.RankSet, op string, body any) {
+		var raw []byte
+		if body != nil {
+			raw = wire.MustEncode(body)
+		}
+		if g, err := s.Command(ctx, set, op, raw, 2*time.Minute); err != nil || !okRanks(g).Equal(set) {
+			b.Fatalf("%s: %s %v", op, describe(g), err)
+		}
+	}
+	// until waits for the events that stop or end every rank of set.
+	until := func(set wire.RankSet) {
+		var seen wire.RankSet
+		for !seen.Equal(set) {
+			ev, err := s.NextEvent(ctx)
+			if err != nil {
+				b.Fatalf("waiting for %v: %v", set.Minus(seen), err)
+			}
+			if ev.Op == wire.EventStopped || ev.Op == wire.EventExited {
+				seen = seen.Union(ev.Group.Ranks)
+			}
+		}
+	}
+	must(all, wire.OpStart, wire.Start{Program: filepath.Join(bin, "plain")})
+	must(all, wire.OpBreak, wire.Break{Location: "compute"})
+	must(all, wire.OpRun, nil)
+	until(all)
+	toStop = time.Since(t0)
+	rss = gdbRSS(b)
+	t1 := time.Now()
+	must(stopping, wire.OpPrint, wire.Expr{Expr: "rank"})
+	print = time.Since(t1)
+	t2 := time.Now()
+	must(stopping, wire.OpNext, wire.Count{N: 1})
+	until(stopping)
+	next = time.Since(t2)
+	return toStop, rss, print, next
+}
+
+// gdbRSS sums the resident memory of the machine's gdbs, in kB: a
+// benchmark's session has the only ones.
+func gdbRSS(b *testing.B) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/comm")
+	total := 0
+	for _, comm := range procs {
+		name, _ := os.ReadFile(comm)
+		if strings.TrimSpace(string(name)) != "gdb" {
+			continue
+		}
+		status, _ := os.ReadFile(filepath.Join(filepath.Dir(comm), "status"))
+		for line := range strings.Lines(string(status)) {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "VmRSS:" {
+				kb, _ := strconv.Atoi(f[1])
+				total += kb
+			}
+		}
+	}
+	if total == 0 {
+		b.Fatal("no gdb running")
+	}
+	return total
+}
