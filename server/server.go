@@ -61,7 +61,7 @@ type Config struct {
 	// host's first server debugs them all (Members hand, gdb eager).
 	RanksPerGDB int
 	RoutesFrom  string // file, publish, slurm or pe (routing.Source)
-	PortBase   int    // with slurm or pe: the port of each node's first server
+	PortBase    int    // with slurm or pe: the port of each node's first server
 	// The master's link to the front end: Proxy stdio, or tcp: dial
 	// Host:Port when Host is set, else listen on ListenHost:Port.
 	Proxy, Host string

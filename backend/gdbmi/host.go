@@ -46,17 +46,17 @@ type Host struct {
 	g *GDB
 	// gdbEnv is gdb's environment, which a new inferior starts with.
 	gdbEnv map[string]string
-
-	mu      sync.Mutex
-	views   map[int]*view // by inferior number
-	threads map[int]*view // by gdb's thread id
-	points  map[int]*hostPoint // by gdb's breakpoint number
-	// breaks is held while the breakpoints change (hostbreak.go), shared
-	// those the ranks set alike, by how they were set.
+	// breaks is held while the breakpoints change (hostbreak.go); shared
+	// are those the ranks set alike, by how they were set.
 	breaks sync.Mutex
 	shared map[string]*hostPoint
-	exited  *view         // whose thread group gdb said exited last
-	made    int           // inferiors made, i1 included
+
+	mu      sync.Mutex
+	views   map[int]*view      // by inferior number
+	threads map[int]*view      // by gdb's thread id
+	points  map[int]*hostPoint // by gdb's breakpoint number
+	exited  *view              // whose thread group gdb said exited last
+	made    int                // inferiors made, i1 included
 	// loads are the library settings gdb has: those any view wants
 	// (settleLoads).
 	loads solibVars
