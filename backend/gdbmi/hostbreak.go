@@ -121,7 +121,7 @@ func (v *view) breakInsert(ctx context.Context, name string, args []string) (Rec
 // caller holds h.breaks.
 func (v *view) join(ctx context.Context, p *hostPoint) (Record, string, error) {
 	v.h.setView(p, v, true)
-	if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition())); err != nil {
+	if err := v.h.recondition(ctx, p); err != nil {
 		v.h.setView(p, v, false)
 		return Record{}, "", err
 	}
@@ -262,8 +262,7 @@ func (v *view) breakNumbers(ctx context.Context, name string, args []string) (Re
 	case name == "-break-condition":
 		p := v.h.points[mustAtoi(ids[0])]
 		p.cond = strings.Join(args[1:], " ")
-		r, out, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition()))
-		return r, text + out, err
+		return done(), text, v.h.recondition(ctx, p)
 	case name == "-break-after":
 		return v.h.g.Run(ctx, name+" "+ids[0]+" "+strings.Join(args[1:], " "))
 	case len(ids) == 0:
@@ -287,7 +286,7 @@ func (v *view) leave(ctx context.Context, n int) error {
 	p := v.h.points[id]
 	if p != nil && len(p.views) > 1 {
 		v.h.setView(p, v, false)
-		if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition())); err != nil {
+		if err := v.h.recondition(ctx, p); err != nil {
 			v.h.setView(p, v, true)
 			return err
 		}
@@ -325,7 +324,7 @@ func (v *view) own(ctx context.Context, n int) (int, error) {
 	}
 	mine.id = r.Results.Get("bkpt").Int("number")
 	v.h.setView(p, v, false)
-	if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition())); err != nil {
+	if err := v.h.recondition(ctx, p); err != nil {
 		return 0, err
 	}
 	v.h.addPoint(mine)
@@ -334,6 +333,51 @@ func (v *view) own(ctx context.Context, n int) (int, error) {
 	v.points[mine.id], v.numbers[n] = n, mine.id
 	v.mu.Unlock()
 	return mine.id, nil
+}
+
+// recondition gives gdb's breakpoint p the condition of its ranks now.
+// h.breaks is held. A pending breakpoint is made again in its place: gdb
+// 13 disables one whose condition changed while it was pending once it
+// finds its location, should an inferior not have it ("Error in
+// re-setting breakpoint"). The ranks keep their numbers for it; stops at
+// the old one, already on their way, keep theirs too.
+func (h *Host) recondition(ctx context.Context, p *hostPoint) error {
+	r, _, err := h.g.Run(ctx, fmt.Sprintf("-break-info %d", p.id))
+	if err != nil {
+		return err
+	}
+	body := r.Results.Get("BreakpointTable").Get("body").Items()
+	if len(body) == 0 || (!body[0].Has("pending") && body[0].S("addr") != "<PENDING>") || p.args == nil {
+		_, _, err := h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition()))
+		return err
+	}
+	aim := ""
+	for v := range p.views {
+		aim = "--thread-group " + v.group
+		break
+	}
+	if aim == "" {
+		return nil // no rank has it: left deleted
+	}
+	r, _, err = h.g.Run(ctx, inject("-break-insert -c "+Quote(p.condition())+" "+strings.Join(p.args, " "), aim))
+	if err != nil {
+		return err
+	}
+	old, id := p.id, r.Results.Get("bkpt").Int("number")
+	h.mu.Lock()
+	p.id = id
+	h.points[id] = p
+	delete(h.points, old)
+	h.mu.Unlock()
+	for v := range p.views {
+		v.mu.Lock()
+		if n, ok := v.points[old]; ok {
+			v.points[id], v.numbers[n] = n, id
+		}
+		v.mu.Unlock()
+	}
+	_, _, err = h.g.Run(ctx, fmt.Sprintf("-break-delete %d", old))
+	return err
 }
 
 // setView adds v to the ranks of p, or takes it away; h.breaks is held,

@@ -3,7 +3,9 @@ package gdbmi
 import (
 	"context"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +35,7 @@ func (v *view) record(r Record) {
 		clear(v.global)
 		clear(v.running)
 		v.nextThread, v.thread, v.frame, v.cause, v.told, v.untold = 0, 0, 0, nil, false, nil
+		v.gone = make(chan struct{})
 		cpus := v.cpus
 		if v.attached {
 			cpus = nil
@@ -50,6 +53,11 @@ func (v *view) record(r Record) {
 		clear(v.global)
 		clear(v.running)
 		v.thread, v.cause, v.reaping, v.told = 0, nil, false, false
+		select {
+		case <-v.gone:
+		default:
+			close(v.gone)
+		}
 		asked, stopped := v.ending > 0, v.killedStopped
 		v.killedStopped = false
 		v.mu.Unlock()
@@ -110,21 +118,48 @@ func (v *view) record(r Record) {
 // detach), which tells the end its own way. gdb may also hold the end
 // until the process is resumed: reap resumes it.
 
+// reapWait bounds the wait for gdb to reap a process it waits for.
+const reapWait = 5 * time.Second
+
 // reap has gdb tell the end of the rank's process, which ended while all
 // its threads were stopped.
 func (v *view) reap() {
 	v.mu.Lock()
-	stopped := len(v.local) > 0 && !v.othersRunning(0)
+	live, stopped, gone := len(v.local) > 0, !v.othersRunning(0), v.gone
+	id := v.thread
+	if _, ok := v.local[id]; !ok {
+		for t := range v.local {
+			id = t
+			break
+		}
+	}
 	v.mu.Unlock()
-	if !stopped {
-		return // gone already, or gdb sees it end as it runs
+	if live && !stopped {
+		// gdb waits for it, but may not look for a while: an
+		// interrupt of one of its threads, named (refused should it have
+		// ended), makes gdb look, and reap it, as the rank's own gdb's
+		// kill would have.
+		ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
+		v.h.g.Run(ctx, "-exec-interrupt --thread "+strconv.Itoa(id))
+		cancel()
+		select {
+		case <-gone:
+		case <-time.After(reapWait):
+		}
+		return
+	}
+	if !live {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
 	defer cancel()
 	v.mu.Lock()
 	v.reaping = true
 	v.mu.Unlock()
-	v.h.g.Run(ctx, "-exec-continue --thread-group "+v.group)
+	// One thread, named: gdb refuses it should it have ended, where a
+	// continue of a thread group whose process ended would set going the
+	// thread gdb has selected, another rank's.
+	v.h.g.Run(ctx, "-exec-continue --thread "+strconv.Itoa(id))
 }
 
 // exited makes sure the end of the rank's process, whose thread group
@@ -335,21 +370,21 @@ func (v *view) translate(r Record) Record {
 // push hands a record to the Backend.
 func (v *view) push(r Record) { v.queue.Push(r) }
 
-// resume sets the process going: every thread, or the selected one alone
-// while scheduler-locking is on.
+// resume sets the process going (a continue), or stops it (an
+// interrupt): every thread, or, for a continue while scheduler-locking is
+// on, the selected one alone. gdb would act on the thread it has selected,
+// another rank's, for a thread group without a process.
 func (v *view) resume(ctx context.Context, command string) (Record, string, error) {
 	v.mu.Lock()
-	if len(v.local) == 0 {
-		v.mu.Unlock()
-		// gdb would set going whatever threads the inferior has: none.
-		return Record{}, "", newRefusal("The program is not being run.")
-	}
-	aim := "--thread-group " + v.group
-	if v.locked {
-		aim = "--thread " + strconv.Itoa(v.thread)
-	}
+	live, locked, thread := len(v.local) > 0, v.locked, v.thread
 	v.mu.Unlock()
-	return v.h.g.Run(ctx, inject(command, aim))
+	switch {
+	case !live:
+		return Record{}, "", newRefusal("The program is not being run.")
+	case locked && !strings.HasPrefix(command, "-exec-interrupt"):
+		return v.h.g.Run(ctx, inject(command, "--thread "+strconv.Itoa(thread)))
+	}
+	return v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
 }
 
 // step steps the selected thread, and sets the others going once the

@@ -54,6 +54,8 @@ type view struct {
 	reaping, killedStopped bool
 	ending                 int
 	untold                 *untoldEnd // an end to tell (exited)
+	// gone is closed once gdb has told the end of the process.
+	gone chan struct{}
 	// Breakpoints: the rank's number for each of gdb's and gdb's for
 	// each of the rank's, and the last number given.
 	points, numbers map[int]int
@@ -66,7 +68,7 @@ func newView(h *Host, inf int) *view {
 		h: h, inf: inf, group: "i" + strconv.Itoa(inf),
 		queue: fifo.New[Record](), async: make(chan Record), done: make(chan struct{}), progress: make(chan struct{}),
 		local: map[int]int{}, global: map[int]int{}, running: map[int]bool{},
-		points: map[int]int{}, numbers: map[int]int{}, solib: solibVars{stop: true},
+		points: map[int]int{}, numbers: map[int]int{}, solib: solibVars{stop: true}, gone: make(chan struct{}),
 	}
 	go v.forward()
 	return v
@@ -278,7 +280,9 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 			return Record{}, "", errors.New("-environment-cd: one directory")
 		}
 		return v.h.g.Run(ctx, "-interpreter-exec --thread-group "+v.group+" console "+Quote("set cwd "+unquote(args[0])))
-	case "-file-exec-and-symbols", "-inferior-tty-set", "-exec-run", "-exec-interrupt":
+	case "-exec-interrupt":
+		return v.resume(ctx, command)
+	case "-file-exec-and-symbols", "-inferior-tty-set", "-exec-run":
 		return v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
 	case "-target-attach":
 		// Marked before: the process it finds is left as it was.

@@ -33,6 +33,11 @@ func (b *Backend) session(ctx context.Context, op string) (conn, func(string) (R
 			return nil, nil, err
 		}
 	}
+	if resumes[op] && b.ended() {
+		// As gdb says it, before gdb may have heard of the end (a
+		// shared gdb tells ends it reaped in its own time).
+		return nil, nil, newRefusal("The program is not being run.")
+	}
 	return g, func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }, nil
 }
 
@@ -479,6 +484,16 @@ func (b *Backend) Raw(ctx context.Context, t wire.Text) (wire.Text, error) {
 		return wire.Text{}, err
 	}
 	return b.raw(ctx, g, t.Text)
+}
+
+// resumes are the commands that set the process going.
+var resumes = map[string]bool{wire.OpCont: true, wire.OpStep: true, wire.OpNext: true, wire.OpFinish: true}
+
+// ended says whether the process's end has been told.
+func (b *Backend) ended() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state.State == wire.StateExited
 }
 
 // needsProcess are the commands that need the process itself, not only

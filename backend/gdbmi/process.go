@@ -159,6 +159,14 @@ func (b *Backend) tidy() {
 	if !untold || g == nil {
 		return
 	}
+	if v, shared := g.(*view); shared {
+		// A shared gdb waits for every process and tells an end itself,
+		// or holds one that came while the process was stopped until it
+		// is resumed; a kill of a process that is ending can crash gdb 13
+		// (set_current_inferior: Assertion `inf != NULL').
+		v.reap()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	// An error says gdb noticed the end by itself meanwhile.
