@@ -154,9 +154,6 @@ lint:
 TEST_TIMEOUT ?= 20m
 test: lint
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
-	# The gdb backend's tests again, their ranks sharing gdbs of 4 (but
-	# a kill on close after an attach, which a shared gdb misses at times).
-	SDM_TEST_RANKS_PER_GDB=4 CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip TestAttachKillOnClose ./backend/gdbmi/
 
 # Figures for docs/PERFORMANCE.md.
 bench:
