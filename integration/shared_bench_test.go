@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -105,21 +103,7 @@ func sharedRun(b *testing.B, bin string, n, per int) (toStop time.Duration, rss 
 // gdbRSS sums the resident memory of the machine's gdbs, in kB: a
 // benchmark's session has the only ones.
 func gdbRSS(b *testing.B) int {
-	procs, _ := filepath.Glob("/proc/[0-9]*/comm")
-	total := 0
-	for _, comm := range procs {
-		name, _ := os.ReadFile(comm)
-		if strings.TrimSpace(string(name)) != "gdb" {
-			continue
-		}
-		status, _ := os.ReadFile(filepath.Join(filepath.Dir(comm), "status"))
-		for line := range strings.Lines(string(status)) {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "VmRSS:" {
-				kb, _ := strconv.Atoi(f[1])
-				total += kb
-			}
-		}
-	}
+	total := testenv.RSS(testenv.Procs("gdb", "", false))
 	if total == 0 {
 		b.Fatal("no gdb running")
 	}

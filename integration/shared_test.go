@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -20,19 +19,7 @@ import (
 // whose environment names its directory.
 func sessionGDBs(t *testing.T, dir string) int {
 	t.Helper()
-	n := 0
-	procs, _ := filepath.Glob("/proc/[0-9]*/comm")
-	for _, comm := range procs {
-		name, _ := os.ReadFile(comm)
-		if strings.TrimSpace(string(name)) != "gdb" {
-			continue
-		}
-		env, _ := os.ReadFile(filepath.Join(filepath.Dir(comm), "environ"))
-		if strings.Contains(string(env), launcher.SessionEnv+"="+dir+"\x00") {
-			n++
-		}
-	}
-	return n
+	return len(testenv.Procs("gdb", launcher.SessionEnv+"="+dir, false))
 }
 
 // Sixteen ranks on two gdbs of eight, through the whole tree: a merged

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
 	"github.com/sdm-hpc/sdm/internal/handover/vars"
+	"github.com/sdm-hpc/sdm/internal/procfs"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -77,11 +77,11 @@ func (c *Config) share(bc backend.Config, m *wire.Member) (backend.Backend, erro
 // listening socket, its GOMAXPROCS), as it drops them before it spawns a
 // gdb. nil when it cannot be read.
 func memberEnv(pid int) []string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil || pid <= 0 {
+	env, err := procfs.Environ(pid)
+	if err != nil {
 		return nil
 	}
-	return programEnv(strings.Split(strings.TrimRight(string(data), "\x00"), "\x00"))
+	return programEnv(env)
 }
 
 // ownShare is what the leader's own rank brings to a shared gdb, which a

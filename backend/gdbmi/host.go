@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/internal/procfs"
 )
 
 // A host's ranks can share one gdb: a Host is a gdb in non-stop mode with
@@ -56,6 +58,7 @@ type Host struct {
 	threads map[int]*view      // by gdb's thread id
 	points  map[int]*hostPoint // by gdb's breakpoint number
 	exited  *view              // whose thread group gdb said exited last
+	ending  map[*view]bool     // views with an end to tell (exited)
 	made    int                // inferiors made, i1 included
 	// loads are the library settings gdb has: those any view wants
 	// (settleLoads).
@@ -96,7 +99,7 @@ func NewHost(g *GDB) (*Host, error) {
 		}
 	}
 	h := &Host{g: g, gdbEnv: environOf(g.pid), views: map[int]*view{}, threads: map[int]*view{}, points: map[int]*hostPoint{}, shared: map[string]*hostPoint{},
-		loads: solibVars{stop: true}}
+		ending: map[*view]bool{}, loads: solibVars{stop: true}}
 	go h.dispatch()
 	return h, nil
 }
@@ -206,13 +209,17 @@ func (h *Host) dispatch() {
 		h.g.Handled()
 		handled++
 		h.mu.Lock()
-		views := make([]*view, 0, len(h.views))
-		for _, v := range h.views {
-			views = append(views, v)
+		var ending []*view
+		for v := range h.ending {
+			ending = append(ending, v)
 		}
 		h.mu.Unlock()
-		for _, v := range views {
-			v.tellEnd(handled)
+		for _, v := range ending {
+			if v.tellEnd(handled) {
+				h.mu.Lock()
+				delete(h.ending, v)
+				h.mu.Unlock()
+			}
 		}
 	}
 	h.mu.Lock()
@@ -272,9 +279,9 @@ func (h *Host) route(r Record) {
 // environOf reads a process's environment as it started: this
 // process's own when it cannot be read.
 func environOf(pid int) map[string]string {
-	env := os.Environ()
-	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && pid > 0 {
-		env = strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+	env, err := procfs.Environ(pid)
+	if err != nil {
+		env = os.Environ()
 	}
 	m := make(map[string]string, len(env))
 	for _, kv := range env {

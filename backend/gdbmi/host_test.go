@@ -36,17 +36,7 @@ func sharing(t *testing.T, n, per int, program string, args ...string) []*rank {
 // gdbs counts this process's gdb children.
 func gdbs(t *testing.T) int {
 	t.Helper()
-	n := 0
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
-	for _, task := range tasks {
-		data, _ := os.ReadFile(task)
-		for _, pid := range strings.Fields(string(data)) {
-			if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "gdb" {
-				n++
-			}
-		}
-	}
-	return n
+	return len(testenv.Procs("gdb", "", true))
 }
 
 // parent is the parent of process pid.
@@ -58,6 +48,21 @@ func parent(t *testing.T, pid int) int {
 		t.Fatalf("stat of %d: %v", pid, fields)
 	}
 	return ppid
+}
+
+// runTo runs ranks to a breakpoint at function fn, which each of them
+// passes.
+func runTo(t *testing.T, ranks []*rank, fn string) {
+	t.Helper()
+	for _, r := range ranks {
+		r.must(wire.OpBreak, wire.Break{Location: fn}, nil)
+		r.must(wire.OpRun, nil, nil)
+	}
+	for i, r := range ranks {
+		if st := r.event(wire.EventStopped); st.Frame.Func != fn {
+			t.Fatalf("rank %d: %+v", i, st)
+		}
+	}
 }
 
 func must1[T any](v T, _ error) T { return v }
@@ -132,14 +137,8 @@ func TestSharedGDBBreakpointSomeRanksHit(t *testing.T) {
 func TestSharedGDBStopsEveryThread(t *testing.T) {
 	bin := testenv.Examples(t)
 	ranks := sharing(t, 2, 2, filepath.Join(bin, "threads"))
-	for _, r := range ranks {
-		r.must(wire.OpBreak, wire.Break{Location: "ready"}, nil)
-		r.must(wire.OpRun, nil, nil)
-	}
+	runTo(t, ranks, "ready")
 	for i, r := range ranks {
-		if st := r.event(wire.EventStopped); st.Frame.Func != "ready" {
-			t.Fatalf("rank %d: %+v", i, st)
-		}
 		var threads []wire.Thread
 		r.must(wire.OpThreads, nil, &threads)
 		if len(threads) != 3 {
@@ -220,11 +219,7 @@ func TestSharedGDBFault(t *testing.T) {
 func TestSharedGDBKilled(t *testing.T) {
 	bin := testenv.Examples(t)
 	ranks := sharing(t, 4, 2, filepath.Join(bin, "plain"))
-	for _, r := range ranks[:3] {
-		r.must(wire.OpBreak, wire.Break{Location: "compute"}, nil)
-		r.must(wire.OpRun, nil, nil)
-		r.event(wire.EventStopped)
-	}
+	runTo(t, ranks[:3], "compute")
 	if n := gdbs(t); n != 2 {
 		t.Fatalf("%d gdbs for 4 ranks, 2 a gdb", n)
 	}
@@ -255,14 +250,8 @@ func TestSharedGDBKilled(t *testing.T) {
 func TestSharedGDBFork(t *testing.T) {
 	bin := testenv.Examples(t)
 	ranks := sharing(t, 3, 3, filepath.Join(bin, "forks"))
-	for _, r := range ranks {
-		r.must(wire.OpBreak, wire.Break{Location: "joined"}, nil)
-		r.must(wire.OpRun, nil, nil)
-	}
+	runTo(t, ranks, "joined")
 	for i, r := range ranks {
-		if st := r.event(wire.EventStopped); st.Frame.Func != "joined" {
-			t.Fatalf("rank %d: %+v", i, st)
-		}
 		if got := r.print("status"); got != "7" {
 			t.Fatalf("rank %d: status = %s", i, got)
 		}

@@ -194,6 +194,9 @@ func (v *view) exited(r Record, stopped bool) {
 	v.mu.Lock()
 	v.untold = &untoldEnd{mark: mark, end: end}
 	v.mu.Unlock()
+	v.h.mu.Lock()
+	v.h.ending[v] = true
+	v.h.mu.Unlock()
 }
 
 // untoldEnd is an end to tell once the host has routed mark records.
@@ -202,17 +205,21 @@ type untoldEnd struct {
 	end  Record
 }
 
-// tellEnd tells the untold end once the host has routed handled records.
-func (v *view) tellEnd(handled uint64) {
+// tellEnd tells the untold end once the host has routed handled
+// records, and says whether the view has none left to tell.
+func (v *view) tellEnd(handled uint64) bool {
 	v.mu.Lock()
 	u := v.untold
-	if u == nil || handled < u.mark {
+	if u != nil && handled < u.mark {
 		v.mu.Unlock()
-		return
+		return false
 	}
 	v.untold = nil
 	v.mu.Unlock()
-	v.push(u.end)
+	if u != nil {
+		v.push(u.end)
+	}
+	return true
 }
 
 // exitedWith is gdb's *stopped at an exit with code (octal).

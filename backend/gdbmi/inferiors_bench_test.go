@@ -3,10 +3,7 @@ package gdbmi_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,24 +107,7 @@ func inferiors(prog string, first, k, size int) (*gdbmi.GDB, error) {
 
 // gdbRSS sums the resident memory of this process's gdb children, in kB.
 func gdbRSS(b *testing.B) int {
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
-	total := 0
-	for _, t := range tasks {
-		data, _ := os.ReadFile(t)
-		for _, pid := range strings.Fields(string(data)) {
-			comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-			if strings.TrimSpace(string(comm)) != "gdb" {
-				continue
-			}
-			status, _ := os.ReadFile("/proc/" + pid + "/status")
-			for line := range strings.Lines(string(status)) {
-				if f := strings.Fields(line); len(f) > 1 && f[0] == "VmRSS:" {
-					kb, _ := strconv.Atoi(f[1])
-					total += kb
-				}
-			}
-		}
-	}
+	total := testenv.RSS(testenv.Procs("gdb", "", true))
 	if total == 0 {
 		b.Fatal("no gdb among this process's children")
 	}

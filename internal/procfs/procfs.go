@@ -1,5 +1,6 @@
 // Package procfs reads what sdm needs of a process from /proc: its
-// threads, a thread's state, a field of its status. Stdlib only.
+// threads, a thread's state, a field of its status, its environment.
+// Stdlib only.
 package procfs
 
 import (
@@ -60,4 +61,21 @@ func StatusField(pid int, name string) string {
 		}
 	}
 	return ""
+}
+
+// Environ is the environment process pid started with, from
+// /proc/PID/environ.
+func Environ(pid int) ([]string, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("no process %d", pid)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return nil, err
+	}
+	s := strings.TrimRight(string(b), "\x00")
+	if s == "" {
+		return []string{}, nil
+	}
+	return strings.Split(s, "\x00"), nil
 }

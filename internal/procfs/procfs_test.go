@@ -3,6 +3,7 @@ package procfs
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"testing"
@@ -28,5 +29,29 @@ func TestThisProcess(t *testing.T) {
 	}
 	if ThreadState(none, none) != "unknown" || StatusField(none, "Tgid") != "" {
 		t.Error("a process that is not there has a state or a status")
+	}
+}
+
+// A child's environment as it was given, an empty one, and none of a
+// process that is not there.
+func TestEnviron(t *testing.T) {
+	for _, want := range [][]string{{"A=1", "B=two words", "C="}, {}} {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = want
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Environ(cmd.Process.Pid)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("environment %q %v, want %q", got, err, want)
+		}
+	}
+	if _, err := Environ(1 << 30); err == nil {
+		t.Error("a process that is not there has an environment")
+	}
+	if _, err := Environ(0); err == nil {
+		t.Error("pid 0 has an environment")
 	}
 }
