@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,11 +27,6 @@ func sessionGDBs(t *testing.T, dir string) int {
 // ranks that run, which leaves them running.
 func TestSharedGDBsUnderLocalLauncher(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
-	if out, err := exec.Command("gdb", "--version").Output(); err == nil && !strings.Contains(strings.SplitN(string(out), "\n", 2)[0], " 13.") {
-		// Shared gdbs are asked for (--ranks-per-gdb) and built on gdb 13;
-		// gdb 16 aborted in a print on a shared gdb.
-		t.Skipf("shared gdbs are tested with gdb 13, not %s", strings.SplitN(string(out), "\n", 2)[0])
-	}
 	bin := testenv.Examples(t)
 	const n = 16
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -281,7 +281,12 @@ func (v *view) stopped1(r Record) {
 		v.loadGoesOn(id, auto)
 		return
 	case r.Results.S("reason") == "solib-event":
+		// The load's thread is selected, as in all-stop mode: what the
+		// rank does at the load (sharedlibrary) runs there, not on the
+		// thread gdb selected last, another rank's, which may end
+		// meanwhile (gdb 16 fails an assertion then).
 		v.told = false
+		v.thread, v.frame = id, 0
 		v.mu.Unlock()
 		v.push(v.translate(r))
 		return
