@@ -29,8 +29,10 @@ openssh-server openssh-client iproute2"
 # (and restart there), a fault caught launched and attached, attach and
 # stacks through PMIx, --mpir through --stop-on-exec, the ranks' labelled
 # output, SLURM jobs by id, the editors' adapter, and across the emulated
-# cluster's hosts: a launch, stacks through PMIx, a SLURM job by id.
-TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob'
+# cluster's hosts: a launch, stacks through PMIx, a SLURM job by id; and
+# ranks sharing gdb 16 (SHARED, in the gdb backend and through the tree).
+TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher'
+SHARED='TestSharedGDB'
 
 fail() { echo "trixie: $*" >&2; exit 1; }
 
@@ -159,7 +161,8 @@ case "${1:-}" in
     fi
     up
     echo "trixie: the MPI tests in the Debian 13 root ($ROOT)"
-    in_root "$ROOT" "go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/"
+    in_root "$ROOT" "go test -count=1 -timeout 5m -run '^$SHARED' ./backend/gdbmi/ &&
+      go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/"
     ;;
   *) echo "usage: scripts/trixie.sh up | run CMD... | test" >&2; exit 2 ;;
 esac
