@@ -186,9 +186,9 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 	// A server that debugs several ranks, its host's (handed over or
 	// laid out), shares gdbs between them.
 	if debugger == backend.GDB && c.ranksPerGDB() > 1 && (handover != nil || c.Layout != nil) {
-		c.pool = &gdbmi.Pool{PerGDB: c.ranksPerGDB(), Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start(c.DebuggerPath) }}
+		c.pool = &gdbmi.Pool{PerGDB: c.ranksPerGDB(), Wrapper: wrapper(), Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start(c.DebuggerPath) }}
 		newBackend = func(bc backend.Config) (backend.Backend, error) {
-			shared := gdbmi.NewShared(bc, c.pool, ownShare())
+			shared := gdbmi.NewShared(bc, c.pool, c.ownShare())
 			if lazily {
 				return lazy.New(bc, sampler, shared), nil
 			}

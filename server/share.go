@@ -11,6 +11,7 @@ import (
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
 	"github.com/sdm-hpc/sdm/internal/handover/vars"
+	"github.com/sdm-hpc/sdm/internal/inherit"
 	"github.com/sdm-hpc/sdm/internal/procfs"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -52,7 +53,7 @@ func (c *Config) ranksPerGDB() int {
 func (c *Config) share(bc backend.Config, m *wire.Member) (backend.Backend, error) {
 	bc.Path = c.DebuggerPath
 	share := gdbmi.Share{
-		Env: memberEnv(m.Pid),
+		Env: c.inherited(memberEnv(m.Pid), m.Pid),
 		Start: func(ctx context.Context) (*gdbmi.GDB, error) {
 			s, err := m.Spawn(ctx)
 			if err != nil {
@@ -85,9 +86,10 @@ func memberEnv(pid int) []string {
 }
 
 // ownShare is what the leader's own rank brings to a shared gdb, which a
-// member may have started: the leader's environment and processors.
-func ownShare() gdbmi.Share {
-	share := gdbmi.Share{Env: programEnv(os.Environ())}
+// member may have started: the leader's environment, descriptors and
+// processors.
+func (c *Config) ownShare() gdbmi.Share {
+	share := gdbmi.Share{Env: c.inherited(programEnv(os.Environ()), os.Getpid())}
 	var cpus unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &cpus); err == nil {
 		share.CPUs = &cpus
@@ -108,4 +110,31 @@ func programEnv(environ []string) []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// wrapper is the command line that starts the programs of a shared gdb:
+// this executable as package inherit's wrapper, which gives each program
+// the descriptors of its rank's server; "" when this executable cannot
+// be named.
+func wrapper() string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	// gdb runs it through the shell.
+	return "'" + strings.ReplaceAll(self, "'", `'\''`) + "' " + inherit.Flag
+}
+
+// inherited adds to env, a program's environment, what has the wrapper
+// give it the descriptors of server pid, as a gdb that server started
+// would: a gdb that another server started holds that server's.
+func (c *Config) inherited(env []string, pid int) []string {
+	if env == nil || c.pool.Wrapper == "" {
+		return env
+	}
+	fds, err := inherit.Of(pid)
+	if err != nil {
+		c.Log.Printf("the descriptors of server process %d, for its rank's program: %v", pid, err)
+	}
+	return append(env, inherit.Env+"="+inherit.Value(pid, fds))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,11 +89,16 @@ var hostOwned = map[string]bool{
 }
 
 // NewHost sets up g, a gdb no inferior of which has a process yet, to be
-// shared (Pool).
-func NewHost(g *GDB) (*Host, error) {
+// shared (Pool). wrapper, when not empty, starts every program gdb runs
+// (gdb's exec-wrapper: a command line that ends with the program's).
+func NewHost(g *GDB, wrapper string) (*Host, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	for _, cmd := range hostSettings {
+	settings := hostSettings
+	if wrapper != "" {
+		settings = append(slices.Clip(settings), "-interpreter-exec console "+Quote("set exec-wrapper "+wrapper))
+	}
+	for _, cmd := range settings {
 		if _, _, err := g.Run(ctx, cmd); err != nil {
 			g.Kill()
 			return nil, fmt.Errorf("gdb did not accept %q: %w", cmd, err)
@@ -321,6 +327,8 @@ type Pool struct {
 	// server).
 	Start  func(ctx context.Context) (*GDB, error)
 	PerGDB int
+	// Wrapper starts the ranks' programs (NewHost).
+	Wrapper string
 
 	mu   sync.Mutex
 	cur  *Host
@@ -349,7 +357,7 @@ func (p *Pool) view(ctx context.Context, share Share) (conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, err := NewHost(g)
+		h, err := NewHost(g, p.Wrapper)
 		if err != nil {
 			return nil, err
 		}

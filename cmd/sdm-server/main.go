@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sdm-hpc/sdm/internal/exit"
+	"github.com/sdm-hpc/sdm/internal/inherit"
 	"github.com/sdm-hpc/sdm/server"
 )
 
@@ -34,6 +35,12 @@ It takes the flags of sdm run without a command (see sdm --help):
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == inherit.Flag {
+		// A shared gdb starts a rank's program so.
+		err := inherit.Main(os.Args[2:])
+		fmt.Fprintf(os.Stderr, "sdm-server: %v\n", err)
+		os.Exit(127)
+	}
 	fs := pflag.NewFlagSet("sdm-server", pflag.ContinueOnError)
 	c := server.Flags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage+fs.FlagUsages()) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sdm-hpc/sdm/internal/exit"
+	"github.com/sdm-hpc/sdm/internal/inherit"
 	"github.com/sdm-hpc/sdm/internal/text"
 )
 
@@ -17,6 +18,12 @@ var commands = map[string]func([]string) error{
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == inherit.Flag {
+		// A shared gdb starts a rank's program so.
+		err := inherit.Main(os.Args[2:])
+		fmt.Fprintf(os.Stderr, "sdm: %v\n", err)
+		os.Exit(127)
+	}
 	var err error
 	args := os.Args[1:]
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {

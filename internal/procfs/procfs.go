@@ -13,17 +13,7 @@ import (
 // ThreadIDs lists /proc/PID/task: the process's threads. The error of a
 // process that is gone wraps os.ErrNotExist.
 func ThreadIDs(pid int) ([]int, error) {
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return nil, err
-	}
-	tids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
-	}
-	return tids, nil
+	return numbered("/proc/" + strconv.Itoa(pid) + "/task")
 }
 
 // ThreadState is the state letter of thread tid of process pid, from its
@@ -78,4 +68,19 @@ func Environ(pid int) ([]string, error) {
 		return []string{}, nil
 	}
 	return strings.Split(s, "\x00"), nil
+}
+
+// numbered lists the entries of dir named by numbers.
+func numbered(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	ns := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			ns = append(ns, n)
+		}
+	}
+	return ns, nil
 }

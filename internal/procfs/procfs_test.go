@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -36,13 +37,21 @@ func TestThisProcess(t *testing.T) {
 // process that is not there.
 func TestEnviron(t *testing.T) {
 	for _, want := range [][]string{{"A=1", "B=two words", "C="}, {}} {
-		cmd := exec.Command("sleep", "60")
+		// cat, once it echoes a line, runs its own program, whose
+		// environment /proc shows.
+		cmd := exec.Command("cat")
 		cmd.Env = want
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		in.Write([]byte("x\n"))
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
 		got, err := Environ(cmd.Process.Pid)
-		cmd.Process.Kill()
+		in.Close()
 		cmd.Wait()
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("environment %q %v, want %q", got, err, want)
