@@ -17,6 +17,7 @@ import (
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/server"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -187,38 +188,57 @@ func TestCrashUnderMpirun(t *testing.T) {
 
 // plainUnderGDB launches n rank servers with gdb, loads examples/plain in
 // each (which runs 30 s once run) and returns the session, ended with the
-// test, and the pid of rank's gdb.
-func plainUnderGDB(ctx context.Context, t *testing.T, n, rank int) (*launcher.Session, int) {
+// test, a gdb of it and how many ranks that gdb debugs: rank's own gdb,
+// or, when the tests' ranks share gdbs (gdbsFor), one of the session's
+// gdbs of two ranks each, whose ranks the test learns from what they
+// lose.
+func plainUnderGDB(ctx context.Context, t *testing.T, n, rank int) (*launcher.Session, int, int) {
 	t.Helper()
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
-	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", SDM: sdmBin})
+	per := min(server.RanksPerGDB(), 2)
+	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", SDM: sdmBin, RanksPerGDB: per})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.End(10 * time.Second) })
 	body := wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain"), Args: []string{"30"}})
 	command(t, s.Command, wire.All(n), wire.OpStart, body)
-	return s, testenv.Child(t, s.Job.(*local.Job).Process(rank).Pid, "gdb")
+	if per == 1 {
+		return s, testenv.Child(t, s.Job.(*local.Job).Process(rank).Pid, "gdb"), 1
+	}
+	gdbs := testenv.Procs("gdb", launcher.SessionEnv+"="+s.Dir, false)
+	if len(gdbs) != n/per {
+		t.Fatalf("%d gdbs for %d ranks, %d a gdb", len(gdbs), n, per)
+	}
+	return s, gdbs[0].Pid, per
 }
 
-// gdb killed under a rank server: that rank reports an error within 2 s and
-// the others still answer.
+// gdb killed under a rank server: that rank (the ranks of that gdb, when
+// ranks share gdbs) reports an error within 2 s and the others still
+// answer.
 func TestGDBKilledUnderServer(t *testing.T) {
 	const n = 4
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, gdb := plainUnderGDB(ctx, t, n, 2)
+	s, gdb, per := plainUnderGDB(ctx, t, n, 2)
 	start := time.Now()
 	syscall.Kill(gdb, syscall.SIGKILL)
+	var lost wire.RankSet
 	events(t, s.Session, func(ev client.Event) bool {
-		return ev.Op == wire.EventError && ev.Group.Ranks.String() == "2" && strings.Contains(string(ev.Group.Body), "killed")
+		if ev.Op == wire.EventError && strings.Contains(string(ev.Group.Body), "killed") {
+			lost = lost.Union(ev.Group.Ranks)
+		}
+		return lost.Count() >= per
 	})
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the error came after %v", d)
 	}
+	if lost.Count() != per || per == 1 && lost.String() != "2" {
+		t.Fatalf("ranks %v lost with a gdb of %d", lost, per)
+	}
 	groups := command(t, s.Command, wire.All(n), wire.OpStatus, nil)
-	if !okRanks(groups).Equal(wire.Range(0, 1).Union(wire.Single(3))) || !strings.Contains(describe(groups), "[2] error: gdb") {
+	if !okRanks(groups).Equal(wire.All(n).Minus(lost)) || !strings.Contains(describe(groups), "error: gdb") {
 		t.Fatalf("status: %s", describe(groups))
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/server"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -132,3 +133,11 @@ var (
 	describe = testenv.Describe
 	okRanks  = testenv.OKRanks
 )
+
+// gdbsFor is how many gdbs debug n ranks of one host: one per rank, or
+// one per server.RanksPerGDB() of them when the tests' servers share
+// gdbs ($SDM_RANKS_PER_GDB, which they inherit).
+func gdbsFor(n int) int {
+	k := server.RanksPerGDB()
+	return (n + k - 1) / k
+}

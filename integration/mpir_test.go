@@ -252,8 +252,8 @@ func attachHung(t *testing.T, n int, perRank bool, env []string, argv ...string)
 	s, acq := acquire(t, mpirOptions(), launcher.MPIR{Pid: pid, ServerPerRank: perRank})
 	attached(t, acq, wire.All(n), wire.StateRunning)
 	servers, gdbs := rankServers()
-	if want := map[bool]int{true: n, false: 1}[perRank]; len(servers) != want || gdbs != n {
-		t.Fatalf("%d rank servers with %d gdbs below them for %d ranks on one host; want %d servers", len(servers), gdbs, n, want)
+	if want := map[bool]int{true: n, false: 1}[perRank]; len(servers) != want || gdbs != gdbsFor(n) {
+		t.Fatalf("%d rank servers with %d gdbs below them for %d ranks on one host; want %d servers, %d gdbs", len(servers), gdbs, n, want, gdbsFor(n))
 	}
 	// Open MPI's MPI_Recv is an alias of PMPI_Recv, the name gdb shows.
 	debugHang(t, s, n, "PMPI_Recv")

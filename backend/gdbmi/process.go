@@ -347,3 +347,31 @@ func (b *Backend) deathError() error {
 	}
 	return fmt.Errorf("rank %d's process (pid %d) was killed by %s", b.cfg.Rank, b.lastPid, b.state.Signal)
 }
+
+// lastEnded says whether the rank's last process has ended, or ends
+// within endingWait: one that gdb found gone as it killed it (ESRCH) may
+// still be on its way out.
+func (b *Backend) lastEnded() bool {
+	b.mu.Lock()
+	pid := b.lastPid
+	b.mu.Unlock()
+	if pid <= 0 {
+		return false
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return err == unix.ESRCH // reaped
+	}
+	defer unix.Close(fd)
+	// A pidfd turns readable when its process ends (a zombie).
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(endingWait/time.Millisecond))
+		if err != unix.EINTR {
+			return err == nil && n == 1
+		}
+	}
+}
+
+// endingWait bounds the wait for a process that is being killed to end.
+const endingWait = time.Second
