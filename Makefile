@@ -150,10 +150,13 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # The race detector needs cgo. TEST_TIMEOUT bounds each package's tests: a
-# hang fails with every goroutine's stack instead of running on.
+# hang fails with every goroutine's stack instead of running on. The
+# end-to-end tests run twice: with the host's ranks sharing gdbs (the
+# default), and with a gdb per rank (SDM_RANKS_PER_GDB=1).
 TEST_TIMEOUT ?= 20m
 test: lint
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	SDM_RANKS_PER_GDB=1 CGO_ENABLED=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./integration/
 
 # Figures for docs/PERFORMANCE.md.
 bench:
