@@ -30,34 +30,78 @@ func BenchmarkSharedGDB(b *testing.B) {
 				continue // 256 gdbs of their own: minutes, on two cores
 			}
 			b.Run(fmt.Sprintf("ranks=%d/per-gdb=%d", n, per), func(b *testing.B) {
-				var toStop, cpu, print, next time.Duration
-				rss := 0
-				for range b.N {
-					before := testenv.ChildrenCPU(b)
-					stop, mem, p, nx := sharedRun(b, bin, n, per)
-					toStop, print, next, rss = toStop+stop, print+p, next+nx, rss+mem
-					cpu += testenv.ChildrenCPU(b) - before
-				}
-				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
-				b.ReportMetric(per(toStop), "ms-to-stop")
-				b.ReportMetric(per(cpu), "ms-cpu")
-				b.ReportMetric(float64(rss)/1024/float64(b.N), "MB-gdbs")
-				b.ReportMetric(float64(rss)/1024/float64(b.N)/float64(n), "MB-gdbs/rank")
-				b.ReportMetric(per(print), "ms-print")
-				b.ReportMetric(per(next), "ms-next")
+				sharedBench(b, sharedCase{
+					options:  launcher.Options{Size: n},
+					program:  filepath.Join(bin, "plain"),
+					at:       "compute",
+					expr:     "rank",
+					stopping: wire.All(n).Minus(wire.Single(n - 1)), // the last rank ends: it does not pass compute
+				}, per)
 			})
 		}
 	}
 }
 
+// BenchmarkSharedGDBOpenMPI is BenchmarkSharedGDB's on 16 ranks of an
+// Open MPI program under mpirun (ring, stopped in pass): gdb reads
+// libmpi and the libraries it loads once per gdb.
+func BenchmarkSharedGDBOpenMPI(b *testing.B) {
+	testenv.RequireTool(b, "gdb")
+	testenv.RequireTool(b, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(b)
+	const n = 16
+	for _, per := range []int{1, 16} {
+		b.Run(fmt.Sprintf("ranks=%d/per-gdb=%d", n, per), func(b *testing.B) {
+			sharedBench(b, sharedCase{
+				options:  launcher.Options{Size: n, RM: "openmpi", LauncherArgs: []string{"--oversubscribe"}},
+				program:  filepath.Join(bin, "ring"),
+				at:       "pass",
+				expr:     "rank",
+				stopping: wire.All(n),
+			}, per)
+		})
+	}
+}
+
+// sharedBench runs b.N sessions of c on gdbs of per ranks and reports
+// their figures.
+func sharedBench(b *testing.B, c sharedCase, per int) {
+	var toStop, cpu, print, next time.Duration
+	rss := 0
+	for range b.N {
+		before := testenv.ChildrenCPU(b)
+		stop, mem, p, nx := sharedRun(b, c, per)
+		toStop, print, next, rss = toStop+stop, print+p, next+nx, rss+mem
+		cpu += testenv.ChildrenCPU(b) - before
+	}
+	each := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(each(toStop), "ms-to-stop")
+	b.ReportMetric(each(cpu), "ms-cpu")
+	b.ReportMetric(float64(rss)/1024/float64(b.N), "MB-gdbs")
+	b.ReportMetric(float64(rss)/1024/float64(b.N)/float64(c.options.Size), "MB-gdbs/rank")
+	b.ReportMetric(each(print), "ms-print")
+	b.ReportMetric(each(next), "ms-next")
+}
+
+// sharedCase is what a session of BenchmarkSharedGDB debugs: a job
+// (options), its program, where it breaks, what it prints there, and the
+// ranks that stop there.
+type sharedCase struct {
+	options     launcher.Options
+	program, at string
+	expr        string
+	stopping    wire.RankSet
+}
+
 // sharedRun is one session of BenchmarkSharedGDB.
-func sharedRun(b *testing.B, bin string, n, per int) (toStop time.Duration, rss int, print, next time.Duration) {
+func sharedRun(b *testing.B, c sharedCase, per int) (toStop time.Duration, rss int, print, next time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	all := wire.All(n)
-	stopping := all.Minus(wire.Single(n - 1)) // the last rank ends: it does not pass compute
+	all, stopping := wire.All(c.options.Size), c.stopping
+	o := c.options
+	o.Debugger, o.GDB, o.RanksPerGDB, o.SDM = "gdb-mi", "eager", per, sdmBin
 	t0 := time.Now()
-	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", GDB: "eager", RanksPerGDB: per, SDM: sdmBin})
+	s, err := launcher.Launch(ctx, o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,14 +128,14 @@ func sharedRun(b *testing.B, bin string, n, per int) (toStop time.Duration, rss 
 			}
 		}
 	}
-	must(all, wire.OpStart, wire.Start{Program: filepath.Join(bin, "plain")})
-	must(all, wire.OpBreak, wire.Break{Location: "compute"})
+	must(all, wire.OpStart, wire.Start{Program: c.program})
+	must(all, wire.OpBreak, wire.Break{Location: c.at})
 	must(all, wire.OpRun, nil)
 	until(all)
 	toStop = time.Since(t0)
 	rss = gdbRSS(b)
 	t1 := time.Now()
-	must(stopping, wire.OpPrint, wire.Expr{Expr: "rank"})
+	must(stopping, wire.OpPrint, wire.Expr{Expr: c.expr})
 	print = time.Since(t1)
 	t2 := time.Now()
 	must(stopping, wire.OpNext, wire.Count{N: 1})
