@@ -342,7 +342,7 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 	case "-gdb-exit":
 		return Record{}, "", errShared
 	}
-	return v.h.g.Run(ctx, inject(command, v.context()))
+	return v.aimed(ctx, command)
 }
 
 // endsProcess says whether a command ends the rank's process as a
@@ -398,7 +398,7 @@ func (v *view) set(ctx context.Context, command string, args []string) (Record, 
 	if hostOwned[args[0]] {
 		return done(), "", nil
 	}
-	return v.h.g.Run(ctx, inject(command, v.context()))
+	return v.aimed(ctx, command)
 }
 
 // setting answers the CLI's show of a setting the view keeps, and takes
@@ -454,6 +454,25 @@ func (v *view) context() string {
 	return fmt.Sprintf("--thread %d --frame %d", v.thread, v.frame)
 }
 
+// aimed runs a command aimed at the rank (context). Should the selected
+// thread have died meanwhile, gdb refuses it before it runs the command
+// ("Invalid thread id", or "No such process" as it reads its frame): the
+// command then goes to the rank's inferior, as it would on a gdb of the
+// rank's own, which has no thread selected once its process is gone.
+func (v *view) aimed(ctx context.Context, command string) (Record, string, error) {
+	aim := v.context()
+	r, out, err := v.h.g.Run(ctx, inject(command, aim))
+	if err != nil && strings.HasPrefix(aim, "--thread ") && threadGone(err) {
+		return v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
+	}
+	return r, out, err
+}
+
+// threadGone says whether gdb refused a command for its thread's end.
+func threadGone(err error) bool {
+	return strings.Contains(err.Error(), "Invalid thread id") || strings.Contains(err.Error(), "No such process")
+}
+
 // selectThread selects a thread by the rank's number for it.
 func (v *view) selectThread(ctx context.Context, args []string) (Record, string, error) {
 	n, err := strconv.Atoi(lastWord(args))
@@ -476,7 +495,7 @@ func (v *view) selectThread(ctx context.Context, args []string) (Record, string,
 
 // threadInfo lists the rank's threads, by its numbers.
 func (v *view) threadInfo(ctx context.Context, command string) (Record, string, error) {
-	r, out, err := v.h.g.Run(ctx, inject(command, v.context()))
+	r, out, err := v.aimed(ctx, command)
 	if err != nil {
 		return r, out, err
 	}
