@@ -161,11 +161,8 @@ case "${1:-}" in
     fi
     up
     echo "trixie: the MPI tests in the Debian 13 root ($ROOT)"
-    # Both ways of debugging a host's ranks: sharing gdbs (the default)
-    # and a gdb per rank.
     in_root "$ROOT" "go test -count=1 -timeout 5m -run '^$SHARED' ./backend/gdbmi/ &&
-      go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/ &&
-      SDM_RANKS_PER_GDB=1 go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/"
+      go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/"
     ;;
   *) echo "usage: scripts/trixie.sh up | run CMD... | test" >&2; exit 2 ;;
 esac
