@@ -363,14 +363,8 @@ func (b *Backend) lastEnded() bool {
 		return err == unix.ESRCH // reaped
 	}
 	defer unix.Close(fd)
-	// A pidfd turns readable when its process ends (a zombie).
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, int(endingWait/time.Millisecond))
-		if err != unix.EINTR {
-			return err == nil && n == 1
-		}
-	}
+	waitEnded(fd, endingWait)
+	return ended(fd)
 }
 
 // endingWait bounds the wait for a process that is being killed to end.
