@@ -35,12 +35,7 @@ It takes the flags of sdm run without a command (see sdm --help):
 `
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == inherit.Flag {
-		// A shared gdb starts a rank's program so.
-		err := inherit.Main(os.Args[2:])
-		fmt.Fprintf(os.Stderr, "sdm-server: %v\n", err)
-		os.Exit(127)
-	}
+	inherit.Wrap("sdm-server") // a shared gdb starts a rank's program so
 	fs := pflag.NewFlagSet("sdm-server", pflag.ContinueOnError)
 	c := server.Flags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage+fs.FlagUsages()) }

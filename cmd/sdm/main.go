@@ -18,12 +18,7 @@ var commands = map[string]func([]string) error{
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == inherit.Flag {
-		// A shared gdb starts a rank's program so.
-		err := inherit.Main(os.Args[2:])
-		fmt.Fprintf(os.Stderr, "sdm: %v\n", err)
-		os.Exit(127)
-	}
+	inherit.Wrap("sdm") // a shared gdb starts a rank's program so
 	var err error
 	args := os.Args[1:]
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {

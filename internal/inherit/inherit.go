@@ -107,6 +107,19 @@ func parse(value string) (pid int, fds []int, err error) {
 	return pid, fds, nil
 }
 
+// Wrap, in a process started as the wrapper (Flag first), executes the
+// program, or says why it cannot under name and exits 127; otherwise it
+// returns. Executables that a shared gdb may run as its wrapper call it
+// first thing.
+func Wrap(name string) {
+	if len(os.Args) < 2 || os.Args[1] != Flag {
+		return
+	}
+	err := Main(os.Args[2:])
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	os.Exit(127)
+}
+
 // Main is the wrapper: it executes args (the program and its arguments)
 // with the descriptors $Env names, and returns only if it cannot.
 func Main(args []string) error {

@@ -3,7 +3,6 @@ package inherit
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,11 +13,7 @@ import (
 
 // The test binary is the wrapper too, as sdm and sdm-server are.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == Flag {
-		err := Main(os.Args[2:])
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(127)
-	}
+	Wrap("inherit.test")
 	os.Exit(m.Run())
 }
 
