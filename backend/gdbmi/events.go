@@ -63,7 +63,9 @@ func (b *Backend) record(g conn, r Record) {
 	case r.Type == Notify && r.Class == "thread-group-started":
 		pid, _ := strconv.Atoi(r.Results.S("pid"))
 		b.mu.Lock()
-		b.pid = pid
+		// A quiet continue's *running not met is the old process's: a
+		// shared gdb's view does not tell one while it reaps.
+		b.pid, b.quietRuns = pid, 0
 		b.mu.Unlock()
 		b.watchProcess(g, pid)
 	case r.Type == Notify && r.Class == "thread-group-exited":

@@ -263,3 +263,36 @@ func TestSharedGDBFork(t *testing.T) {
 		}
 	}
 }
+
+// A job's starter kills its ranks as the debugger kills them (a job
+// ends once one rank dies): each kill is done, each rank ends once, and
+// the gdb they share lives on for the rank it still holds.
+func TestSharedGDBKillAsJobEnds(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 5, 5, filepath.Join(bin, "threads"))
+	runTo(t, ranks, "ready")
+	for _, r := range ranks[:4] {
+		syscall.Kill(gdbmi.Pid(r.b), syscall.SIGKILL)
+	}
+	for i, r := range ranks[:4] {
+		// Done, or refused for the death the rank was told of first.
+		if _, err := r.do(wire.OpKill, nil); err != nil && !strings.Contains(err.Error(), "was killed by SIGKILL") {
+			t.Fatalf("rank %d's kill: %v", i, err)
+		}
+		if op, st := r.next(5*time.Second, wire.EventExited, wire.EventStopped); op != wire.EventExited {
+			t.Fatalf("rank %d after its kill: %s %+v", i, op, st)
+		}
+		var st wire.State
+		r.must(wire.OpStatus, nil, &st)
+		if st.State != wire.StateExited {
+			t.Fatalf("rank %d's status after its kill: %+v", i, st)
+		}
+	}
+	if got := ranks[4].print("threads"); got != "3" {
+		t.Fatalf("rank 4 after the others' kills: %q", got)
+	}
+	ranks[4].must(wire.OpKill, nil, nil)
+	if st := ranks[4].event(wire.EventExited); st.Reason != "killed" {
+		t.Fatalf("rank 4 killed: %+v", st)
+	}
+}

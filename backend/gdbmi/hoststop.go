@@ -35,6 +35,7 @@ func (v *view) record(r Record) {
 		clear(v.global)
 		clear(v.running)
 		v.nextThread, v.thread, v.frame, v.cause, v.told, v.untold = 0, 0, 0, nil, false, nil
+		v.pid, _ = strconv.Atoi(r.Results.S("pid"))
 		v.gone = make(chan struct{})
 		cpus := v.cpus
 		if v.attached {
@@ -52,7 +53,7 @@ func (v *view) record(r Record) {
 		clear(v.local)
 		clear(v.global)
 		clear(v.running)
-		v.thread, v.cause, v.reaping, v.told = 0, nil, false, false
+		v.thread, v.cause, v.told, v.pid = 0, nil, false, 0
 		select {
 		case <-v.gone:
 		default:
@@ -101,9 +102,12 @@ func (v *view) record(r Record) {
 		v.running1(r)
 	case r.Type == Exec && r.Class == "stopped" && isExit(r.Results.S("reason")):
 		v.mu.Lock()
-		v.told, v.reaping, v.untold = false, false, nil
+		v.told, v.untold = false, nil
+		killing := v.killing
 		v.mu.Unlock()
-		v.push(r)
+		if !killing {
+			v.push(r)
+		}
 	case r.Type == Exec && r.Class == "stopped":
 		v.stopped1(r)
 	}
@@ -116,50 +120,57 @@ func (v *view) record(r Record) {
 // zombie to the Backend (process.go); the view then tells the end itself
 // (killed), unless a command of the rank's ended the process (kill, run,
 // detach), which tells the end its own way. gdb may also hold the end
-// until the process is resumed: reap resumes it.
+// until the process is resumed; but a resume inserts the breakpoints of
+// every inferior, and fails ("Command aborted") while another rank's
+// process lies dead too, as a job's ranks do when it ends. reap has gdb
+// detach from what is left instead, which gdb does for a process that
+// ended by design: it reaps each thread it finds gone.
 
 // reapWait bounds the wait for gdb to reap a process it waits for.
 const reapWait = 5 * time.Second
 
-// reap has gdb tell the end of the rank's process, which ended while all
-// its threads were stopped.
-func (v *view) reap() {
+// reap has gdb let go of the rank's process, which ended, and says
+// whether it has.
+func (v *view) reap(ctx context.Context) bool {
 	v.mu.Lock()
-	live, stopped, gone := len(v.local) > 0, !v.othersRunning(0), v.gone
+	live, running, gone := len(v.local) > 0, v.othersRunning(0), v.gone
 	id := v.thread
-	if _, ok := v.local[id]; !ok {
-		for t := range v.local {
+	for t, run := range v.running {
+		if _, ok := v.local[t]; ok && run {
 			id = t
 			break
 		}
 	}
 	v.mu.Unlock()
-	if live && !stopped {
+	if !live {
+		return true
+	}
+	if running {
 		// gdb waits for it, but may not look for a while: an
 		// interrupt of one of its threads, named (refused should it have
 		// ended), makes gdb look, and reap it, as the rank's own gdb's
-		// kill would have.
-		ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
+		// kill would have. (A detach from a thread gdb believes runs
+		// fails gdb 13's x86_linux_update_debug_registers: Assertion
+		// `lwp_is_stopped (lwp)'.)
 		v.h.g.Run(ctx, "-exec-interrupt --thread "+strconv.Itoa(id))
-		cancel()
 		select {
 		case <-gone:
+			return true
 		case <-time.After(reapWait):
+			return false
+		case <-ctx.Done():
+			return false
 		}
-		return
 	}
-	if !live {
-		return
+	if _, _, err := v.h.g.Run(ctx, "-target-detach "+v.group); err == nil {
+		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
-	defer cancel()
-	v.mu.Lock()
-	v.reaping = true
-	v.mu.Unlock()
-	// One thread, named: gdb refuses it should it have ended, where a
-	// continue of a thread group whose process ended would set going the
-	// thread gdb has selected, another rank's.
-	v.h.g.Run(ctx, "-exec-continue --thread "+strconv.Itoa(id))
+	select {
+	case <-gone: // gdb told the end meanwhile
+		return true
+	default:
+		return false
+	}
 }
 
 // exited makes sure the end of the rank's process, whose thread group
@@ -249,7 +260,7 @@ func (v *view) running1(r Record) {
 		n, _ := strconv.Atoi(id)
 		v.running[n] = true
 	}
-	tell := !v.told && v.cause == nil && !v.reaping
+	tell := !v.told && v.cause == nil
 	if tell {
 		v.told = true
 		r.Results = with(r.Results, "thread-id", "all")

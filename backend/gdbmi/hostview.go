@@ -46,14 +46,15 @@ type view struct {
 	locked   bool // scheduler-locking on: only the selected thread runs
 	solib    solibVars
 	attached bool
+	pid      int          // the process's, once gdb said it started
+	killing  bool         // while kill ends the process: its end is kill's news
 	cpus     *unix.CPUSet // the processors of the rank's program (Share)
-	// reaping is set while gdb is made to tell an end it holds (reap);
-	// killedStopped once a thread ended while the process was stopped;
-	// ending counts the rank's commands running that end its process
-	// (endsProcess).
-	reaping, killedStopped bool
-	ending                 int
-	untold                 *untoldEnd // an end to tell (exited)
+	// killedStopped is set once a thread ended while the process was
+	// stopped; ending counts the rank's commands running that end its
+	// process (endsProcess).
+	killedStopped bool
+	ending        int
+	untold        *untoldEnd // an end to tell (exited)
 	// gone is closed once gdb has told the end of the process.
 	gone chan struct{}
 	// Breakpoints: the rank's number for each of gdb's and gdb's for
@@ -223,7 +224,7 @@ func (v *view) Close() error {
 		if live && attached {
 			v.h.g.Run(ctx, "-target-detach "+v.group)
 		} else if live {
-			v.cli(ctx, "kill")
+			v.kill(ctx)
 		}
 		if v.inf != 1 {
 			v.h.g.Run(ctx, "-remove-inferior "+v.group)
@@ -335,6 +336,11 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 	case "-interpreter-exec":
 		if len(args) == 2 && args[0] == "console" && isQuit(unquote(args[1])) {
 			return Record{}, "", errShared
+		}
+		if len(args) == 2 && args[0] == "console" && isKill(unquote(args[1])) {
+			if out, ok, err := v.kill(ctx); ok {
+				return done(), out, err
+			}
 		}
 		if text, ok := v.setting(ctx, args); ok {
 			return done(), text, nil

@@ -124,13 +124,15 @@ func (b *Backend) await(g conn, p *process) {
 // died reports a process's end, found out without gdb's help.
 func (b *Backend) died(d *death) {
 	if !d.known {
-		// gdb reaped it, so gdb reports it; a shared gdb once the
-		// process is resumed (view.reap).
+		// gdb reaped it, so gdb reports it; a shared gdb once it lets
+		// go of the process (view.reap).
 		b.mu.Lock()
 		v, shared := b.gdb.(*view)
 		b.mu.Unlock()
 		if shared {
-			v.reap()
+			ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
+			v.reap(ctx)
+			cancel()
 		}
 		return
 	}
@@ -162,9 +164,11 @@ func (b *Backend) tidy() {
 	if v, shared := g.(*view); shared {
 		// A shared gdb waits for every process and tells an end itself,
 		// or holds one that came while the process was stopped until it
-		// is resumed; a kill of a process that is ending can crash gdb 13
-		// (set_current_inferior: Assertion `inf != NULL').
-		v.reap()
+		// lets go of the process; a kill of a process that is ending can
+		// crash gdb 13 (set_current_inferior: Assertion `inf != NULL').
+		ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
+		v.reap(ctx)
+		cancel()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
