@@ -151,17 +151,13 @@ lint:
 
 # The race detector needs cgo. TEST_TIMEOUT bounds each package's tests: a
 # hang fails with every goroutine's stack instead of running on. The
-# end-to-end tests run twice: with a gdb per rank (the default), and with
-# the host's ranks sharing gdbs of 16 (SDM_RANKS_PER_GDB=16), with gdb 13:
-# gdb 16 aborted in a kill on a shared gdb.
+# end-to-end tests run twice: with the host's ranks sharing gdbs of 16
+# (the default), and with a gdb per rank (SDM_RANKS_PER_GDB=1), the mode
+# kept for a comparison and for programs gdb cannot share.
 TEST_TIMEOUT ?= 20m
-SHARED_GDB ?= $(shell gdb --version 2>/dev/null | head -1 | grep -q ' 13\.' && echo 16)
 test: lint
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
-	@if [ -n "$(SHARED_GDB)" ]; then \
-		echo "SDM_RANKS_PER_GDB=$(SHARED_GDB) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./integration/"; \
-		SDM_RANKS_PER_GDB=$(SHARED_GDB) CGO_ENABLED=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./integration/; \
-	else echo "the end-to-end tests on shared gdbs run with gdb 13 (gdb 16 aborted in a kill on a shared gdb)"; fi
+	SDM_RANKS_PER_GDB=1 CGO_ENABLED=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./integration/
 
 # Figures for docs/PERFORMANCE.md.
 bench:

@@ -17,15 +17,12 @@ import (
 )
 
 // DefaultRanksPerGDB is how many of a host's ranks share a gdb unless
-// --ranks-per-gdb or $SDM_RANKS_PER_GDB say otherwise: a gdb per rank.
-// Sharing is asked for: 64 ranks of a small C program reach a breakpoint
-// fastest in gdbs of 16 (0.9 s, 1.1 s in gdbs of 8 and 1.2 s of 32, 6.2 s
-// a gdb per rank), with 5 to 8 times less CPU and 15 times less memory
-// (docs/PERFORMANCE.md), and a gdb that dies or hangs takes no more than
-// 16 ranks with it; every launcher and attach passes with gdb 13 in both
-// modes, but gdb 16 (Debian 13) aborted in a kill on a shared gdb under
-// Open MPI 5.
-const DefaultRanksPerGDB = 1
+// --ranks-per-gdb or $SDM_RANKS_PER_GDB say otherwise. 64 ranks of a
+// small C program reach a breakpoint fastest in gdbs of 16 (0.9 s, 1.1 s
+// in gdbs of 8 and 1.2 s of 32, 6.2 s a gdb per rank), with 5 to 8 times
+// less CPU and 15 times less memory (docs/PERFORMANCE.md), and a gdb
+// that dies or hangs takes no more than 16 ranks with it.
+const DefaultRanksPerGDB = 16
 
 // RanksPerGDBEnv, when set, is the default of --ranks-per-gdb, for the
 // servers and the front end.
