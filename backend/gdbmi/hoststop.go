@@ -413,15 +413,22 @@ func (v *view) resume(ctx context.Context, command string) (Record, string, erro
 // step steps the selected thread, and sets the others going once the
 // step has started.
 func (v *view) step(ctx context.Context, command string) (Record, string, error) {
+	v.mu.Lock()
+	locked := v.locked
+	v.mu.Unlock()
+	if locked {
+		return v.h.g.Run(ctx, inject(command, v.context()))
+	}
+	// The stop that ends the step waits (stopped1) until the other
+	// threads are known to run: it may come before the step's answer is
+	// read, and gdb's *running for them after it.
+	v.resuming.Lock()
+	defer v.resuming.Unlock()
 	r, out, err := v.h.g.Run(ctx, inject(command, v.context()))
 	if err != nil {
 		return r, out, err
 	}
 	v.mu.Lock()
-	if v.locked {
-		v.mu.Unlock()
-		return r, out, nil
-	}
 	stepping := v.thread
 	var others []int
 	for t := range v.local {
@@ -430,10 +437,6 @@ func (v *view) step(ctx context.Context, command string) (Record, string, error)
 		}
 	}
 	v.mu.Unlock()
-	// The stop that ends the step waits (stopped1) until these threads
-	// are known to run: gdb's *running for them may come after it.
-	v.resuming.Lock()
-	defer v.resuming.Unlock()
 	for _, t := range others {
 		if _, _, err := v.h.g.Run(ctx, "-exec-continue --thread "+strconv.Itoa(t)); err == nil {
 			v.mu.Lock()
