@@ -173,6 +173,13 @@ func (v *view) reap(ctx context.Context) bool {
 	}
 }
 
+// reapNow is reap for the process watch, which waits for no command.
+func (v *view) reapNow() {
+	ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
+	defer cancel()
+	v.reap(ctx)
+}
+
 // exited makes sure the end of the rank's process, whose thread group
 // gdb said exited (r), is told: gdb tells it with a *stopped, if at all,
 // right after, before it answers a command sent now. So one is sent, and

@@ -130,9 +130,7 @@ func (b *Backend) died(d *death) {
 		v, shared := b.gdb.(*view)
 		b.mu.Unlock()
 		if shared {
-			ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
-			v.reap(ctx)
-			cancel()
+			v.reapNow()
 		}
 		return
 	}
@@ -166,9 +164,7 @@ func (b *Backend) tidy() {
 		// or holds one that came while the process was stopped until it
 		// lets go of the process; a kill of a process that is ending can
 		// crash gdb 13 (set_current_inferior: Assertion `inf != NULL').
-		ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
-		v.reap(ctx)
-		cancel()
+		v.reapNow()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
