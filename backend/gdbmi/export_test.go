@@ -15,3 +15,6 @@ func Pid(b *Backend) int {
 	defer b.mu.Unlock()
 	return b.lastPid
 }
+
+// Aggregate tells whether bt shows an argument of value v as "...".
+var Aggregate = aggregate

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend/gdbmi"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -153,5 +154,31 @@ func TestNoDebuggingSymbols(t *testing.T) {
 	r.must(wire.OpRun, nil, nil)
 	if st := r.event(wire.EventStopped); st.Frame.Func != "compute" {
 		t.Fatalf("stop: %+v", st)
+	}
+}
+
+// An argument bt shows as "..." (an aggregate, as gdb's bt shows one) and
+// those it shows whole, as gdb prints them with their values.
+func TestAggregate(t *testing.T) {
+	for v, want := range map[string]bool{
+		"{m_cycle = 20}": true,
+		"{0, 1, 2, 3}":   true,
+		"std::vector of length 3, capacity 3 = {100, 100, 100}": true,
+		"std::map with 2 elements = {[1] = 2, [3] = 4}":         true,
+		"( x = 1.5, y = 2.5 )":                                  true,  // Fortran: a derived type
+		"(0.5, 1, 1.5, 2)":                                      true,  // an array
+		"(1,2)":                                                 false, // a complex number
+		"42":                                                    false,
+		"-1.5":                                                  false,
+		"0x0":                                                   false,
+		`0x4005d4 "a = {b}"`:                                    false,
+		`"text = {x}"`:                                          false,
+		"'a' = {'":                                              false,
+		"<optimized out>":                                       false,
+		"true":                                                  false,
+	} {
+		if got := gdbmi.Aggregate(v); got != want {
+			t.Errorf("Aggregate(%q) = %v, want %v", v, got, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package gdbmi_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -94,6 +95,12 @@ func TestVarObjsOfFortran(t *testing.T) {
 	args := varObjs(r, wire.VarQuery{Scope: "args"})
 	if args["p"].Members != 2 || args["g"].Members != 4 {
 		t.Fatalf("report's arguments: %+v", args)
+	}
+	// bt shows a derived type and an array as gdb's bt does.
+	var tr wire.Trace
+	r.must(wire.OpBacktrace, wire.Backtrace{}, &tr)
+	if len(tr.Levels) == 0 || fmt.Sprint(tr.Levels[0].Args) != "[{p  ... 0} {g  ... 1}]" {
+		t.Errorf("bt: %+v", tr.Levels)
 	}
 	p := varObjs(r, wire.VarQuery{Expr: "p"})
 	if p["x"].Value != "1.5" || p["y"].Value != "2.5" {

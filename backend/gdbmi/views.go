@@ -33,16 +33,31 @@ func (b *Backend) Backtrace(ctx context.Context, bt wire.Backtrace) (wire.Trace,
 }
 
 // scalars shows an argument of aggregate type as "...", as gdb's bt does
-// (print frame-arguments scalars): --simple-values gives no value for one,
-// and since gdb 14 none for a reference to one either, where gdb 13 gave
-// the value it refers to.
+// (print frame-arguments scalars).
 func scalars(args []wire.Var) []wire.Var {
 	for i, a := range args {
-		if a.Value == "" || strings.HasPrefix(a.Value, "{") {
+		if a.Value == "" || aggregate(a.Value) {
 			args[i].Value = "..."
 		}
 	}
 	return args
+}
+
+// aggregate tells a value of an aggregate as gdb prints it: a struct,
+// union or array in braces, a Fortran array or derived type in
+// parentheses ("(1, 2, 3)", where a complex number is "(1,2)"), a
+// pretty-printed container with its elements ("std::vector of length 3,
+// capacity 3 = {…}"); a pointer or string never is.
+func aggregate(v string) bool {
+	switch {
+	case strings.HasPrefix(v, "{"):
+		return true
+	case strings.HasPrefix(v, "0x"), strings.HasPrefix(v, `"`), strings.HasPrefix(v, "'"):
+		return false
+	case strings.HasPrefix(v, "("):
+		return strings.Contains(v, ", ") || strings.Contains(v, " = ")
+	}
+	return strings.Contains(v, " = {")
 }
 
 // backtrace lists the frames bt asks for, with their arguments (and
@@ -78,7 +93,12 @@ func (b *Backend) backtrace(run func(string) (Record, string, error), bt wire.Ba
 		return tr, nil
 	}
 	low, high := tr.Levels[0].Level, tr.Levels[len(tr.Levels)-1].Level
-	r, _, err = run(fmt.Sprintf("-stack-list-arguments --simple-values %d %d", low, high))
+	// The arguments come without their types: gdb prints a type by first
+	// looking its name up in the whole program, which expands a library's
+	// debug information anew for each inferior (0.13 s a rank for a frame
+	// in libc with its debug symbols, paid again on every rank of a shared
+	// gdb), where their values alone cost nothing.
+	r, _, err = run(fmt.Sprintf("-stack-list-arguments --all-values %d %d", low, high))
 	if err != nil {
 		return wire.Trace{}, err
 	}
