@@ -85,7 +85,7 @@ var hostSettings = []string{
 // hostOwned are the settings a view takes as made: the host made them.
 var hostOwned = map[string]bool{
 	"mi-async": true, "confirm": true, "width": true, "height": true, "print": true,
-	"debuginfod": true, "non-stop": true,
+	"debuginfod": true, "non-stop": true, "index-cache": true,
 }
 
 // NewHost sets up g, a gdb no inferior of which has a process yet, to be
@@ -94,9 +94,9 @@ var hostOwned = map[string]bool{
 func NewHost(g *GDB, wrapper string) (*Host, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	settings := hostSettings
+	settings := append(slices.Clip(hostSettings), indexCache()...)
 	if wrapper != "" {
-		settings = append(slices.Clip(settings), "-interpreter-exec console "+Quote("set exec-wrapper "+wrapper))
+		settings = append(settings, "-interpreter-exec console "+Quote("set exec-wrapper "+wrapper))
 	}
 	for _, cmd := range settings {
 		if _, _, err := g.Run(ctx, cmd); err != nil {
@@ -331,40 +331,76 @@ type Pool struct {
 	Wrapper string
 
 	mu   sync.Mutex
-	cur  *Host
+	cur  *starting
 	used int // views given out of cur
+}
+
+// starting is a gdb of the pool from the moment a rank needs it: the
+// rank that asked first starts it, and the others of its share wait for
+// it, while the ranks past it start the next gdb beside it. A host's gdbs
+// thus start and take their ranks side by side, not one after another.
+type starting struct {
+	ready chan struct{} // closed once h or err is set
+	h     *Host
+	err   error
+}
+
+// over tells whether no more views can come from s: its gdb failed to
+// start or has ended.
+func (s *starting) over() bool {
+	select {
+	case <-s.ready:
+	default:
+		return false
+	}
+	if s.err != nil {
+		return true
+	}
+	select {
+	case <-s.h.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // view returns a share of one of the pool's gdbs, starting a gdb when the
 // last one is full or has ended.
 func (p *Pool) view(ctx context.Context, share Share) (conn, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	ended := false
-	if p.cur != nil {
-		select {
-		case <-p.cur.Done():
-			ended = true
-		default:
-		}
+	first := p.cur == nil || p.cur.over() || p.used >= max(p.PerGDB, 1)
+	if first {
+		p.cur, p.used = &starting{ready: make(chan struct{})}, 0
 	}
-	if p.cur == nil || ended || p.used >= max(p.PerGDB, 1) {
+	p.used++
+	s := p.cur
+	p.mu.Unlock()
+	if first {
 		start := share.Start
 		if start == nil {
 			start = p.Start
 		}
-		g, err := start(ctx)
-		if err != nil {
-			return nil, err
-		}
-		h, err := NewHost(g, p.Wrapper)
-		if err != nil {
-			return nil, err
-		}
-		p.cur, p.used = h, 0
+		s.h, s.err = p.startHost(ctx, start)
+		close(s.ready)
 	}
-	p.used++
-	return p.cur.view(ctx, share)
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a gdb to start: %w", ctx.Err())
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.h.view(ctx, share)
+}
+
+// startHost starts a gdb with start and sets it up to be shared.
+func (p *Pool) startHost(ctx context.Context, start func(context.Context) (*GDB, error)) (*Host, error) {
+	g, err := start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewHost(g, p.Wrapper)
 }
 
 // viewTimeout bounds the commands a view runs of its own accord (to stop

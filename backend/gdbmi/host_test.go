@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -294,5 +295,52 @@ func TestSharedGDBKillAsJobEnds(t *testing.T) {
 	ranks[4].must(wire.OpKill, nil, nil)
 	if st := ranks[4].event(wire.EventExited); st.Reason != "killed" {
 		t.Fatalf("rank 4 killed: %+v", st)
+	}
+}
+
+// A host's gdbs start side by side: six ranks on gdbs of two start three
+// gdbs at once, not each after the one before has taken its ranks.
+func TestSharedGDBsStartSideBySide(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	const n, per, want = 6, 2, 3
+	var mu sync.Mutex
+	starting, all := 0, make(chan struct{})
+	pool := &gdbmi.Pool{PerGDB: per, Start: func(ctx context.Context) (*gdbmi.GDB, error) {
+		mu.Lock()
+		starting++
+		if starting == want {
+			close(all)
+		}
+		mu.Unlock()
+		// Each start waits for the others: one after another, the first
+		// would wait alone until its deadline.
+		select {
+		case <-all:
+		case <-time.After(20 * time.Second):
+			return nil, fmt.Errorf("gdb %d of %d started alone", starting, want)
+		}
+		return gdbmi.Start("gdb")
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := make(chan error, n)
+	for i := range n {
+		b := gdbmi.NewShared(backend.Config{Rank: i, Size: n}, pool, gdbmi.Share{})
+		t.Cleanup(func() { b.Close() })
+		b.Do(ctx, wire.OpStart, wire.MustEncode(wire.Start{Program: filepath.Join(bin, "plain")}), func(_ []byte, err error) { errs <- err })
+	}
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-ctx.Done():
+			t.Fatal("no answer to start within a minute")
+		}
+	}
+	if got := gdbs(t); got != want {
+		t.Errorf("%d gdbs, want %d", got, want)
 	}
 }
