@@ -630,7 +630,7 @@ func (b *Backend) launch() (conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	for _, cmd := range []string{
+	for _, cmd := range append([]string{
 		"-gdb-set mi-async on", // commands (and halt) work while the program runs
 		"-gdb-set confirm off", // kill and friends must not ask
 		"-gdb-set width 0",     // no line wrapping in console output
@@ -646,7 +646,7 @@ func (b *Backend) launch() (conn, error) {
 		// load until the program's start-up libraries have been read.
 		"-gdb-set auto-solib-add off",
 		"-gdb-set stop-on-solib-events 1",
-	} {
+	}, indexCache()...) {
 		if _, _, err := g.Run(ctx, cmd); err != nil {
 			g.Kill()
 			return nil, fmt.Errorf("gdb did not accept %q: %w", cmd, err)
