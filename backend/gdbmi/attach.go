@@ -41,12 +41,18 @@ func (b *Backend) attach(ctx context.Context, a wire.Attach) (wire.Attached, err
 	b.attached, b.killOnClose, b.started = true, a.Kill, true
 	b.mu.Unlock()
 
-	if _, _, err := run("-data-evaluate-expression " + Quote("*(int*)&MPIR_debug_gate = 1")); err != nil && !errors.Is(err, ErrNoSymbol) {
-		return wire.Attached{}, fmt.Errorf("open MPIR_debug_gate: %w", err)
-	}
+	// An MPI library has both MPIR_debug_gate and MPIR_dll_name, or
+	// neither: a program without the gate is not asked for the name (a
+	// symbol a program lacks is searched for in every library, 4 ms a rank).
 	var dll string
-	if r, _, err := run("-data-evaluate-expression " + Quote("(const char*)&MPIR_dll_name")); err == nil {
-		dll = quotedPart(r.Results.S("value"))
+	_, _, err = run("-data-evaluate-expression " + Quote("*(int*)&MPIR_debug_gate = 1"))
+	switch {
+	case err == nil:
+		if r, _, err := run("-data-evaluate-expression " + Quote("(const char*)&MPIR_dll_name")); err == nil {
+			dll = quotedPart(r.Results.S("value"))
+		}
+	case !errors.Is(err, ErrNoSymbol):
+		return wire.Attached{}, fmt.Errorf("open MPIR_debug_gate: %w", err)
 	}
 	if a.PreMain {
 		if err := b.runToMain(ctx, g, run); err != nil {
