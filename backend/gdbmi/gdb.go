@@ -286,6 +286,11 @@ func (g *GDB) read(stdout io.Reader) {
 			}
 			g.mu.Unlock()
 		case Exec, Status, Notify:
+			g.mu.Lock()
+			if p := g.waiting; p != nil {
+				r.During = p.token
+			}
+			g.mu.Unlock()
 			g.queue.Push(r)
 		}
 	}

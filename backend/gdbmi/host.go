@@ -53,14 +53,19 @@ type Host struct {
 	// are those the ranks set alike, by how they were set.
 	breaks sync.Mutex
 	shared map[string]*hostPoint
+	// listing is held by a rank's list (hostcli.go).
+	listing sync.Mutex
 
 	mu      sync.Mutex
 	views   map[int]*view      // by inferior number
 	threads map[int]*view      // by gdb's thread id
 	points  map[int]*hostPoint // by gdb's breakpoint number
 	exited  *view              // whose thread group gdb said exited last
-	ending  map[*view]bool     // views with an end to tell (exited)
-	made    int                // inferiors made, i1 included
+	// created are the breakpoints a CLI command made (hostlist.go),
+	// until the view that ran it takes them.
+	created []created
+	ending  map[*view]bool // views with an end to tell (exited)
+	made    int            // inferiors made, i1 included
 	// loads are the library settings gdb has: those any view wants
 	// (settleLoads).
 	loads solibVars
@@ -275,6 +280,12 @@ func (h *Host) route(r Record) {
 	case r.Type == Notify && r.Class == "thread-selected":
 		id, _ := strconv.Atoi(r.Results.S("id"))
 		v = h.threads[id]
+	case r.Type == Notify && r.Class == "breakpoint-created":
+		// A view's -break-insert is told in its answer: this one a CLI
+		// command made, whose view takes it.
+		if point := r.Results.Get("bkpt"); h.points[point.Int("number")] == nil {
+			h.created = append(h.created, created{id: point.Int("number"), cond: point.S("cond"), fortran: fortranAt(point), during: r.During})
+		}
 	}
 	h.mu.Unlock()
 	if v != nil {

@@ -344,3 +344,73 @@ func TestSharedGDBsStartSideBySide(t *testing.T) {
 		t.Errorf("%d gdbs, want %d", got, want)
 	}
 }
+
+// What a rank does through gdb's CLI is its own: a breakpoint it makes
+// stops it alone, under its own number, a watchpoint's stop carries the
+// rank's number for it, and list goes on from the rank's own last line
+// whatever the other rank listed meanwhile.
+func TestSharedGDBCLIIsTheRanks(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 2, 2, filepath.Join(bin, "plain"))
+	var text wire.Text
+	ranks[0].must(wire.OpRaw, wire.Text{Text: "break compute"}, &text)
+	ranks[1].must(wire.OpBreak, wire.Break{Location: "main"}, nil)
+	ranks[1].must(wire.OpWatch, wire.Watch{Expr: "counter", Mode: "write"}, nil)
+	for _, r := range ranks {
+		r.must(wire.OpRun, nil, nil)
+	}
+	if st := ranks[0].event(wire.EventStopped); st.Breakpoint != 1 || st.Frame.Func != "compute" {
+		t.Fatalf("rank 0: %+v, want a stop at its breakpoint 1 in compute", st)
+	}
+	if st := ranks[1].event(wire.EventStopped); st.Breakpoint != 1 || st.Frame.Func != "main" {
+		t.Fatalf("rank 1: %+v, want a stop at its breakpoint 1 in main", st)
+	}
+	ranks[1].must(wire.OpCont, nil, nil)
+	if st := ranks[1].event(wire.EventStopped); st.Reason != "watchpoint-trigger" || st.Breakpoint != 2 {
+		t.Fatalf("rank 1: %+v, want a stop at its watchpoint 2 (rank 0's compute is not its)", st)
+	}
+	first := func(out string) string { return strings.SplitN(out, "\t", 2)[0] }
+	ranks[0].must(wire.OpList, wire.Text{}, &text)
+	if got := first(text.Text); got != "10" {
+		t.Fatalf("rank 0's list starts at %s, want 10 (around compute's line 15): %q", got, text.Text)
+	}
+	ranks[1].must(wire.OpList, wire.Text{}, &text)
+	ranks[0].must(wire.OpList, wire.Text{}, &text)
+	if got := first(text.Text); got != "20" {
+		t.Fatalf("rank 0's second list starts at %s, want 20: %q", got, text.Text)
+	}
+}
+
+// A breakpoint in Fortran that ranks share, with a condition in Fortran:
+// gdb parses a condition in the location's language (C's && would read as
+// & and an address-of, whose failing evaluation stops every time), so the
+// ranks' part of it is joined in Fortran's words. A false condition lets
+// both ranks run to their ends; a true one stops them.
+func TestSharedGDBFortranCondition(t *testing.T) {
+	bin := testenv.Examples(t)
+	for _, c := range []struct {
+		cond  string
+		stops bool
+	}{{"p%x > 9", false}, {"p%x > 1 .and. g(4) == 2", true}} {
+		ranks := sharing(t, 2, 2, filepath.Join(bin, "shapes"))
+		for _, r := range ranks {
+			var bp wire.Breakpoint
+			r.must(wire.OpBreak, wire.Break{Location: "report", Condition: c.cond}, &bp)
+			if bp.Condition != c.cond {
+				t.Fatalf("break report if %s: %+v", c.cond, bp)
+			}
+		}
+		for _, r := range ranks {
+			r.must(wire.OpRun, nil, nil)
+		}
+		for i, r := range ranks {
+			if c.stops {
+				if st := r.event(wire.EventStopped); st.Breakpoint != 1 || st.Frame.Func != "shapes::report" {
+					t.Fatalf("if %s: rank %d: %+v, want a stop at breakpoint 1", c.cond, i, st)
+				}
+			} else if st := r.event(wire.EventExited); st.Code != 0 {
+				t.Fatalf("if %s: rank %d: %+v, want its end", c.cond, i, st)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package gdbmi
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 // A view's breakpoints are gdb's, numbered from 1 for the rank as a gdb
 // of its own numbers them, and kept to the ranks they are for by a
-// condition on the inferior ($_inferior == N || …, before the ranks' own
+// condition on the inferior ($_inferior == N | …, before the ranks' own
 // condition). A breakpoint several ranks of the host set alike (the same
 // location, condition and flags) is one of gdb's, which they share: gdb
 // then re-reads one breakpoint, not one a rank, at every library load of
@@ -26,10 +27,16 @@ type hostPoint struct {
 	args  []string       // the -break-insert arguments, without the condition
 	cond  string         // the ranks' condition
 	views map[*view]bool // the ranks it is for
+	// fortran: the condition is joined to the ranks' in Fortran's words,
+	// gdb's language at the breakpoint's location.
+	fortran bool
 }
 
-// condition is the hostPoint's condition in gdb: its ranks' inferiors and
-// theirs.
+// condition is the hostPoint's condition in gdb: its ranks' inferiors,
+// then theirs. gdb parses a condition in the language of the
+// breakpoint's location: the inferiors' part reads alike in C, C++ and
+// Fortran (== binds more than | in C, and | is a logical or in gdb's
+// Fortran); the ranks' own is joined with C's && or Fortran's .and..
 func (p *hostPoint) condition() string {
 	infs := make([]int, 0, len(p.views))
 	for v := range p.views {
@@ -40,14 +47,95 @@ func (p *hostPoint) condition() string {
 	for i, n := range infs {
 		terms[i] = "$_inferior == " + strconv.Itoa(n)
 	}
-	scope := strings.Join(terms, " || ")
+	scope := strings.Join(terms, " | ")
+	and := " && "
+	if p.fortran {
+		and = " .and. "
+	}
 	switch {
 	case p.cond == "":
 		return scope
 	case len(terms) > 1:
-		return "(" + scope + ") && (" + p.cond + ")"
+		return "(" + scope + ")" + and + "(" + p.cond + ")"
 	}
-	return scope + " && (" + p.cond + ")"
+	return scope + and + "(" + p.cond + ")"
+}
+
+// setCondition gives gdb's breakpoint p the condition cond. gdb 13
+// first reads a condition in the program of the inferior it has
+// selected, whatever inferiors the locations are in, and refuses it
+// there when that inferior has no program yet (another rank's, just
+// added): it is then read in one of p's ranks' programs.
+func (h *Host) setCondition(ctx context.Context, p *hostPoint, cond string) (Record, string, error) {
+	command := fmt.Sprintf("-break-condition %d %s", p.id, cond)
+	r, out, err := h.g.Run(ctx, command)
+	if err != nil && strings.Contains(err.Error(), "No symbol table is loaded") && p.aim() != "" {
+		return h.g.Run(ctx, inject(command, p.aim()))
+	}
+	return r, out, err
+}
+
+// aim aims a command about p at one of its ranks' inferiors: "" when no
+// rank has it.
+func (p *hostPoint) aim() string {
+	for v := range p.views {
+		return "--thread-group " + v.group
+	}
+	return ""
+}
+
+// conditioned runs set, which gives gdb p's condition, and again with the
+// ranks' condition joined in Fortran's words should gdb not parse it:
+// the breakpoint is in Fortran code. The first error stands if both fail.
+// (gdb's Fortran may parse C's && too, as & and an address-of, whose
+// evaluation fails and stops the program: fortranAt tells those.)
+func (p *hostPoint) conditioned(set func(cond string) (Record, string, error)) (Record, string, error) {
+	r, text, err := set(p.condition())
+	if err == nil || p.cond == "" || p.fortran || !strings.Contains(err.Error(), "syntax error") {
+		return r, text, err
+	}
+	p.fortran = true
+	if r, text, err := set(p.condition()); err == nil {
+		return r, text, nil
+	}
+	p.fortran = false
+	return r, text, err
+}
+
+// notFound is gdb's refusal of a breakpoint's location as a gdb of the
+// rank's own gives it. gdb looks for a location in every inferior, and
+// says "No symbol table is loaded" where one of them, another rank's, has
+// no program yet: the rank's own gdb would not have found the file or
+// function.
+func (v *view) notFound(err error, args []string) error {
+	v.mu.Lock()
+	program := v.program
+	v.mu.Unlock()
+	if !program || !strings.Contains(err.Error(), "No symbol table is loaded") {
+		return err
+	}
+	loc := unquote(lastWord(args))
+	if file, line, ok := strings.Cut(loc, ":"); ok {
+		if _, aerr := strconv.Atoi(line); aerr == nil {
+			return newRefusal("No source file named " + file + ".")
+		}
+	}
+	return newRefusal(fmt.Sprintf("Function %q not defined.", loc))
+}
+
+// fortranAt says whether a breakpoint gdb made is in Fortran code, by the
+// name of its file (or its first location's), as gdb tells the language
+// of a source file.
+func fortranAt(point Value) bool {
+	file := point.S("file")
+	if locs := point.Get("locations").Items(); file == "" && len(locs) > 0 {
+		file = locs[0].S("file")
+	}
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".f", ".for", ".ftn", ".fpp", ".f77", ".f90", ".f95", ".f03", ".f08":
+		return true
+	}
+	return false
 }
 
 // shareable says whether a -break-insert may give a breakpoint several
@@ -105,12 +193,21 @@ func (v *view) breakInsert(ctx context.Context, name string, args []string) (Rec
 		return v.join(ctx, p)
 	}
 	p := &hostPoint{key: key, args: rest, cond: cond, views: map[*view]bool{v: true}}
-	r, text, err := v.h.g.Run(ctx, inject("-break-insert -c "+Quote(p.condition())+" "+strings.Join(rest, " "), v.context()))
+	r, text, err := p.conditioned(func(cond string) (Record, string, error) {
+		return v.h.g.Run(ctx, inject("-break-insert -c "+Quote(cond)+" "+strings.Join(rest, " "), v.context()))
+	})
 	if err != nil {
-		return r, text, err
+		return r, text, v.notFound(err, rest)
 	}
 	point := r.Results.Get("bkpt")
 	p.id = point.Int("number")
+	if p.cond != "" && !p.fortran && fortranAt(point) {
+		p.fortran = true
+		if _, _, err := v.h.setCondition(ctx, p, p.condition()); err != nil {
+			v.h.g.Run(ctx, fmt.Sprintf("-break-delete %d", p.id))
+			return Record{}, "", err
+		}
+	}
 	v.h.addPoint(p)
 	v.number(p.id)
 	r.Results = withValue(r.Results, "bkpt", v.shown(point, p))
@@ -151,7 +248,7 @@ func (v *view) watch(ctx context.Context, args []string) (Record, string, error)
 	}
 	point := r.Results.Get(kind)
 	p := &hostPoint{id: point.Int("number"), views: map[*view]bool{v: true}}
-	if _, _, err := v.h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition())); err != nil {
+	if _, _, err := v.h.setCondition(ctx, p, p.condition()); err != nil {
 		v.h.g.Run(ctx, fmt.Sprintf("-break-delete %d", p.id))
 		return Record{}, "", err
 	}
@@ -190,13 +287,15 @@ func (v *view) shown(point Value, p *hostPoint) Value {
 	point = with(point, "number", strconv.Itoa(n))
 	// gdb sets a breakpoint in every inferior's program: the rank's
 	// location is the one in its own.
+	mine := true
 	if locs := point.Get("locations"); locs.Kind == List {
-		point = without(point, "locations")
+		point, mine = without(point, "locations"), false
 		for _, loc := range locs.Items() {
 			for _, g := range loc.Get("thread-groups").Items() {
 				if g.Str != v.group {
 					continue
 				}
+				mine = true
 				for _, f := range loc.Fields {
 					if f.Name != "number" && f.Name != "thread-groups" && f.Name != "enabled" {
 						point = withValue(point, f.Name, f.Value)
@@ -204,6 +303,17 @@ func (v *view) shown(point Value, p *hostPoint) Value {
 				}
 			}
 		}
+	} else if groups := point.Get("thread-groups"); groups.Kind == List && !point.Has("pending") && strings.Contains(point.S("type"), "breakpoint") {
+		mine = slices.ContainsFunc(groups.Items(), func(g Value) bool { return g.Str == v.group })
+	}
+	if !mine {
+		// Found in other ranks' programs only (a library this rank has
+		// not loaded yet): for the rank it is pending, and its loads
+		// must stop for it (auto dlopen mode).
+		for _, f := range []string{"addr", "func", "file", "fullname", "line"} {
+			point = without(point, f)
+		}
+		point = with(point, "pending", point.S("original-location"))
 	}
 	if p == nil || p.cond == "" {
 		point = without(point, "cond")
@@ -317,7 +427,7 @@ func (v *view) own(ctx context.Context, n int) (int, error) {
 		}
 		return id, nil
 	}
-	mine := &hostPoint{args: p.args, cond: p.cond, views: map[*view]bool{v: true}}
+	mine := &hostPoint{args: p.args, cond: p.cond, views: map[*view]bool{v: true}, fortran: p.fortran}
 	r, _, err := v.h.g.Run(ctx, inject("-break-insert -c "+Quote(mine.condition())+" "+strings.Join(p.args, " "), v.context()))
 	if err != nil {
 		return 0, err
@@ -348,18 +458,18 @@ func (h *Host) recondition(ctx context.Context, p *hostPoint) error {
 	}
 	body := r.Results.Get("BreakpointTable").Get("body").Items()
 	if len(body) == 0 || (!body[0].Has("pending") && body[0].S("addr") != "<PENDING>") || p.args == nil {
-		_, _, err := h.g.Run(ctx, fmt.Sprintf("-break-condition %d %s", p.id, p.condition()))
+		_, _, err := p.conditioned(func(cond string) (Record, string, error) {
+			return h.setCondition(ctx, p, cond)
+		})
 		return err
 	}
-	aim := ""
-	for v := range p.views {
-		aim = "--thread-group " + v.group
-		break
-	}
+	aim := p.aim()
 	if aim == "" {
 		return nil // no rank has it: left deleted
 	}
-	r, _, err = h.g.Run(ctx, inject("-break-insert -c "+Quote(p.condition())+" "+strings.Join(p.args, " "), aim))
+	r, _, err = p.conditioned(func(cond string) (Record, string, error) {
+		return h.g.Run(ctx, inject("-break-insert -c "+Quote(cond)+" "+strings.Join(p.args, " "), aim))
+	})
 	if err != nil {
 		return err
 	}

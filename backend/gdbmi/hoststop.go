@@ -34,7 +34,7 @@ func (v *view) record(r Record) {
 		clear(v.local)
 		clear(v.global)
 		clear(v.running)
-		v.nextThread, v.thread, v.frame, v.cause, v.told, v.untold = 0, 0, 0, nil, false, nil
+		v.nextThread, v.thread, v.frame, v.cause, v.told, v.untold, v.listNext = 0, 0, 0, nil, false, nil, 0
 		v.pid, _ = strconv.Atoi(r.Results.S("pid"))
 		v.gone = make(chan struct{})
 		cpus := v.cpus
@@ -86,7 +86,7 @@ func (v *view) record(r Record) {
 	case r.Type == Notify && r.Class == "thread-selected":
 		id, _ := strconv.Atoi(r.Results.S("id"))
 		v.mu.Lock()
-		v.thread, v.frame = id, r.Results.Get("frame").Int("level")
+		v.thread, v.frame, v.listNext = id, r.Results.Get("frame").Int("level"), 0
 		v.mu.Unlock()
 	case r.Type == Notify && r.Class == "breakpoint-deleted":
 		id := r.Results.Int("id")
@@ -304,7 +304,7 @@ func (v *view) stopped1(r Record) {
 		// thread gdb selected last, another rank's, which may end
 		// meanwhile (gdb 16 fails an assertion then).
 		v.told = false
-		v.thread, v.frame = id, 0
+		v.thread, v.frame, v.listNext = id, 0, 0
 		v.mu.Unlock()
 		v.push(v.translate(r))
 		return
@@ -358,7 +358,7 @@ func (v *view) tell() {
 	}
 	v.told = false
 	id, _ := strconv.Atoi(cause.Results.S("thread-id"))
-	v.thread, v.frame = id, 0
+	v.thread, v.frame, v.listNext = id, 0, 0
 	v.mu.Unlock()
 	r := *cause
 	if r.Results.S("reason") == "signal-received" && r.Results.S("signal-name") == "0" {
@@ -392,6 +392,11 @@ func (v *view) translate(r Record) Record {
 	}
 	if res.Has("bkptno") {
 		res = with(res, "bkptno", strconv.Itoa(v.points[res.Int("bkptno")]))
+	}
+	for _, key := range []string{"wpt", "hw-rwpt", "hw-awpt"} {
+		if w := res.Get(key); w.Kind == Tuple {
+			res = withValue(res, key, with(w, "number", strconv.Itoa(v.points[w.Int("number")])))
+		}
 	}
 	r.Results = res
 	return r

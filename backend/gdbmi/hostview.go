@@ -36,6 +36,9 @@ type view struct {
 	nextThread    int
 	running       map[int]bool
 	thread, frame int // the selected thread (gdb's number) and frame
+	// listNext is the line a bare list goes on from, after the rank's
+	// last list; 0 once a frame was selected or shown since (list.go).
+	listNext int
 	// told says whether the Backend was last told that the process runs.
 	told bool
 	// cause is the stop being told once the process's other threads have
@@ -46,6 +49,7 @@ type view struct {
 	locked   bool // scheduler-locking on: only the selected thread runs
 	solib    solibVars
 	attached bool
+	program  bool         // the inferior has the rank's program loaded
 	pid      int          // the process's, once gdb said it started
 	killing  bool         // while kill ends the process: its end is kill's news
 	cpus     *unix.CPUSet // the processors of the rank's program (Share)
@@ -283,7 +287,13 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 		return v.h.g.Run(ctx, "-interpreter-exec --thread-group "+v.group+" console "+Quote("set cwd "+unquote(args[0])))
 	case "-exec-interrupt":
 		return v.resume(ctx, command)
-	case "-file-exec-and-symbols", "-inferior-tty-set", "-exec-run":
+	case "-file-exec-and-symbols":
+		r, out, err := v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
+		v.mu.Lock()
+		v.program = err == nil
+		v.mu.Unlock()
+		return r, out, err
+	case "-inferior-tty-set", "-exec-run":
 		return v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
 	case "-target-attach":
 		// Marked before: the process it finds is left as it was.
@@ -317,7 +327,7 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 		r, out, err := v.h.g.Run(ctx, inject(command, v.context()))
 		if n, aerr := strconv.Atoi(lastWord(args)); err == nil && aerr == nil {
 			v.mu.Lock()
-			v.frame = n
+			v.frame, v.listNext = n, 0
 			v.mu.Unlock()
 		}
 		return r, out, err
@@ -328,7 +338,7 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 	case "-break-list":
 		return v.breakList(ctx)
 	case "-data-evaluate-expression":
-		if len(args) == 1 && args[0] == "$bpnum" {
+		if len(args) == 1 && unquote(args[0]) == "$bpnum" {
 			v.mu.Lock()
 			defer v.mu.Unlock()
 			return done(Field{Name: "value", Value: Value{Str: strconv.Itoa(v.lastPoint)}}), "", nil
@@ -344,6 +354,12 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 		}
 		if text, ok := v.setting(ctx, args); ok {
 			return done(), text, nil
+		}
+		if len(args) == 2 && args[0] == "console" && lists(unquote(args[1])) {
+			return v.list(ctx, unquote(args[1]))
+		}
+		if len(args) == 2 && args[0] == "console" {
+			return v.rankCLI(ctx, command, unquote(args[1]))
 		}
 	case "-gdb-exit":
 		return Record{}, "", errShared
@@ -493,7 +509,7 @@ func (v *view) selectThread(ctx context.Context, args []string) (Record, string,
 		return r, out, err
 	}
 	v.mu.Lock()
-	v.thread, v.frame = id, 0
+	v.thread, v.frame, v.listNext = id, 0, 0
 	r.Results = with(r.Results, "new-thread-id", strconv.Itoa(n))
 	v.mu.Unlock()
 	return r, out, nil

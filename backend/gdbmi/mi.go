@@ -89,6 +89,10 @@ type Record struct {
 	Class   string // result and async records: done, stopped, library-loaded, …
 	Results Value  // result and async records: a tuple of the results
 	Text    string // stream records: the decoded text
+	// During is the token of the command gdb was running when it printed
+	// an async record (0: none), which a record it printed on its own
+	// shares by chance.
+	During uint64
 }
 
 // ErrSyntax is wrapped by every parse error.
