@@ -15,6 +15,7 @@ import (
 	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/server"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -121,8 +122,9 @@ func TestLazyServersPrepareTheProgram(t *testing.T) {
 }
 
 // 256 ranks started and sampled without a single gdb; a break on some
-// ranks starts one gdb for each of them, which attaches to the running
-// process, plants the breakpoint and lets it go on.
+// ranks starts the gdbs they need (one for up to --ranks-per-gdb of them),
+// which attach to the running processes, plant the breakpoint and let
+// them go on.
 func TestLazyStacksStartNoGDB(t *testing.T) {
 	const n = 256
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -175,8 +177,9 @@ func TestLazyStacksStartNoGDB(t *testing.T) {
 	if g := command(t, s.Command, some, wire.OpBreak, wire.MustEncode(wire.Break{Location: "rest"})); !okRanks(g).Equal(some) {
 		t.Fatalf("break: %s", describe(g))
 	}
-	if got := gdbsOf(t, s.Dir); got != some.Count() {
-		t.Fatalf("%d gdbs after a break on %s, want %d", got, some, some.Count())
+	per := server.RanksPerGDB()
+	if got, want := gdbsOf(t, s.Dir), (some.Count()+per-1)/per; got != want {
+		t.Fatalf("%d gdbs after a break on %s, want %d (%d ranks a gdb)", got, some, want, per)
 	}
 	// The ranks under gdb run on; the others still answer without one.
 	for _, st := range decoded[wire.State](t, command(t, s.Command, some, wire.OpStatus, nil)) {

@@ -623,9 +623,7 @@ func serverBinary(o Options, t target) string {
 }
 
 // handing says whether the job's servers hand their ranks to their
-// hosts' first servers (the servers' --members=hand, with gdb started
-// eagerly or the simulated debugger).
+// hosts' first servers (the servers' --members=hand).
 func (o Options) handing() bool {
-	eager := o.Debugger == backend.Sim || o.GDB == "" || o.GDB == backend.Eager
-	return eager && (o.Members == "" || o.Members == "hand") && !o.RankTree && o.Layout == nil
+	return (o.Members == "" || o.Members == "hand") && !o.RankTree && o.Layout == nil
 }

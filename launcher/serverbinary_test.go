@@ -37,7 +37,7 @@ func TestServerBinary(t *testing.T) {
 		{hand, RankBinary},
 		{Options{SDM: sdm, Debugger: backend.Sim, GDB: backend.Lazy}, RankBinary},
 		{Options{SDM: sdm, Debugger: backend.GDB, GDB: backend.Eager, Members: "hand"}, RankBinary},
-		{Options{SDM: sdm, Debugger: backend.GDB, GDB: backend.Lazy}, ServerBinary},
+		{Options{SDM: sdm, Debugger: backend.GDB, GDB: backend.Lazy}, RankBinary},
 		{Options{SDM: sdm, Debugger: backend.GDB, Members: "serve"}, ServerBinary},
 		{Options{SDM: sdm, Debugger: backend.GDB, RankTree: true}, ServerBinary},
 		{Options{SDM: sdm, Debugger: backend.GDB, Layout: wire.Layout{wire.All(2)}}, ServerBinary},

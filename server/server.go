@@ -18,8 +18,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sdm-hpc/sdm/backend"
@@ -58,7 +60,7 @@ type Config struct {
 	// or serve (each serves its own rank, linked to the first).
 	Members string
 	// RanksPerGDB is how many of a host's ranks share a gdb, when the
-	// host's first server debugs them all (Members hand, gdb eager).
+	// host's first server debugs them all (Members hand).
 	RanksPerGDB int
 	RoutesFrom  string // file, publish, slurm or pe (routing.Source)
 	PortBase    int    // with slurm or pe: the port of each node's first server
@@ -173,13 +175,13 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 				// modules while the tree comes up and the job starts.
 				sampler.Prepare(c.Prepare, nil)
 			}
-			newBackend = func(c backend.Config) (backend.Backend, error) { return lazy.New(c, sampler, nil), nil }
+			newBackend = func(c backend.Config) (backend.Backend, error) { return lazy.New(c, sampler, nil, nil), nil }
 		}
 	}
 	if c.RanksPerGDB < 0 {
 		return sdm.ServerOptions{}, exit.Usage(fmt.Errorf("--ranks-per-gdb=%d: want 1 or more", c.RanksPerGDB))
 	}
-	handover, err := c.handover(debugger, lazily)
+	handover, err := c.handover(debugger, sampler)
 	if err != nil {
 		return sdm.ServerOptions{}, exit.Usage(err)
 	}
@@ -190,7 +192,7 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 		newBackend = func(bc backend.Config) (backend.Backend, error) {
 			shared := gdbmi.NewShared(bc, c.pool, c.ownShare())
 			if lazily {
-				return lazy.New(bc, sampler, shared), nil
+				return lazy.New(bc, sampler, shared, nil), nil
 			}
 			return shared, nil
 		}
@@ -230,19 +232,16 @@ const (
 )
 
 // handover is how the servers of a host hand their ranks to its first
-// one, as --members says: nil for serve, and with gdb started lazily,
-// since the lazy backend starts the program itself, which would then be
-// the first server's child, not the rank's own server's.
-func (c *Config) handover(debugger backend.Debugger, lazily bool) (*sdm.Handover, error) {
+// one, as --members says: nil for serve. sampler, when gdb starts lazily,
+// samples the stacks of every rank the first server adopts, whose
+// programs it starts itself as the members would (lazy.Origin).
+func (c *Config) handover(debugger backend.Debugger, sampler *stackwalk.Sampler) (*sdm.Handover, error) {
 	switch c.Members {
 	case MembersServe:
 		return nil, nil
 	case MembersHand, "":
 	default:
 		return nil, fmt.Errorf("--members=%s: want %s or %s", c.Members, MembersHand, MembersServe)
-	}
-	if lazily {
-		return nil, nil
 	}
 	if debugger == backend.Sim {
 		return &sdm.Handover{
@@ -253,14 +252,30 @@ func (c *Config) handover(debugger backend.Debugger, lazily bool) (*sdm.Handover
 		}, nil
 	}
 	c.spawner = &member.Spawner{Path: c.DebuggerPath}
-	if c.ranksPerGDB() > 1 {
-		return &sdm.Handover{Adopt: c.share, Spawn: c.spawner.Spawn}, nil // on c.pool
+	var sampleAll sync.Once
+	adopt := func(bc backend.Config, m *wire.Member) (backend.Backend, error) {
+		bc.Path = c.DebuggerPath
+		var gdb *gdbmi.Backend
+		if c.ranksPerGDB() > 1 {
+			gdb = c.share(bc, m) // on c.pool
+		} else {
+			gdb = gdbmi.NewSpawned(bc, m.Spawn)
+		}
+		if sampler == nil {
+			return gdb, nil
+		}
+		sampleAll.Do(takeProcessors)
+		return lazy.New(bc, sampler, gdb, c.origin(m)), nil
 	}
-	return &sdm.Handover{
-		Adopt: func(bc backend.Config, m *wire.Member) (backend.Backend, error) {
-			bc.Path = c.DebuggerPath
-			return gdbmi.NewSpawned(bc, m.Spawn), nil
-		},
-		Spawn: c.spawner.Spawn,
-	}, nil
+	return &sdm.Handover{Adopt: adopt, Spawn: c.spawner.Spawn}, nil
+}
+
+// takeProcessors lets the Go runtime use every processor the server may
+// run on, which a launcher may have cut to one (GOMAXPROCS, for a server
+// of one rank that mostly waits): a server that samples its host's ranks
+// samples them all at once.
+func takeProcessors() {
+	if n := runtime.NumCPU(); runtime.GOMAXPROCS(0) < n {
+		runtime.GOMAXPROCS(n)
+	}
 }

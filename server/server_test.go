@@ -86,8 +86,7 @@ func TestARankServerHasTheBackendAndTheRoutesItsFlagsName(t *testing.T) {
 }
 
 // --members says whether a host's servers hand their ranks to its
-// first: by default with gdb started at once and with the simulated
-// backend, never with gdb started lazily.
+// first: by default, however gdb starts, and with the simulated backend.
 func TestMembersHandTheirRanksAsTheFlagsSay(t *testing.T) {
 	for _, c := range []struct {
 		cfg  Config
@@ -96,8 +95,8 @@ func TestMembersHandTheirRanksAsTheFlagsSay(t *testing.T) {
 		{Config{Debugger: "sim"}, true},
 		{Config{Debugger: "gdb-mi", GDB: "eager"}, true},
 		{Config{Debugger: "gdb-mi", GDB: "eager", Members: "serve"}, false},
-		{Config{Debugger: "gdb-mi", GDB: "lazy"}, false},
-		{Config{Debugger: "gdb-mi", GDB: "lazy", Members: "hand"}, false},
+		{Config{Debugger: "gdb-mi", GDB: "lazy"}, true},
+		{Config{Debugger: "gdb-mi", GDB: "lazy", Members: "serve"}, false},
 	} {
 		c.cfg.RoutesFrom = "file"
 		o, err := c.cfg.rankServer(1)

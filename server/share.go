@@ -10,6 +10,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/backend/lazy"
 	"github.com/sdm-hpc/sdm/internal/handover/vars"
 	"github.com/sdm-hpc/sdm/internal/inherit"
 	"github.com/sdm-hpc/sdm/internal/procfs"
@@ -50,8 +51,7 @@ func (c *Config) ranksPerGDB() int {
 // gdbs: its program gets the environment and the processors the member's
 // launcher gave the member, and a gdb the pool needs for it is the
 // member's child, as the rank's own gdb would be.
-func (c *Config) share(bc backend.Config, m *wire.Member) (backend.Backend, error) {
-	bc.Path = c.DebuggerPath
+func (c *Config) share(bc backend.Config, m *wire.Member) *gdbmi.Backend {
 	share := gdbmi.Share{
 		Env: c.inherited(memberEnv(m.Pid), m.Pid),
 		Start: func(ctx context.Context) (*gdbmi.GDB, error) {
@@ -66,11 +66,24 @@ func (c *Config) share(bc backend.Config, m *wire.Member) (backend.Backend, erro
 			return gdbmi.Adopt(path, s), nil
 		},
 	}
+	share.CPUs = cpusOf(m.Pid)
+	return gdbmi.NewShared(bc, c.pool, share)
+}
+
+// origin is where a member's rank's program comes from when the first
+// server, debugging the rank lazily, starts it itself: the member's
+// environment, descriptors and processors.
+func (c *Config) origin(m *wire.Member) *lazy.Origin {
+	return &lazy.Origin{Pid: m.Pid, Env: memberEnv(m.Pid), CPUs: cpusOf(m.Pid)}
+}
+
+// cpusOf is the processors process pid may run on, nil when unknown.
+func cpusOf(pid int) *unix.CPUSet {
 	var cpus unix.CPUSet
-	if err := unix.SchedGetaffinity(m.Pid, &cpus); err == nil {
-		share.CPUs = &cpus
+	if err := unix.SchedGetaffinity(pid, &cpus); err != nil {
+		return nil
 	}
-	return gdbmi.NewShared(bc, c.pool, share), nil
+	return &cpus
 }
 
 // memberEnv is the environment a member's gdb, and so its program, would
@@ -89,12 +102,7 @@ func memberEnv(pid int) []string {
 // member may have started: the leader's environment, descriptors and
 // processors.
 func (c *Config) ownShare() gdbmi.Share {
-	share := gdbmi.Share{Env: c.inherited(programEnv(os.Environ()), os.Getpid())}
-	var cpus unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &cpus); err == nil {
-		share.CPUs = &cpus
-	}
-	return share
+	return gdbmi.Share{Env: c.inherited(programEnv(os.Environ()), os.Getpid()), CPUs: cpusOf(0)}
 }
 
 // programEnv is a server's environment without what is the server's

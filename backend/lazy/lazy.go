@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
 	"github.com/sdm-hpc/sdm/backend/program"
@@ -38,6 +40,7 @@ type Backend struct {
 	cfg     backend.Config
 	sampler *stackwalk.Sampler
 	gdb     *gdbmi.Backend // started (its gdb) at the hand-over only
+	origin  *Origin        // nil: the rank is this server's own
 	events  chan backend.Event
 	// answers are gdb's answers, passed on by the goroutine that passes
 	// on gdb's events, after those gdb sent before it answered: gdbmi
@@ -65,11 +68,27 @@ type Backend struct {
 // ErrClosed answers commands that arrive after Close.
 var ErrClosed = errors.New("debugger closed")
 
+// Origin is where the rank's program comes from when the backend runs in
+// a server other than the rank's own (a member's rank, adopted by its
+// host's first server): the program starts with what the member's
+// launcher gave the member, as it would from the member itself.
+type Origin struct {
+	// Pid is the rank's own server, whose inheritable descriptors
+	// (MPICH's and SLURM's $PMI_FD, say) the program gets.
+	Pid int
+	// Env is the program's environment, before sdm's variables and the
+	// start's.
+	Env []string
+	// CPUs are the processors the program may run on (nil: this
+	// server's).
+	CPUs *unix.CPUSet
+}
+
 // New returns the lazy backend of rank cfg.Rank; sampler is the server's,
 // whose module cache serves every sample it takes; gdb is the backend it
 // hands the rank to, whose gdb starts then (nil: gdbmi.New's, a gdb of
-// the rank's own).
-func New(cfg backend.Config, sampler *stackwalk.Sampler, gdb *gdbmi.Backend) *Backend {
+// the rank's own); origin is nil for a rank of this server's own.
+func New(cfg backend.Config, sampler *stackwalk.Sampler, gdb *gdbmi.Backend, origin *Origin) *Backend {
 	if gdb == nil {
 		gdb = gdbmi.New(cfg)
 	}
@@ -77,6 +96,7 @@ func New(cfg backend.Config, sampler *stackwalk.Sampler, gdb *gdbmi.Backend) *Ba
 		cfg:     cfg,
 		sampler: sampler,
 		gdb:     gdb,
+		origin:  origin,
 		events:  make(chan backend.Event, 256),
 		answers: make(chan func()),
 		queue:   fifo.New[job](),

@@ -22,7 +22,7 @@ import (
 
 func newBackend(t *testing.T) *Backend {
 	t.Helper()
-	b := New(backend.Config{Rank: 0, Size: 1}, stackwalk.NewSampler(), nil)
+	b := New(backend.Config{Rank: 0, Size: 1}, stackwalk.NewSampler(), nil, nil)
 	t.Cleanup(func() { b.Close() })
 	return b
 }

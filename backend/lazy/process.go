@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/hold"
+	"github.com/sdm-hpc/sdm/internal/inherit"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -73,7 +75,15 @@ func (b *Backend) startProcess(st wire.Start) (*process, error) {
 	cmd := exec.Command(path, st.Args...)
 	cmd.Args[0] = st.Program
 	cmd.Dir = st.Dir
-	cmd.Env = append(os.Environ(), "SDM_RANK="+strconv.Itoa(b.cfg.Rank), "SDM_SIZE="+strconv.Itoa(b.cfg.Size))
+	env, o := os.Environ(), b.origin
+	if o != nil {
+		env = o.Env
+		if cmd.ExtraFiles, err = inherit.Files(o.Pid); err != nil {
+			return nil, b.rankErr("%v", err)
+		}
+		defer closeFiles(cmd.ExtraFiles)
+	}
+	cmd.Env = append(slices.Clip(env), "SDM_RANK="+strconv.Itoa(b.cfg.Rank), "SDM_SIZE="+strconv.Itoa(b.cfg.Size))
 	cmd.Env = append(cmd.Env, st.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = term.Slave(), term.Slave(), term.Slave()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -81,7 +91,20 @@ func (b *Backend) startProcess(st wire.Start) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
+	if o != nil && o.CPUs != nil {
+		// Set as the program starts, before its threads: they take
+		// their processors from it.
+		unix.SchedSetaffinity(h.PID(), o.CPUs)
+	}
 	return b.watch(h, cmd, true, false), nil
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // take makes process pid of a running job the rank's, held where it

@@ -326,7 +326,8 @@ int sdm_early_decide(int argc, char **argv, char **envp, struct sdm_plan *p) {
 	p->sim = strcmp(debugger, "sim") == 0;
 	if (!p->sim && (strcmp(debugger, "gdb-mi") != 0 && strcmp(debugger, "gdb") != 0))
 		return 0;
-	if (!p->sim && strcmp(flag(value, "gdb", "eager"), "eager") != 0)
+	const char *gdb = flag(value, "gdb", "eager");
+	if (!p->sim && strcmp(gdb, "eager") != 0 && strcmp(gdb, "lazy") != 0)
 		return 0;
 	p->key_file = flag(value, "key-file", "");
 	if (!*p->key_file || strcmp(flag(value, "members", "hand"), "hand") != 0 ||

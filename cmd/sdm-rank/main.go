@@ -8,13 +8,12 @@
 // Command sdm-rank is the lean start of a rank server, for launchers that
 // start one per rank: `mpirun -np N sdm-rank [sdm-server's flags]`. Most
 // of a host's servers only hand their rank to the host's first server
-// (--members=hand, with gdb started eagerly or the simulated debugger)
-// and start its gdb when asked; sdm-rank does just that, linking neither
+// (--members=hand) and start a gdb when asked; sdm-rank does just that, linking neither
 // flags nor a network stack, so that each starts at about the cost of a
 // Go program that does nothing; built with cgo, less still: its start in C
 // (early.c) joins and waits before the Go runtime starts, which it does
 // only when the leader asks for a gdb. Every other start (the host's first
-// server, the master, --gdb lazy, --members=serve, --tree=ranks, a key in
+// server, the master, --members=serve, --tree=ranks, a key in
 // the environment, a routing file not written yet, --help, a flag it does
 // not read) it leaves to sdm-server beside it, which it executes in its
 // place with the same arguments and environment.

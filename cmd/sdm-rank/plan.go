@@ -71,8 +71,8 @@ func decide(args []string, lookup func(string) (string, bool)) (plan, string) {
 	p := plan{keyFile: value("key-file", ""), debuggerPath: value("debugger_path", ""), listener: listener}
 	switch value("debugger", "gdb-mi") {
 	case "gdb-mi", "gdb":
-		if value("gdb", "eager") != "eager" {
-			return plan{}, "gdb is started lazily, by the rank's own server"
+		if g := value("gdb", "eager"); g != "eager" && g != "lazy" {
+			return plan{}, "--gdb=" + g
 		}
 	case "sim":
 		p.sim = true

@@ -189,3 +189,37 @@ func take(pid int, fds []int) error {
 	}
 	return nil
 }
+
+// Files are the descriptors process pid would hand down to a program it
+// started (Of), copied into this process and laid out as exec.Cmd's
+// ExtraFiles lay them: each at its number less 3, nil between them. A
+// program started with them has the descriptors it would have had from
+// pid. The caller closes them once the program has started.
+func Files(pid int) ([]*os.File, error) {
+	fds, err := Of(pid)
+	if err != nil || len(fds) == 0 {
+		return nil, err
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("the descriptors of process %d (the rank's server): %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	files := make([]*os.File, fds[len(fds)-1]-2)
+	for _, fd := range fds {
+		c, err := unix.PidfdGetfd(pidfd, fd, 0)
+		if err == unix.EBADF {
+			continue // closed since: the server hands it down no more
+		}
+		if err != nil {
+			for _, f := range files {
+				if f != nil {
+					f.Close()
+				}
+			}
+			return nil, fmt.Errorf("descriptor %d of process %d (the rank's server): %w", fd, pid, err)
+		}
+		files[fd-3] = os.NewFile(uintptr(c), "descriptor "+strconv.Itoa(fd)+" of process "+strconv.Itoa(pid))
+	}
+	return files, nil
+}

@@ -107,3 +107,45 @@ func TestMainRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A program started with Files has the server's descriptors at their
+// numbers, and the others closed.
+func TestFiles(t *testing.T) {
+	r, w := pipe(t)
+	pid := server(t, w, nil, w)
+	files, err := Files(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 || files[0] == nil || files[1] != nil || files[2] == nil {
+		t.Fatalf("files %v, want descriptors 3 and 5 at 0 and 2", files)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", `echo three >&3; echo five >&5; [ -e /proc/$$/fd/4 ] && echo "descriptor 4 open" >&3; echo end >&3`)
+	cmd.ExtraFiles = files
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+	// The server holds the pipe's end still: the program's last line ends
+	// what it wrote.
+	var got string
+	for lines := bufio.NewReader(r); !strings.HasSuffix(got, "end\n"); {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += line
+	}
+	if got != "three\nfive\nend\n" {
+		t.Errorf("the program wrote %q through the server's descriptors, want three and five", got)
+	}
+	if _, err := Files(1 << 30); err == nil {
+		t.Error("a process that is not there hands down descriptors")
+	}
+}
