@@ -1,43 +1,50 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// BenchmarkSharedGDB debugs n ranks of plain with gdb started eagerly on
-// the local launcher, a gdb per rank (per-gdb=1) and a host's ranks
-// sharing gdbs of 16, side by side, and measures what a user waits for:
-// the launch, start, break compute and run to every rank stopped or ended
-// (ms-to-stop), the CPU of the whole session (servers, gdbs and
-// programs, reaped at its end), the gdbs' resident memory at the stop,
-// a print of a local (command to merged answer) and a next of every
-// stopped rank (command to every rank stopped again).
+// BenchmarkSharedGDB debugs n ranks of plain on the local launcher, a gdb
+// per rank (per-gdb=1) and a host's ranks sharing gdbs of 16, side by
+// side, with gdb started with the program (eager) and at the first
+// command that needs one (lazy, the default: at break), and measures
+// what a user waits for: the launch, start, break compute and run to
+// every rank stopped or ended (ms-to-stop), the CPU of the whole session
+// (servers, gdbs and programs, reaped at its end), the gdbs' resident
+// memory at the stop, a print of a local (command to merged answer) and
+// a next of every stopped rank (command to every rank stopped again).
 func BenchmarkSharedGDB(b *testing.B) {
 	testenv.RequireTool(b, "gdb")
 	bin := testenv.Examples(b)
 	for _, n := range []int{8, 64, 256} {
-		for _, per := range []int{1, 16} {
-			if n == 256 && per == 1 && os.Getenv("SDM_BENCH_ALL") == "" {
-				continue // 256 gdbs of their own: minutes, on two cores
+		for _, start := range []backend.GDBStart{backend.Eager, backend.Lazy} {
+			for _, per := range []int{1, 16} {
+				if n == 256 && per == 1 && os.Getenv("SDM_BENCH_ALL") == "" {
+					continue // 256 gdbs of their own: minutes, on two cores
+				}
+				b.Run(fmt.Sprintf("ranks=%d/gdb=%s/per-gdb=%d", n, start, per), func(b *testing.B) {
+					sharedBench(b, sharedCase{
+						options:  launcher.Options{Size: n, GDB: start},
+						program:  filepath.Join(bin, "plain"),
+						at:       "compute",
+						expr:     "rank",
+						stopping: wire.All(n).Minus(wire.Single(n - 1)), // the last rank ends: it does not pass compute
+					}, per)
+				})
 			}
-			b.Run(fmt.Sprintf("ranks=%d/per-gdb=%d", n, per), func(b *testing.B) {
-				sharedBench(b, sharedCase{
-					options:  launcher.Options{Size: n},
-					program:  filepath.Join(bin, "plain"),
-					at:       "compute",
-					expr:     "rank",
-					stopping: wire.All(n).Minus(wire.Single(n - 1)), // the last rank ends: it does not pass compute
-				}, per)
-			})
 		}
 	}
 }
@@ -53,7 +60,7 @@ func BenchmarkSharedGDBOpenMPI(b *testing.B) {
 	for _, per := range []int{1, 16} {
 		b.Run(fmt.Sprintf("ranks=%d/per-gdb=%d", n, per), func(b *testing.B) {
 			sharedBench(b, sharedCase{
-				options:  launcher.Options{Size: n, RM: "openmpi", LauncherArgs: []string{"--oversubscribe"}},
+				options:  launcher.Options{Size: n, RM: "openmpi", GDB: backend.Eager, LauncherArgs: []string{"--oversubscribe"}},
 				program:  filepath.Join(bin, "ring"),
 				at:       "pass",
 				expr:     "rank",
@@ -99,7 +106,7 @@ func sharedRun(b *testing.B, c sharedCase, per int) (toStop time.Duration, rss i
 	defer cancel()
 	all, stopping := wire.All(c.options.Size), c.stopping
 	o := c.options
-	o.Debugger, o.GDB, o.RanksPerGDB, o.SDM = "gdb-mi", "eager", per, sdmBin
+	o.Debugger, o.RanksPerGDB, o.SDM = backend.GDB, per, sdmBin
 	t0 := time.Now()
 	s, err := launcher.Launch(ctx, o)
 	if err != nil {
@@ -152,4 +159,52 @@ func gdbRSS(b *testing.B) int {
 		b.Fatal("no gdb running")
 	}
 	return total
+}
+
+// BenchmarkSharedGDBAttach attaches to 64 running ranks of plain (asleep
+// in usleep) with gdb at once, a gdb per rank and gdbs of 16 side by
+// side, and takes every rank's backtrace: the whole command a user types,
+// `sdm attach --gdb eager --pids … -e bt`, from its start to its end
+// (ms-attach-bt: the attach, the backtrace of every rank, and the detach
+// that lets them run on), and its CPU (sdm, servers and gdbs).
+func BenchmarkSharedGDBAttach(b *testing.B) {
+	testenv.RequireTool(b, "gdb")
+	bin := testenv.Examples(b)
+	const n = 64
+	pids := make([]int, n)
+	for i := range pids {
+		cmd := testenv.Command(b, filepath.Join(bin, "plain"), "600")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		// It has run past its start once it says hello.
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			b.Fatalf("rank %d: %v", i, err)
+		}
+		pids[i] = cmd.Process.Pid
+	}
+	// One stack for every rank.
+	want := []string{fmt.Sprintf("[0-%d] #0  ", n-1), "#3  rest (seconds=600) at examples/plain/plain.c:"}
+	for _, per := range []int{1, 16} {
+		b.Run(fmt.Sprintf("ranks=%d/per-gdb=%d", n, per), func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				before := testenv.ChildrenCPU(b)
+				cmd := testenv.Command(b, sdmBin, "attach", "--gdb", "eager", "--ranks-per-gdb", strconv.Itoa(per),
+					"--pids", joinPids(pids...), "-e", "bt")
+				out, err := cmd.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), want[0]) || strings.Count(string(out), want[1]) != 1 {
+					b.Fatalf("%v: %s\nwant %q", err, out, want)
+				}
+				cpu += testenv.ChildrenCPU(b) - before
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms-attach-bt")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "ms-cpu")
+		})
+	}
 }
