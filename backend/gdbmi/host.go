@@ -61,7 +61,7 @@ type Host struct {
 	threads map[int]*view      // by gdb's thread id
 	points  map[int]*hostPoint // by gdb's breakpoint number
 	exited  *view              // whose thread group gdb said exited last
-	// created are the breakpoints a CLI command made (hostlist.go),
+	// created are the breakpoints a CLI command made (hostcli.go),
 	// until the view that ran it takes them.
 	created []created
 	ending  map[*view]bool // views with an end to tell (exited)
