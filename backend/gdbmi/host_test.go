@@ -381,7 +381,7 @@ func TestSharedGDBCLIIsTheRanks(t *testing.T) {
 	}
 }
 
-// A breakpoint in Fortran that ranks share, with a condition in Fortran:
+// A breakpoint in Fortran on two ranks of a gdb, with a condition in Fortran:
 // gdb parses a condition in the location's language (C's && would read as
 // & and an address-of, whose failing evaluation stops every time), so the
 // ranks' part of it is joined in Fortran's words. A false condition lets
@@ -412,5 +412,35 @@ func TestSharedGDBFortranCondition(t *testing.T) {
 				t.Fatalf("if %s: rank %d: %+v, want its end", c.cond, i, st)
 			}
 		}
+	}
+}
+
+// Conditions on a local variable, set while the ranks' programs run in
+// one gdb at the same addresses: each rank's condition is read in its own
+// program (gdb reads one in the selected inferior's, where the local is
+// another rank's, whose failing evaluation would stop the rank), whether
+// given with the breakpoint or later.
+func TestSharedGDBConditionOnALocal(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 4, 4, filepath.Join(bin, "plain"))
+	runTo(t, ranks, "main")
+	for _, r := range ranks {
+		var bp wire.Breakpoint
+		r.must(wire.OpBreak, wire.Break{Location: "plain.c:15"}, &bp)
+		r.must(wire.OpCondition, wire.Condition{ID: bp.Number, Expr: "rank == 2"}, nil)
+		r.must(wire.OpBreak, wire.Break{Location: "plain.c:16", Condition: "rank == 1"}, nil)
+		r.must(wire.OpCont, nil, nil)
+	}
+	// Rank 3 does not pass compute, and rank 0 meets neither condition.
+	for _, i := range []int{0, 3} {
+		if st := ranks[i].event(wire.EventExited); st.Code != 0 {
+			t.Fatalf("rank %d: %+v, want its end", i, st)
+		}
+	}
+	if st := ranks[1].event(wire.EventStopped); st.Breakpoint != 3 || st.Frame.Line != 16 {
+		t.Fatalf("rank 1: %+v, want a stop at its breakpoint 3, line 16", st)
+	}
+	if st := ranks[2].event(wire.EventStopped); st.Breakpoint != 2 || st.Frame.Line != 15 {
+		t.Fatalf("rank 2: %+v, want a stop at its breakpoint 2, line 15", st)
 	}
 }

@@ -11,14 +11,24 @@ import (
 
 // A view's breakpoints are gdb's, numbered from 1 for the rank as a gdb
 // of its own numbers them, and kept to the ranks they are for by a
-// condition on the inferior ($_inferior == N | …, before the ranks' own
+// condition on the inferior ($_inferior == N | …, before the rank's own
 // condition). A breakpoint several ranks of the host set alike (the same
-// location, condition and flags) is one of gdb's, which they share: gdb
-// then re-reads one breakpoint, not one a rank, at every library load of
-// every inferior. A rank that changes its share (enable, disable, a
+// location and flags, no condition) is one of gdb's, which they share:
+// gdb then re-reads one breakpoint, not one a rank, at every library load
+// of every inferior. A rank that changes its share (enable, disable, a
 // condition, an ignore count) gets a breakpoint of its own first. One that
 // can only be one rank's (temporary, ignore counts, a thread's, a
-// watchpoint) is never shared.
+// watchpoint, a condition of the rank's) is never shared.
+//
+// A rank's condition is never shared because gdb 13 reads a condition, at
+// every location of the breakpoint, in the program of the inferior it has
+// selected: where the ranks' programs lie at the same addresses (a PIE
+// with address randomisation off, as gdb runs it), another rank's
+// location gets that inferior's block, its local variables are not found
+// in the other rank's frame, and the failing evaluation stops that rank
+// every time. A breakpoint of one rank's, its condition read with the
+// rank's inferior selected, evaluates the rank's part at its own location
+// only: elsewhere $_inferior == N is false first.
 
 // hostPoint is a breakpoint of gdb's and the ranks it is for.
 type hostPoint struct {
@@ -61,18 +71,16 @@ func (p *hostPoint) condition() string {
 	return scope + and + "(" + p.cond + ")"
 }
 
-// setCondition gives gdb's breakpoint p the condition cond. gdb 13
-// first reads a condition in the program of the inferior it has
-// selected, whatever inferiors the locations are in, and refuses it
-// there when that inferior has no program yet (another rank's, just
-// added): it is then read in one of p's ranks' programs.
+// setCondition gives gdb's breakpoint p the condition cond, read in the
+// program of one of p's ranks: gdb 13 reads it in the selected
+// inferior's, which may be another rank's (see above) or have no program
+// yet ("No symbol table is loaded").
 func (h *Host) setCondition(ctx context.Context, p *hostPoint, cond string) (Record, string, error) {
 	command := fmt.Sprintf("-break-condition %d %s", p.id, cond)
-	r, out, err := h.g.Run(ctx, command)
-	if err != nil && strings.Contains(err.Error(), "No symbol table is loaded") && p.aim() != "" {
-		return h.g.Run(ctx, inject(command, p.aim()))
+	if aim := p.aim(); aim != "" {
+		command = inject(command, aim)
 	}
-	return r, out, err
+	return h.g.Run(ctx, command)
 }
 
 // aim aims a command about p at one of its ranks' inferiors: "" when no
@@ -184,7 +192,7 @@ func (v *view) breakInsert(ctx context.Context, name string, args []string) (Rec
 		return v.watch(ctx, rest)
 	}
 	key := ""
-	if shareable(rest) {
+	if cond == "" && shareable(rest) {
 		key = strings.Join(rest, " ") + "\x00" + cond
 	}
 	v.h.breaks.Lock()
