@@ -444,3 +444,27 @@ func TestSharedGDBConditionOnALocal(t *testing.T) {
 		t.Fatalf("rank 2: %+v, want a stop at its breakpoint 2, line 15", st)
 	}
 }
+
+// A rank conditions a breakpoint while its program runs, then another
+// rank of the gdb finishes a function: the finish stops where it returns
+// (gdb 13, given the condition aimed at the running rank's inferior
+// rather than its thread, planted the finish's breakpoint for the wrong
+// program, and the rank ran on).
+func TestSharedGDBFinishAfterARunningRanksCondition(t *testing.T) {
+	bin := testenv.Examples(t)
+	ranks := sharing(t, 2, 2, filepath.Join(bin, "plain"), "30")
+	runTo(t, ranks, "main")
+	var bp wire.Breakpoint
+	ranks[1].must(wire.OpBreak, wire.Break{Location: "compute"}, &bp) // the last rank does not pass it
+	ranks[1].must(wire.OpCont, nil, nil)
+	ranks[0].must(wire.OpBreak, wire.Break{Location: "compute"}, nil)
+	ranks[0].must(wire.OpCont, nil, nil)
+	if st := ranks[0].event(wire.EventStopped); st.Frame.Func != "compute" {
+		t.Fatalf("rank 0: %+v, want a stop in compute", st)
+	}
+	ranks[1].must(wire.OpCondition, wire.Condition{ID: bp.Number, Expr: "rank > 5"}, nil)
+	ranks[0].must(wire.OpFinish, nil, nil)
+	if st := ranks[0].event(wire.EventStopped); st.Reason != "function-finished" || st.Frame.Func != "main" {
+		t.Fatalf("rank 0's finish: %+v, want a stop in main", st)
+	}
+}

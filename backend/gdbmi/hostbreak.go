@@ -83,11 +83,10 @@ func (h *Host) setCondition(ctx context.Context, p *hostPoint, cond string) (Rec
 	return h.g.Run(ctx, command)
 }
 
-// aim aims a command about p at one of its ranks' inferiors: "" when no
-// rank has it.
+// aim aims a command about p at one of its ranks: "" when no rank has it.
 func (p *hostPoint) aim() string {
 	for v := range p.views {
-		return "--thread-group " + v.group
+		return v.aimThread()
 	}
 	return ""
 }

@@ -467,13 +467,29 @@ func onOff(b bool) string {
 func (v *view) context() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if _, ok := v.local[v.thread]; !ok || v.thread == 0 || v.running[v.thread] {
+		return v.aimThreadLocked()
+	}
+	return fmt.Sprintf("--thread %d --frame %d", v.thread, v.frame)
+}
+
+// aimThread aims a command at the rank's selected thread, running or not,
+// or at its inferior while it has none. A command that reads an
+// expression (-break-condition, -data-evaluate-expression) aimed at an
+// inferior with --thread-group leaves gdb 13 half in that inferior: the
+// next command aimed at another's thread (a finish) plants its breakpoint
+// in the wrong program.
+func (v *view) aimThread() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.aimThreadLocked()
+}
+
+func (v *view) aimThreadLocked() string {
 	if _, ok := v.local[v.thread]; !ok || v.thread == 0 {
 		return "--thread-group " + v.group
 	}
-	if v.running[v.thread] {
-		return "--thread " + strconv.Itoa(v.thread)
-	}
-	return fmt.Sprintf("--thread %d --frame %d", v.thread, v.frame)
+	return "--thread " + strconv.Itoa(v.thread)
 }
 
 // aimed runs a command aimed at the rank (context). Should the selected
