@@ -105,6 +105,9 @@ func init() {
 		{name: "stacks", usage: stacksUsage,
 			help: "all call stacks as one tree, the classes of ranks whose stacks agree, which ranks move between samples, and one rank per class to look at",
 			more: stacksHelp, run: runStacks},
+		{name: "deadlock", usage: deadlockUsage,
+			help: "why the job hangs, from the stacks: which MPI call each rank waits in, the ranks outside MPI that the waits lead to, collectives that do not match",
+			more: deadlockHelp, run: runDeadlock},
 		{name: "frame", aliases: []string{"f"}, usage: "frame [N]", help: "select stack frame N (0 is the innermost); alone, show the selected one",
 			run: runFrame},
 		{name: "depth", usage: "depth", help: "how many frames the stack has",
@@ -169,6 +172,16 @@ const waitHelp = `    SECONDS (default: --timeout) bounds the wait. When it runs
     call there may wait for other ranks (continue them, or halt)".
     ^C stops a wait and leaves the ranks running ("interrupted: [2-3] still
     running"); ^C at the prompt then halts them, as in gdb.`
+
+// deadlockHelp is what help deadlock adds: what stacks can and cannot
+// tell.
+const deadlockHelp = `    Samples the ranks as stacks does (--samples 2 or more tells which ranks
+    move) and reads each main thread's outermost MPI call: a collective, a
+    point-to-point call (send, receive, probe) or a wait on requests. Says,
+    likeliest cause last: ranks outside MPI while others wait (the root of a
+    hang, usually), collectives that do not match, or every rank blocked in
+    point-to-point calls (a cycle). Stacks do not hold peers, tags or
+    communicators: those are in the MPI library's message queues.`
 
 // stacksHelp is what help stacks adds: sampling, classes, progress.
 const stacksHelp = `    --samples K takes K samples of every rank's stacks, --interval D apart

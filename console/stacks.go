@@ -38,6 +38,10 @@ func BuildStackTree(groups []wire.Group) ([]*StackNode, error) {
 	return callTreeNodes(t.Roots), nil
 }
 
+// TreeOf is a tree of samples, as the tree merged it, in the console's
+// shape.
+func TreeOf(t wire.CallTree) []*StackNode { return callTreeNodes(t.Roots) }
+
 // callTreeNodes is a tree of samples, as the tree merged it, in the
 // console's shape.
 func callTreeNodes(nodes []wire.CallNode) []*StackNode {
@@ -74,13 +78,14 @@ func (n *StackNode) sort() {
 }
 
 // stacksUsage is how stacks is typed.
-const stacksUsage = "stacks [--samples K] [--interval D] [--dot FILE] [--svg FILE]"
+const stacksUsage = "stacks [--samples K] [--interval D] [--dot FILE] [--svg FILE] [--deadlock]"
 
-// StacksRequest is what stacks asks of the ranks and where it draws the
-// tree.
+// StacksRequest is what stacks asks of the ranks, where it draws the
+// tree, and whether deadlock's diagnosis follows it.
 type StacksRequest struct {
 	Sample   wire.Sample
 	Dot, SVG string
+	Deadlock bool
 }
 
 // ParseStacks reads the arguments of stacks. One sample is the default
@@ -90,6 +95,11 @@ func ParseStacks(args string) (StacksRequest, error) {
 	r := StacksRequest{Sample: wire.Sample{Count: 1, Interval: DefaultInterval}}
 	f := strings.Fields(args)
 	for i := 0; i < len(f); i += 2 {
+		if f[i] == "--deadlock" {
+			r.Deadlock = true
+			i--
+			continue
+		}
 		if i+1 == len(f) {
 			return r, usageError("%s needs a value: %s", f[i], stacksUsage)
 		}
@@ -129,6 +139,9 @@ func (r StacksRequest) Line() (string, error) {
 		if file != "" {
 			line += " " + flag + " " + file
 		}
+	}
+	if r.Deadlock {
+		line += " --deadlock"
 	}
 	_, err := ParseStacks(strings.TrimPrefix(line, "stacks"))
 	return line, err
@@ -172,8 +185,11 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 	suggestion := Suggestion(classes, c.opts.Attach)
 	if c.opts.JSON {
 		if !answered.Empty() {
-			c.emit(map[string]any{"ranks": answered.String(), "count": answered.Count(), "op": "stacks", "status": "ok",
-				"value": triageJSON(roots, classes, progress, suggestion)})
+			value := triageJSON(roots, classes, progress, suggestion)
+			if req.Deadlock {
+				value["deadlock"] = Diagnose(roots, tree.Moved).JSON()
+			}
+			c.emit(map[string]any{"ranks": answered.String(), "count": answered.Count(), "op": "stacks", "status": "ok", "value": value})
 		}
 	} else if len(roots) > 0 {
 		var b strings.Builder
@@ -182,6 +198,9 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 		}
 		c.println(strings.TrimSuffix(b.String(), "\n"))
 		c.println(strings.Join(triageText(classes, progress, suggestion), "\n"))
+		if req.Deadlock {
+			c.println(strings.Join(Diagnose(roots, tree.Moved).Lines, "\n"))
+		}
 	}
 	// Ranks that could not give a stack are listed after the tree.
 	groups, gones := c.goneOf(ctx, wire.OpSample, groups)

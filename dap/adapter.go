@@ -119,6 +119,7 @@ type adapter struct {
 var codec = sync.OnceValue(func() *godap.Codec {
 	c := godap.NewCodec()
 	c.RegisterRequest(stacksCommand, func() godap.Message { return &StacksRequest{} }, func() godap.Message { return &StacksResponse{} })
+	c.RegisterRequest(deadlockCommand, func() godap.Message { return &DeadlockRequest{} }, func() godap.Message { return &DeadlockResponse{} })
 	return c
 })
 
@@ -206,6 +207,8 @@ func (a *adapter) dispatch(msg godap.Message) (done bool, err error) {
 		return false, a.pause(m)
 	case *StacksRequest:
 		return false, a.stacks(m)
+	case *DeadlockRequest:
+		return false, a.deadlock(m)
 	case *godap.TerminateRequest:
 		return false, a.terminate(m)
 	case *godap.DisconnectRequest:

@@ -132,6 +132,7 @@ func TestRequestsOutOfOrderGetErrors(t *testing.T) {
 		{"setBreakpoints", map[string]any{"source": map[string]any{"path": "/x.c"}, "breakpoints": []any{map[string]any{"line": 3}}}},
 		{"evaluate", map[string]any{"expression": "x", "context": "repl"}},
 		{"sdm/stacks", nil},
+		{"sdm/deadlock", nil},
 	} {
 		if msg := c.failure(c.request(req.command, req.args)); !strings.Contains(msg, "launch or attach first") {
 			t.Errorf("%s before launch: %q", req.command, msg)

@@ -5,6 +5,7 @@ import (
 
 	godap "github.com/google/go-dap"
 
+	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -91,4 +92,57 @@ func nodes(in []wire.CallNode) []StackNode {
 			Ranks: n.Ranks.String(), Count: n.Ranks.Count(), Children: nodes(n.Children)})
 	}
 	return out
+}
+
+// deadlockCommand is sdm's own request for deadlock's diagnosis.
+const deadlockCommand = "sdm/deadlock"
+
+// DeadlockRequest asks why some ranks (all when Ranks is empty) hang:
+// sdm/deadlock.
+type DeadlockRequest struct {
+	godap.Request
+	Arguments StacksArguments `json:"arguments"`
+}
+
+// DeadlockResponse is deadlock's diagnosis, as --json gives it
+// (docs/JSON.md), and the ranks whose stacks could not be read.
+type DeadlockResponse struct {
+	godap.Response
+	Body DeadlockBody `json:"body"`
+}
+
+// DeadlockBody is the body of an sdm/deadlock response.
+type DeadlockBody struct {
+	Diagnosis map[string]any `json:"diagnosis"`
+	Errors    []RankErrors   `json:"errors,omitempty"`
+}
+
+// deadlock answers sdm/deadlock from one sample of the ranks' stacks.
+func (a *adapter) deadlock(m *DeadlockRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	ranks := j.state.live()
+	if m.Arguments.Ranks != "" {
+		if ranks, err = wire.ParseRankSet(m.Arguments.Ranks); err != nil {
+			return fmt.Errorf("%s: ranks %q: %v", deadlockCommand, m.Arguments.Ranks, err)
+		}
+	}
+	groups, err := j.s.Command(a.ctx, ranks, wire.OpSample, wire.MustEncode(wire.Sample{Count: 1}), a.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	var tree wire.CallTree
+	var body DeadlockBody
+	for _, g := range groups {
+		var t wire.CallTree
+		if g.Status != wire.StatusOK || wire.Decode(g.Body, &t) != nil {
+			body.Errors = append(body.Errors, RankErrors{Ranks: g.Ranks.String(), Error: string(g.Body)})
+			continue
+		}
+		tree.Merge(t)
+	}
+	body.Diagnosis = console.Diagnose(console.TreeOf(tree), tree.Moved).JSON()
+	return a.send(&DeadlockResponse{Response: ok(m.Request), Body: body})
 }

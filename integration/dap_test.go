@@ -26,6 +26,7 @@ import (
 var dapCodec = func() *godap.Codec {
 	c := godap.NewCodec()
 	c.RegisterRequest("sdm/stacks", func() godap.Message { return &dap.StacksRequest{} }, func() godap.Message { return &dap.StacksResponse{} })
+	c.RegisterRequest("sdm/deadlock", func() godap.Message { return &dap.DeadlockRequest{} }, func() godap.Message { return &dap.DeadlockResponse{} })
 	return c
 }()
 
@@ -245,6 +246,10 @@ func TestDAPSessionOpenMPI(t *testing.T) {
 	tree := c.call("sdm/stacks", nil).(*dap.StacksResponse).Body
 	if len(tree.Roots) != 1 || tree.Roots[0].Ranks != "0-3" || !strings.Contains(fmt.Sprint(tree), "pass") {
 		t.Errorf("sdm/stacks: %+v", tree)
+	}
+	// Stopped in pass, no rank waits in MPI.
+	if d := c.call("sdm/deadlock", nil).(*dap.DeadlockResponse).Body; d.Diagnosis["diagnosis"] != "diagnosis: no rank waits in a blocking MPI call: not an MPI deadlock" || len(d.Errors) != 0 {
+		t.Errorf("sdm/deadlock: %+v", d)
 	}
 	c.call("next", map[string]any{"threadId": threads[0].Id})
 	c.stopped("step")

@@ -146,6 +146,19 @@ func TestHangUnderMpirun(t *testing.T) {
 	if recv == nil || recv.Ranks.String() != "0-6" || stuck == nil || stuck.Ranks.String() != "7" {
 		t.Fatalf("stack tree: MPI_Recv %v, compute %v\n%s", recv, stuck, console.DOT(roots))
 	}
+	// deadlock's reading of it: the waits, the rank outside MPI, and that
+	// the waits lead to it.
+	d := console.Diagnose(roots, wire.RankSet{})
+	got := strings.Join(d.Lines, "\n")
+	for _, want := range []string{
+		"ranks 0-6 wait in MPI_Recv at examples/hang/hang.c:27 (main)",
+		"rank 7 is not waiting in MPI: in compute at examples/hang/hang.c:12",
+		"diagnosis: rank 7 is outside MPI while ranks 0-6 wait",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in the diagnosis:\n%s", want, got)
+		}
+	}
 }
 
 func findFrame(nodes []*console.StackNode, fn string) *console.StackNode {

@@ -265,5 +265,17 @@ func TestAttachLazyOpenMPIRunning(t *testing.T) {
 			t.Errorf("rank process %d after the detach: state %v, want running", rank, f)
 		}
 	}
+	// Why it hangs, from the stacks of the job that runs on.
+	out, stderr, code = run(t, "", "stacks", "--starter", strconv.Itoa(pid), "--deadlock", "--samples", "2", "--interval", "20ms")
+	if code != 0 {
+		t.Fatalf("sdm stacks --deadlock: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{"ranks 0-2 wait in MPI_Recv at examples/hang/hang.c:27 (main)\n",
+		"rank 3 is not waiting in MPI: in compute at examples/hang/hang.c:12",
+		"diagnosis: rank 3 is outside MPI while ranks 0-2 wait: the waits likely lead there (the root of the hang)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
 	free(t, append([]int{pid}, rankPids(t, pid, n)...)...)
 }
