@@ -1,0 +1,538 @@
+/* sdmq: a rank's MPI operations in flight, where its debug server reads
+ * them without stopping the rank.
+ *
+ * Preloaded into a rank (LD_PRELOAD) with SDMQ_DIR set, it interposes on
+ * MPI's blocking and nonblocking calls through the profiling interface
+ * (each MPI_X records the operation, calls PMPI_X, and clears it) and
+ * keeps the records in a file of its own, SDMQ_DIR/PID, mapped shared:
+ * the rank's server maps the same file and reads it at any time. The
+ * layout is package mpiq's (table.go), version 1. Without SDMQ_DIR, or
+ * when the file cannot be made, every call goes straight to PMPI_X.
+ *
+ * A record (slot) is claimed by compare-and-swap, so threads of an
+ * MPI_THREAD_MULTIPLE program take slots of their own; a slot's sequence
+ * number is odd while it is written, so a reader that finds it odd, or
+ * changed after its read, reads again. A nonblocking operation keeps its
+ * slot until a wait or test completes its request. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SDMQ_MAGIC 0x514d4453u /* "SDMQ", little-endian */
+#define SDMQ_VERSION 1
+#define SDMQ_SLOTS 256
+
+/* Kinds, as package mpiq names them. */
+enum {
+    K_SEND = 1, K_SSEND, K_BSEND, K_RSEND, K_RECV, K_SENDRECV, K_PROBE,
+    K_ISEND, K_IRECV, K_WAIT, K_WAITALL, K_WAITANY, K_WAITSOME,
+    K_BARRIER, K_BCAST, K_REDUCE, K_ALLREDUCE, K_GATHER, K_SCATTER,
+    K_ALLGATHER, K_ALLTOALL, K_FINALIZE
+};
+
+/* A peer or root in a record that is not a rank: MPI_ANY_SOURCE, none
+ * (collectives without a root, waits), not found, MPI_PROC_NULL. */
+#define ANY_SOURCE (-1)
+#define NO_RANK (-2)
+#define UNKNOWN (-3)
+#define PROC_NULL (-4)
+/* No peer or root, as record's argument (no MPI rank value). */
+#define PEER_NONE INT_MIN
+
+struct header {
+    uint32_t magic, version, slots, slot_size;
+    int32_t rank, size, pid, reserved;
+    int64_t started;
+    uint8_t pad[24];
+};
+
+struct slot {
+    uint32_t seq;      /* odd while written */
+    uint32_t busy;     /* claimed */
+    uint16_t kind, flags;
+    int32_t peer;      /* world rank, or ANY_SOURCE, NO_RANK, UNKNOWN, PROC_NULL */
+    int32_t tag;       /* MPI_ANY_TAG as -1 */
+    int32_t comm_size;
+    uint32_t comm;     /* 0: MPI_COMM_WORLD; else the library's number */
+    int32_t count;     /* elements, or requests for a wait */
+    int32_t root;      /* collectives with a root, as a world rank */
+    uint32_t tid;
+    int64_t bytes;
+    uint64_t request;  /* the request of a nonblocking operation */
+    int64_t start;     /* CLOCK_MONOTONIC, ns */
+    uint64_t caller;   /* the return address into the program */
+    uint8_t pad[8];
+};
+
+_Static_assert(sizeof(struct header) == 64, "header layout");
+_Static_assert(sizeof(struct slot) == 80, "slot layout");
+
+static struct header *table;
+static struct slot *slots;
+
+static int64_t now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* open_table maps SDMQ_DIR/PID, made anew with mode 0600. */
+static void open_table(void)
+{
+    const char *dir = getenv("SDMQ_DIR");
+    char path[4096];
+    size_t size = sizeof(struct header) + SDMQ_SLOTS * sizeof(struct slot);
+    if (dir == NULL || dir[0] == '\0' ||
+        snprintf(path, sizeof path, "%s/%d", dir, (int)getpid()) >= (int)sizeof path)
+        return;
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    void *m = MAP_FAILED;
+    if (ftruncate(fd, (off_t)size) == 0)
+        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return;
+    struct header *h = m;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &h->rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &h->size);
+    h->pid = (int32_t)getpid();
+    h->slots = SDMQ_SLOTS;
+    h->slot_size = sizeof(struct slot);
+    h->started = now();
+    h->version = SDMQ_VERSION;
+    __atomic_store_n(&h->magic, SDMQ_MAGIC, __ATOMIC_RELEASE);
+    slots = (struct slot *)(h + 1);
+    table = h;
+}
+
+/* Communicators other than MPI_COMM_WORLD: their world ranks, learnt at
+ * their first use, numbered from 1. */
+#define COMMS 64
+static struct {
+    MPI_Comm comm;
+    int size;
+    int *world;
+} comms[COMMS];
+static int ncomms;
+static pthread_mutex_t comms_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* world translates rank r of comm to a world rank; *id is comm's number. */
+static int world(MPI_Comm comm, int r, uint32_t *id, int *size)
+{
+    if (comm == MPI_COMM_WORLD) {
+        *id = 0;
+        *size = table->size;
+        return r;
+    }
+    if (r < 0)
+        return r;
+    pthread_mutex_lock(&comms_mu);
+    int i;
+    for (i = 0; i < ncomms && comms[i].comm != comm; i++)
+        ;
+    if (i == ncomms && ncomms < COMMS) {
+        MPI_Group g, wg;
+        int n;
+        PMPI_Comm_size(comm, &n);
+        int *mine = malloc(2 * n * sizeof(int));
+        if (mine != NULL && PMPI_Comm_group(comm, &g) == MPI_SUCCESS) {
+            PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+            for (int k = 0; k < n; k++)
+                mine[k] = k;
+            PMPI_Group_translate_ranks(g, n, mine, wg, mine + n);
+            PMPI_Group_free(&g);
+            PMPI_Group_free(&wg);
+            comms[i].comm = comm;
+            comms[i].size = n;
+            comms[i].world = mine + n;
+            ncomms++;
+        } else {
+            free(mine);
+        }
+    }
+    int w = UNKNOWN;
+    *id = (uint32_t)(i + 1);
+    *size = 0;
+    if (i < ncomms) {
+        *size = comms[i].size;
+        if (r < comms[i].size)
+            w = comms[i].world[r];
+    }
+    pthread_mutex_unlock(&comms_mu);
+    return w;
+}
+
+/* claim takes a free slot and starts writing it: NULL without a table or
+ * a free slot (the operation is then not recorded). */
+static struct slot *claim(void)
+{
+    if (table == NULL)
+        return NULL;
+    for (int i = 0; i < SDMQ_SLOTS; i++) {
+        uint32_t free_ = 0;
+        if (__atomic_load_n(&slots[i].busy, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&slots[i].busy, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
+            return &slots[i];
+        }
+    }
+    return NULL;
+}
+
+/* record fills a claimed slot and publishes it. */
+static void record(struct slot *s, int kind, MPI_Comm comm, int peer, int tag, int count, MPI_Datatype type,
+                   int root, void *caller)
+{
+    int size = 0, tsize = 0;
+    s->kind = (uint16_t)kind;
+    s->flags = 0;
+    s->peer = NO_RANK;
+    s->root = NO_RANK;
+    s->comm = 0;
+    s->comm_size = 0;
+    if (comm != MPI_COMM_NULL) {
+        if (peer != PEER_NONE)
+            s->peer = peer == MPI_ANY_SOURCE ? ANY_SOURCE
+                      : peer == MPI_PROC_NULL ? PROC_NULL
+                                              : world(comm, peer, &s->comm, &size);
+        if (root != PEER_NONE)
+            s->root = world(comm, root, &s->comm, &size);
+        if (peer == PEER_NONE && root == PEER_NONE)
+            world(comm, 0, &s->comm, &size);
+        s->comm_size = size;
+    }
+    s->tag = tag == MPI_ANY_TAG ? -1 : tag;
+    s->count = count;
+    if (type != MPI_DATATYPE_NULL)
+        PMPI_Type_size(type, &tsize);
+    s->bytes = (int64_t)count * tsize;
+    s->request = 0;
+    s->tid = (uint32_t)gettid();
+    s->start = now();
+    s->caller = (uint64_t)(uintptr_t)caller;
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
+}
+
+/* release frees a slot. */
+static void release(struct slot *s)
+{
+    if (s == NULL)
+        return;
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
+    s->kind = 0;
+    s->request = 0;
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* keep makes a recorded nonblocking operation wait for its request. */
+static void keep(struct slot *s, MPI_Request req)
+{
+    if (s == NULL)
+        return;
+    if (req == MPI_REQUEST_NULL) {
+        release(s);
+        return;
+    }
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
+    s->request = (uint64_t)(uintptr_t)req;
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
+}
+
+/* done releases the slots of requests that completed: reqs as they were
+ * before the call, after as the call left them (MPI_REQUEST_NULL where
+ * one completed; an MPI_Waitany or MPI_Testany's index instead). */
+static void done(const MPI_Request *before, const MPI_Request *after, int n)
+{
+    if (table == NULL)
+        return;
+    for (int k = 0; k < n; k++) {
+        if (before[k] == MPI_REQUEST_NULL || (after != NULL && after[k] != MPI_REQUEST_NULL))
+            continue;
+        uint64_t r = (uint64_t)(uintptr_t)before[k];
+        for (int i = 0; i < SDMQ_SLOTS; i++)
+            if (__atomic_load_n(&slots[i].busy, __ATOMIC_ACQUIRE) && slots[i].request == r) {
+                release(&slots[i]);
+                break;
+            }
+    }
+}
+
+#define CALLER __builtin_return_address(0)
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS)
+        open_table();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS)
+        open_table();
+    return rc;
+}
+
+/* BLOCKING wraps a blocking call: recorded while it runs. */
+#define BLOCKING(kind, comm, peer, tag, count, type, root, call) \
+    do { \
+        struct slot *s_ = claim(); \
+        if (s_ != NULL) \
+            record(s_, kind, comm, peer, tag, count, type, root, CALLER); \
+        int rc_ = call; \
+        if (s_ != NULL) \
+            release(s_); \
+        return rc_; \
+    } while (0)
+
+int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING(K_SEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Send(buf, count, type, dest, tag, comm));
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING(K_SSEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Ssend(buf, count, type, dest, tag, comm));
+}
+
+int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING(K_BSEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Bsend(buf, count, type, dest, tag, comm));
+}
+
+int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING(K_RSEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Rsend(buf, count, type, dest, tag, comm));
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    BLOCKING(K_RECV, comm, source, tag, count, type, PEER_NONE, PMPI_Recv(buf, count, type, source, tag, comm, status));
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag, void *rbuf, int rcount,
+                 MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status *status)
+{
+    /* The receive is what waits for another rank: its peer and tag. */
+    BLOCKING(K_SENDRECV, comm, source, rtag, rcount, rtype, PEER_NONE,
+             PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status));
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    BLOCKING(K_PROBE, comm, source, tag, 0, MPI_DATATYPE_NULL, PEER_NONE, PMPI_Probe(source, tag, comm, status));
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    BLOCKING(K_BARRIER, comm, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, PMPI_Barrier(comm));
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+    BLOCKING(K_BCAST, comm, PEER_NONE, 0, count, type, root, PMPI_Bcast(buf, count, type, root, comm));
+}
+
+int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
+{
+    BLOCKING(K_REDUCE, comm, PEER_NONE, 0, count, type, root, PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm));
+}
+
+int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    BLOCKING(K_ALLREDUCE, comm, PEER_NONE, 0, count, type, PEER_NONE, PMPI_Allreduce(sbuf, rbuf, count, type, op, comm));
+}
+
+int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+               MPI_Comm comm)
+{
+    BLOCKING(K_GATHER, comm, PEER_NONE, 0, scount, stype, root,
+             PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+}
+
+int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+                MPI_Comm comm)
+{
+    BLOCKING(K_SCATTER, comm, PEER_NONE, 0, rcount, rtype, root,
+             PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+}
+
+int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                  MPI_Comm comm)
+{
+    BLOCKING(K_ALLGATHER, comm, PEER_NONE, 0, scount, stype, PEER_NONE,
+             PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+}
+
+int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                 MPI_Comm comm)
+{
+    BLOCKING(K_ALLTOALL, comm, PEER_NONE, 0, scount, stype, PEER_NONE,
+             PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+}
+
+int MPI_Finalize(void)
+{
+    BLOCKING(K_FINALIZE, MPI_COMM_WORLD, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, PMPI_Finalize());
+}
+
+/* NONBLOCKING wraps a call that starts an operation: recorded until its
+ * request completes. */
+#define NONBLOCKING(kind, comm, peer, tag, count, type, call) \
+    do { \
+        struct slot *s_ = claim(); \
+        if (s_ != NULL) \
+            record(s_, kind, comm, peer, tag, count, type, PEER_NONE, CALLER); \
+        int rc_ = call; \
+        if (s_ != NULL) \
+            keep(s_, rc_ == MPI_SUCCESS ? *request : MPI_REQUEST_NULL); \
+        return rc_; \
+    } while (0)
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_ISEND, comm, dest, tag, count, type, PMPI_Isend(buf, count, type, dest, tag, comm, request));
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IRECV, comm, source, tag, count, type, PMPI_Irecv(buf, count, type, source, tag, comm, request));
+}
+
+/* The waits: recorded while they wait (count: the requests), and the
+ * operations of the requests they complete released. */
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    MPI_Request before = *request;
+    struct slot *s = claim();
+    if (s != NULL)
+        record(s, K_WAIT, MPI_COMM_NULL, PEER_NONE, 0, 1, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
+    int rc = PMPI_Wait(request, status);
+    release(s);
+    done(&before, NULL, 1);
+    return rc;
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    MPI_Request small[64], *before = count <= 64 ? small : malloc(count * sizeof(MPI_Request));
+    if (before != NULL)
+        memcpy(before, requests, count * sizeof(MPI_Request));
+    struct slot *s = claim();
+    if (s != NULL)
+        record(s, K_WAITALL, MPI_COMM_NULL, PEER_NONE, 0, count, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
+    int rc = PMPI_Waitall(count, requests, statuses);
+    release(s);
+    if (before != NULL)
+        done(before, requests, count);
+    if (before != small)
+        free(before);
+    return rc;
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    struct slot *s = claim();
+    if (s != NULL)
+        record(s, K_WAITANY, MPI_COMM_NULL, PEER_NONE, 0, count, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
+    MPI_Request chosen = MPI_REQUEST_NULL;
+    MPI_Request small[64], *before = count <= 64 ? small : malloc(count * sizeof(MPI_Request));
+    if (before != NULL)
+        memcpy(before, requests, count * sizeof(MPI_Request));
+    int rc = PMPI_Waitany(count, requests, index, status);
+    release(s);
+    if (before != NULL && *index >= 0 && *index < count)
+        chosen = before[*index];
+    done(&chosen, NULL, 1);
+    if (before != small)
+        free(before);
+    return rc;
+}
+
+/* done_some releases the requests of before that indices name. */
+static void done_some(const MPI_Request *before, int count, const int *indices, int n)
+{
+    for (int k = 0; before != NULL && k < n; k++)
+        if (indices[k] >= 0 && indices[k] < count)
+            done(&before[indices[k]], NULL, 1);
+}
+
+int MPI_Waitsome(int count, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    struct slot *s = claim();
+    if (s != NULL)
+        record(s, K_WAITSOME, MPI_COMM_NULL, PEER_NONE, 0, count, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
+    MPI_Request small[64], *before = count <= 64 ? small : malloc(count * sizeof(MPI_Request));
+    if (before != NULL)
+        memcpy(before, requests, count * sizeof(MPI_Request));
+    int rc = PMPI_Waitsome(count, requests, outcount, indices, statuses);
+    release(s);
+    if (*outcount != MPI_UNDEFINED)
+        done_some(before, count, indices, *outcount);
+    if (before != small)
+        free(before);
+    return rc;
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    MPI_Request small[64], *before = count <= 64 ? small : malloc(count * sizeof(MPI_Request));
+    if (before != NULL)
+        memcpy(before, requests, count * sizeof(MPI_Request));
+    int rc = PMPI_Testany(count, requests, index, flag, status);
+    if (*flag && *index != MPI_UNDEFINED)
+        done_some(before, count, index, 1);
+    if (before != small)
+        free(before);
+    return rc;
+}
+
+int MPI_Testsome(int count, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    MPI_Request small[64], *before = count <= 64 ? small : malloc(count * sizeof(MPI_Request));
+    if (before != NULL)
+        memcpy(before, requests, count * sizeof(MPI_Request));
+    int rc = PMPI_Testsome(count, requests, outcount, indices, statuses);
+    if (*outcount != MPI_UNDEFINED)
+        done_some(before, count, indices, *outcount);
+    if (before != small)
+        free(before);
+    return rc;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    MPI_Request before = *request;
+    int rc = PMPI_Test(request, flag, status);
+    if (*flag)
+        done(&before, NULL, 1);
+    return rc;
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    MPI_Request small[64], *before = count <= 64 ? small : malloc(count * sizeof(MPI_Request));
+    if (before != NULL)
+        memcpy(before, requests, count * sizeof(MPI_Request));
+    int rc = PMPI_Testall(count, requests, flag, statuses);
+    if (*flag && before != NULL)
+        done(before, requests, count);
+    if (before != small)
+        free(before);
+    return rc;
+}

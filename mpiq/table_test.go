@@ -1,0 +1,173 @@
+package mpiq
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sdm-hpc/sdm/internal/testenv"
+)
+
+// build compiles the library and testdata/pending with an MPI's compiler.
+func build(t *testing.T, mpicc string) (lib, prog string) {
+	t.Helper()
+	cc := testenv.RequireTool(t, mpicc)
+	dir := t.TempDir()
+	lib, prog = filepath.Join(dir, "libsdmq.so"), filepath.Join(dir, "pending")
+	for _, args := range [][]string{
+		{"-shared", "-fPIC", "-O2", "-Wall", "-o", lib, "lib/sdmq.c"},
+		{"-g", "-o", prog, "testdata/pending.c"},
+	} {
+		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)
+		}
+	}
+	return lib, prog
+}
+
+// Three hung ranks of Open MPI and MPICH, the library preloaded into
+// them: each rank's table holds what it waits in, peers as world ranks
+// (through a communicator of two), tags, sizes, the posted receive with
+// its request.
+func TestPendingOperations(t *testing.T) {
+	for _, mpi := range []struct{ name, cc, run string }{
+		{"openmpi", "mpicc.openmpi", "mpirun.openmpi"},
+		{"mpich", "mpicc.mpich", "mpiexec.mpich"},
+	} {
+		t.Run(mpi.name, func(t *testing.T) {
+			lib, prog := build(t, mpi.cc)
+			run := testenv.RequireTool(t, mpi.run)
+			dir := t.TempDir()
+			args := []string{"-n", "3", "-x", "LD_PRELOAD=" + lib, "-x", "SDMQ_DIR=" + dir, "--allow-run-as-root", "--oversubscribe", prog}
+			if mpi.name == "mpich" {
+				args = []string{"-n", "3", "-genv", "LD_PRELOAD", lib, "-genv", "SDMQ_DIR", dir, prog}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, run, args...)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				cmd.Process.Signal(syscall.SIGTERM) // the starter ends its ranks
+				cmd.Wait()
+			}()
+			want := map[int]string{
+				0: "MPI_Irecv peer 1 tag 5 comm 0 of 3, 4 elements, 16 bytes, request; MPI_Recv peer 1 tag 7 comm 0 of 3, 1 elements, 4 bytes",
+				1: "MPI_Barrier peer -2 tag 0 comm 1 of 2, 0 elements, 0 bytes",
+				2: "MPI_Recv peer 1 tag 9 comm 1 of 2, 2 elements, 16 bytes",
+			}
+			got := map[int]string{}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				got = tables(t, dir)
+				if fmt.Sprint(got) == fmt.Sprint(want) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("tables after 30s:\n%v\nwant\n%v\n%s", got, want, out.String())
+				}
+				time.Sleep(50 * time.Millisecond) // the ranks tell no one when they block
+			}
+		})
+	}
+}
+
+// tables reads every rank's table of dir, each as one line by rank.
+func tables(t *testing.T, dir string) map[int]string {
+	t.Helper()
+	files, _ := os.ReadDir(dir)
+	got := map[int]string{}
+	for _, f := range files {
+		tab, err := Read(filepath.Join(dir, f.Name()))
+		if errors.Is(err, ErrNotYet) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []string
+		for _, o := range tab.Ops {
+			s := fmt.Sprintf("%v peer %d tag %d comm %d of %d, %d elements, %d bytes", o.Kind, o.Peer, o.Tag, o.Comm, o.CommSize, o.Count, o.Bytes)
+			if o.Request != 0 {
+				s += ", request"
+			}
+			if o.Caller == 0 || o.Waiting <= 0 || o.Thread == 0 {
+				s += fmt.Sprintf(" (caller %#x, waiting %v, thread %d)", o.Caller, o.Waiting, o.Thread)
+			}
+			ops = append(ops, s)
+		}
+		slices.Sort(ops)
+		got[tab.Rank] = strings.Join(ops, "; ")
+	}
+	return got
+}
+
+// table is a file of one busy slot (op) and one free, as the library
+// writes it.
+func table(op Op, start int64) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, headerSize+2*slotSize)
+	for i, v := range []uint32{magic, version, 2, slotSize, 3, 8, 4242} {
+		le.PutUint32(b[4*i:], v)
+	}
+	s := b[headerSize:]
+	le.PutUint32(s[0:], 2)
+	le.PutUint32(s[4:], 1)
+	le.PutUint16(s[8:], uint16(op.Kind))
+	for at, v := range map[int]int{12: op.Peer, 16: op.Tag, 20: op.CommSize, 24: int(op.Comm), 28: op.Count, 32: op.Root, 36: op.Thread} {
+		le.PutUint32(s[at:], uint32(int32(v)))
+	}
+	le.PutUint64(s[40:], uint64(op.Bytes))
+	le.PutUint64(s[48:], op.Request)
+	le.PutUint64(s[56:], uint64(start))
+	le.PutUint64(s[64:], op.Caller)
+	return b
+}
+
+func TestParse(t *testing.T) {
+	op := Op{Kind: Recv, Peer: AnySource, Tag: AnyTag, CommSize: 8, Count: 3, Root: NoRank, Thread: 77, Bytes: 12, Caller: 0x401234}
+	b := table(op, 1000)
+	got, err := Parse(b, 1000+int64(2*time.Second))
+	op.Waiting = 2 * time.Second
+	if err != nil || got.Rank != 3 || got.Size != 8 || got.Pid != 4242 || len(got.Ops) != 1 || got.Ops[0] != op {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	binary.LittleEndian.PutUint32(b[headerSize:], 3) // being written
+	if got, err := Parse(b, 0); err != nil || len(got.Ops) != 0 {
+		t.Fatalf("a slot being written: %+v, %v", got, err)
+	}
+	for _, c := range []struct {
+		b    []byte
+		want string
+	}{
+		{b[:10], "shorter than its header"},
+		{make([]byte, 64), ErrNotYet.Error()},
+		{append([]byte("XXXX"), b[4:]...), "magic"},
+		{b[:headerSize+slotSize], "2 slots of 80 bytes in 144 bytes"},
+	} {
+		if _, err := Parse(c.b, 0); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.b, err, c.want)
+		}
+	}
+}
+
+// Bad files get an error, never a panic.
+func FuzzParse(f *testing.F) {
+	f.Add(table(Op{Kind: Send, Peer: 1}, 5))
+	f.Add(make([]byte, headerSize))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		Parse(b, 0)
+	})
+}

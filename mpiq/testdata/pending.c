@@ -1,0 +1,27 @@
+/* pending: three ranks hung with operations in flight. Rank 0 has a
+ * receive posted from rank 1, tag 5, and waits in MPI_Recv from rank 1,
+ * tag 7; ranks 1 and 2 share a communicator of their own, where rank 1
+ * waits in MPI_Barrier and rank 2 in MPI_Recv from its rank 0 there
+ * (world rank 1), tag 9. */
+#include <mpi.h>
+
+int main(int argc, char **argv)
+{
+    int rank, msg[4];
+    MPI_Comm sub;
+    MPI_Request req;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split(MPI_COMM_WORLD, rank > 0, rank, &sub);
+    if (rank == 0) {
+        MPI_Irecv(msg, 4, MPI_INT, 1, 5, MPI_COMM_WORLD, &req);
+        MPI_Recv(msg, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Barrier(sub);
+    } else {
+        MPI_Recv(msg, 2, MPI_DOUBLE, 0, 9, sub, MPI_STATUS_IGNORE);
+    }
+    MPI_Finalize();
+    return 0;
+}
