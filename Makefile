@@ -7,12 +7,15 @@ BIN     := bin/sdm
 # their own with `make examples OUT=DIR`.
 OUT     ?= bin
 CFLAGS  ?= -g -O0 -Wall
-# Open MPI's compiler: most examples run under its mpirun; ring, hang and
+# Open MPI's compiler: most examples run under its mpirun; ring, hang, pending and
 # crash are also built with MPICH's, for mpiexec.
 MPICC   ?= $(shell command -v mpicc.openmpi || echo mpicc)
 MPICC_MPICH ?= $(shell command -v mpicc.mpich || echo mpicc)
-# Fortran's compiler, for the Fortran example (make's FC is f77).
+# Fortran's compiler, for the Fortran example (make's FC is f77), and the
+# MPIs' Fortran compilers, for the Fortran MPI example.
 FC      := gfortran
+MPIFC   ?= $(shell command -v mpif90.openmpi || echo mpif90)
+MPIFC_MPICH ?= $(shell command -v mpif90.mpich || echo mpif90)
 # Open MPI's C++ compiler, for the C++ example.
 MPICXX  ?= $(shell command -v mpicxx.openmpi || echo mpicxx)
 # The MPIR example starter, in one build per presence-only symbol.
@@ -20,7 +23,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/forks $(OUT)/busy $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/pending $(OUT)/pending-mpich $(OUT)/pending-f $(OUT)/pending-f-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/forks $(OUT)/busy $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -29,6 +32,10 @@ export CGO_ENABLED := 0
 
 .PHONY: build examples thirdparty test bench demo lint fuzz clean
 
+# libsdmq-MPI.so, preloaded into the ranks of a job that sdm launches,
+# keeps their MPI operations in flight (queues, deadlock): one build per
+# MPI's mpi.h, not linked with its library (mpiq/lib/sdmq.c says why).
+#
 # sdm-pmix reads the ranks of a job whose launcher has no MPIR but a PMIx
 # server (Open MPI 5's mpirun), linked against OpenPMIx: built where its
 # headers are, and sdm runs without it elsewhere.
@@ -46,6 +53,13 @@ build:
 		echo "CGO_ENABLED=1 $(GO) build -o $(dir $(BIN))sdm-pmix ./cmd/sdm-pmix"; \
 		CGO_ENABLED=1 $(GO) build -o $(dir $(BIN))sdm-pmix ./cmd/sdm-pmix; \
 	else echo "no OpenPMIx headers (libpmix-dev): sdm-pmix, which attaches to Open MPI 5 jobs, is not built"; fi
+	@for mpi in openmpi:ompi-c mpich:mpich; do \
+		name=$${mpi%%:*}; pc=$${mpi#*:}; \
+		if pkg-config --exists $$pc 2>/dev/null; then \
+			echo "$(CC) -shared -fPIC -O2 -Wall \$$(pkg-config --cflags $$pc) -o $(dir $(BIN))libsdmq-$$name.so mpiq/lib/sdmq.c"; \
+			$(CC) -shared -fPIC -O2 -Wall $$(pkg-config --cflags $$pc) -o $(dir $(BIN))libsdmq-$$name.so mpiq/lib/sdmq.c || exit 1; \
+		else echo "no $$name headers ($$pc.pc): ranks of $$name run without the library that keeps their MPI operations"; fi; \
+	done
 
 examples: $(EXAMPLES)
 
@@ -115,6 +129,22 @@ $(OUT)/hang: examples/hang/hang.c
 $(OUT)/hang-mpich: examples/hang/hang.c
 	@mkdir -p $(OUT)
 	$(MPICC_MPICH) $(CFLAGS) -o $@ $<
+
+$(OUT)/pending: examples/pending/pending.c
+	@mkdir -p $(OUT)
+	$(MPICC) $(CFLAGS) -o $@ $<
+
+$(OUT)/pending-mpich: examples/pending/pending.c
+	@mkdir -p $(OUT)
+	$(MPICC_MPICH) $(CFLAGS) -o $@ $<
+
+$(OUT)/pending-f: examples/pending/pending.f90
+	@mkdir -p $(OUT)
+	$(MPIFC) $(CFLAGS) -o $@ $<
+
+$(OUT)/pending-f-mpich: examples/pending/pending.f90
+	@mkdir -p $(OUT)
+	$(MPIFC_MPICH) $(CFLAGS) -o $@ $<
 
 $(OUT)/crash: examples/crash/crash.c
 	@mkdir -p $(OUT)

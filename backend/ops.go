@@ -61,6 +61,7 @@ type Ops interface {
 	Symbols(ctx context.Context) (wire.Symbols, error)
 	VarObjs(ctx context.Context, q wire.VarQuery) ([]wire.VarObj, error)
 	Sample(ctx context.Context, s wire.Sample) (wire.CallTree, error)
+	Queues(ctx context.Context) (wire.Queues, error)
 
 	Dlopen(ctx context.Context, d wire.Dlopen) (wire.Dlopen, error)
 	Plant(ctx context.Context) (wire.State, error)
@@ -135,6 +136,7 @@ var handlers = map[string]handler{
 	op.Symbols.Name:   bare(op.Symbols, Ops.Symbols),
 	op.VarObjs.Name:   bind(op.VarObjs, Ops.VarObjs),
 	op.Sample.Name:    bind(op.Sample, Ops.Sample),
+	op.Queues.Name:    bare(op.Queues, Ops.Queues),
 
 	op.Dlopen.Name: bind(op.Dlopen, Ops.Dlopen),
 	op.Plant.Name:  bare(op.Plant, Ops.Plant),

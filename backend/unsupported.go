@@ -233,3 +233,8 @@ var _ Ops = Unsupported{}
 func (u Unsupported) Sample(context.Context, wire.Sample) (wire.CallTree, error) {
 	return wire.CallTree{}, u.no(op.Sample.Name)
 }
+
+// Queues implements Ops.
+func (u Unsupported) Queues(context.Context) (wire.Queues, error) {
+	return wire.Queues{}, u.no(op.Queues.Name)
+}

@@ -105,6 +105,9 @@ func init() {
 		{name: "stacks", usage: stacksUsage,
 			help: "all call stacks as one tree, the classes of ranks whose stacks agree, which ranks move between samples, and one rank per class to look at",
 			more: stacksHelp, run: runStacks},
+		{name: "queues", usage: queuesUsage,
+			help: "each rank's MPI operations in flight (sends, receives, collectives, waits), merged over ranks, the longest waits first",
+			more: queuesHelp, run: runQueues},
 		{name: "deadlock", usage: deadlockUsage,
 			help: "why the job hangs, from the stacks: which MPI call each rank waits in, the ranks outside MPI that the waits lead to, collectives that do not match",
 			more: deadlockHelp, run: runDeadlock},
@@ -172,6 +175,14 @@ const waitHelp = `    SECONDS (default: --timeout) bounds the wait. When it runs
     call there may wait for other ranks (continue them, or halt)".
     ^C stops a wait and leaves the ranks running ("interrupted: [2-3] still
     running"); ^C at the prompt then halts them, as in gdb.`
+
+// queuesHelp is what help queues adds: where the operations come from.
+const queuesHelp = `    With sdm debug --queues, sdm preloads a library of its own into the ranks
+    that keeps each MPI call in flight where the rank's server reads it
+    without stopping the rank: the
+    call, its peer and root as world ranks, tag, communicator, size, and how
+    long it has waited. A peer that differs from rank to rank by the same
+    offset reads rank+1 (a ring). A job sdm attached to has none.`
 
 // deadlockHelp is what help deadlock adds: what stacks can and cannot
 // tell.

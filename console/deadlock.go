@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -134,10 +135,8 @@ func Diagnose(roots []*StackNode, moved wire.RankSet) Diagnosis {
 			add(place{at: n.Frame, code: code}, ends)
 		}
 	}
-	for _, r := range roots {
-		if r.Frame.Func == "main" {
-			walk(r, wire.Frame{}, wire.Frame{})
-		}
+	for _, r := range mainRoots(roots) {
+		walk(r, wire.Frame{}, wire.Frame{})
 	}
 	// A rank seen at two places is busy, wherever those are.
 	seen, twice := wire.RankSet{}, wire.RankSet{}
@@ -167,6 +166,27 @@ func Diagnose(roots []*StackNode, moved wire.RankSet) Diagnosis {
 	d.Waits = mergeWaits(d.Waits)
 	d.Lines = d.lines()
 	return d
+}
+
+// mainRoots are the roots of the main threads' paths: main's (stacks
+// are cut there), or, where gdb stops a Fortran program's stack at its
+// main program (named as the program), every root but those of threads
+// the program started.
+func mainRoots(roots []*StackNode) []*StackNode {
+	var mains, others []*StackNode
+	for _, r := range roots {
+		switch r.Frame.Func {
+		case "main":
+			mains = append(mains, r)
+		case "start_thread", "clone", "clone3", "__clone", "__clone3":
+		default:
+			others = append(others, r)
+		}
+	}
+	if len(mains) > 0 {
+		return mains
+	}
+	return others
 }
 
 // mergeWaits makes one wait of the ranks in one call at one place,
@@ -310,6 +330,9 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 		answered = answered.Union(g.Ranks)
 	}
 	d := Diagnose(callTreeNodes(tree.Roots), tree.Moved)
+	if queues, size := c.queuesOf(ctx, answered); len(queues) > 0 {
+		d = d.withQueues(queues, size)
+	}
 	if c.opts.JSON {
 		if !answered.Empty() {
 			c.emit(map[string]any{"ranks": answered.String(), "count": answered.Count(), "op": "deadlock", "status": "ok", "value": d.JSON()})
@@ -327,6 +350,50 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 	return nil
 }
 
+// queuesOf asks ranks for their queues: those that have them, and the
+// world's size they tell.
+func (c *Console) queuesOf(ctx context.Context, ranks wire.RankSet) (map[int]wire.Queues, int) {
+	groups, err := c.s.Command(ctx, ranks, wire.OpQueues, nil, c.opts.Timeout)
+	if err != nil {
+		return nil, 0
+	}
+	queues, size := map[int]wire.Queues{}, 0
+	for _, g := range groups {
+		q, err := op.Queues.DecodeAnswer(g.Body)
+		if g.Status != wire.StatusOK || err != nil {
+			continue
+		}
+		size = max(size, q.Size)
+		g.Ranks.Each(func(r int) bool {
+			queues[r] = q
+			return true
+		})
+	}
+	return queues, size
+}
+
+// withQueues reads the ranks' queues into the diagnosis: the wait-for
+// graph's cycles and the ranks outside MPI that others wait for take the
+// place of what stacks alone could say.
+func (d Diagnosis) withQueues(queues map[int]wire.Queues, size int) Diagnosis {
+	busy := map[int]string{}
+	for _, b := range d.Busy {
+		b.Ranks.Each(func(r int) bool {
+			busy[r] = "not in MPI: " + busyText(b)
+			return true
+		})
+	}
+	found := buildWaitFor(queues, size).lines(size, busy)
+	if len(found) == 0 {
+		return d
+	}
+	d.Lines = d.Lines[:len(d.Lines)-1]
+	for _, f := range found {
+		d.Lines = append(d.Lines, "diagnosis: "+f)
+	}
+	return d
+}
+
 // JSON is the diagnosis as --json and the editor (sdm/deadlock) give it
 // (docs/JSON.md).
 func (d Diagnosis) JSON() map[string]any {
@@ -340,5 +407,11 @@ func (d Diagnosis) JSON() map[string]any {
 		busy[i] = map[string]any{"ranks": b.Ranks.String(), "func": b.At.Func, "file": b.At.File, "line": b.At.Line,
 			"from": b.At.From, "caller": b.Code.Func, "caller_file": b.Code.File, "caller_line": b.Code.Line, "moved": b.Moved}
 	}
-	return map[string]any{"waits": waits, "busy": busy, "diagnosis": d.Lines[len(d.Lines)-1], "lines": d.Lines}
+	var found []string
+	for _, l := range d.Lines {
+		if strings.HasPrefix(l, "diagnosis: ") {
+			found = append(found, l)
+		}
+	}
+	return map[string]any{"waits": waits, "busy": busy, "diagnosis": found[0], "diagnoses": found, "lines": d.Lines}
 }

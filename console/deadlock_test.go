@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -189,5 +190,41 @@ func TestStacksDeadlock(t *testing.T) {
 	}
 	if _, err := execLines(t, f, Options{}, "deadlock --deadlock"); err == nil {
 		t.Fatal("deadlock --deadlock: no error")
+	}
+}
+
+// queues merges the ranks' operations: a ring's sends by their offset,
+// a shared receive by its peer, the ranks with none apart.
+func TestQueuesMerge(t *testing.T) {
+	world := func(size int, ops ...wire.MPIOp) wire.Queues { return wire.Queues{Size: size, Ops: ops} }
+	send := func(to int) wire.MPIOp {
+		return wire.MPIOp{Call: "MPI_Send", Peer: to, Tag: 0, CommSize: 4, Count: 1, Bytes: 8, Root: wire.NoRank, Waiting: 2 * time.Second}
+	}
+	qs := map[int]wire.Queues{0: world(4, send(1)), 1: world(4, send(2)), 2: world(4, send(3)), 3: world(4, send(0))}
+	groups, idle := GroupQueues(qs)
+	if len(groups) != 1 || groups[0].Text != "MPI_Send to rank+1, tag 0, MPI_COMM_WORLD, 8 bytes" || groups[0].Ranks.String() != "0-3" || !idle.Empty() {
+		t.Fatalf("ring: %+v, idle %v", groups, idle)
+	}
+	recv := wire.MPIOp{Call: "MPI_Recv", Peer: 3, Tag: 7, CommSize: 4, Count: 1, Bytes: 4, Root: wire.NoRank, Waiting: time.Second}
+	qs = map[int]wire.Queues{0: world(4, recv), 1: world(4, recv), 2: world(4, recv), 3: world(4)}
+	f := newFakeTree(4, runningState)
+	f.answer = func(_ context.Context, ranks wire.RankSet, op string) ([]wire.Group, error) {
+		if op != wire.OpQueues {
+			return nil, errors.New("queues sent " + op)
+		}
+		var gs []wire.Group
+		for r, q := range qs {
+			gs = append(gs, wire.Group{Ranks: wire.Single(r), Status: wire.StatusOK, Body: wire.MustEncode(q)})
+		}
+		return gs, nil
+	}
+	out, err := execLines(t, f, Options{}, "queues")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[0-2] MPI_Recv from 3, tag 7, MPI_COMM_WORLD, 4 bytes: waiting 1.0 s\n", "[3] no MPI operation in flight\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 }

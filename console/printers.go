@@ -88,6 +88,14 @@ var printers = map[string]printer{
 	}),
 
 	op.Sample.Name: answer(op.Sample, showCallTree),
+	op.Queues.Name: answer(op.Queues, func(q wire.Queues) (any, []string) {
+		lines := make([]string, len(q.Ops))
+		for i, o := range q.Ops {
+			abs, _ := pendingText(o, q.Rank, q.Size)
+			lines[i] = abs + ": " + waitText(o.Waiting, o.Waiting)
+		}
+		return q, lines
+	}),
 	op.VarObjs.Name: answer(op.VarObjs, func(vs []wire.VarObj) (any, []string) {
 		lines := make([]string, len(vs))
 		for i, v := range vs {

@@ -50,7 +50,7 @@ func (f Front) Debug(ctx context.Context, o Options, program []string) error {
 		return err
 	}
 	load := func(ctx context.Context, s *Session) error {
-		return s.Load(ctx, program, nil, o.Dir, f.Console.Timeout)
+		return s.Load(ctx, program, nil, o.Dir, o.Queues, f.Console.Timeout)
 	}
 	return f.run(ctx, f.launched(s, load, progress.Clear), f.Console, func(*console.Console) error {
 		if err := f.setDlopen(ctx, s); err != nil {

@@ -58,6 +58,11 @@ type Options struct {
 	// Force starts the program under RM even when it links another MPI
 	// than the one RM's launcher starts.
 	Force bool
+	// Queues preloads into the ranks the library that keeps their MPI
+	// operations in flight (wire.OpQueues). It is off by default: its
+	// wrappers are frames of their own under the program's MPI calls, which
+	// a breakpoint on an MPI routine, finish and frame numbers then meet.
+	Queues bool
 	// Target, when set, is the [user@]host where the launcher and the
 	// master run, reached with SSH (an ssh command line; "ssh" by
 	// default): a cluster's login node, say. SDM and Program are then

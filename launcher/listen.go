@@ -103,7 +103,7 @@ func (l *Listener) Take(ctx context.Context, r *connect.Request) (*Session, []wi
 			err = l.setDlopen(ctx, s)
 		}
 	} else if err = l.setDlopen(ctx, s); err == nil {
-		err = s.Load(ctx, r.Plan.Program, nil, r.Dir, l.Timeout)
+		err = s.Load(ctx, r.Plan.Program, nil, r.Dir, false, l.Timeout) // no queues: see Options.Queues
 	}
 	if err != nil {
 		s.End(10 * time.Second)

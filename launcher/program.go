@@ -11,10 +11,15 @@ import (
 )
 
 // Load has every rank load the program argv[0], with its arguments and
-// env (NAME=VALUE pairs added to the environment), to run in dir, and
-// fails, naming the ranks, if any cannot.
-func (s *Session) Load(ctx context.Context, argv, env []string, dir string, timeout time.Duration) error {
-	body, err := wire.Encode(wire.Start{Program: argv[0], Args: argv[1:], Env: env, Dir: dir})
+// env (NAME=VALUE pairs added to the environment), to run in dir, with
+// the library that keeps its MPI operations in flight preloaded if queues
+// (Queues), and fails, naming the ranks, if any cannot.
+func (s *Session) Load(ctx context.Context, argv, env []string, dir string, queues bool, timeout time.Duration) error {
+	st := wire.Start{Program: argv[0], Args: argv[1:], Env: env, Dir: dir}
+	if queues {
+		st.Queues = Queues(argv[0], dir)
+	}
+	body, err := wire.Encode(st)
 	if err != nil {
 		return err
 	}
@@ -23,6 +28,17 @@ func (s *Session) Load(ctx context.Context, argv, env []string, dir string, time
 		return fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	return wire.Failures(groups, "start "+argv[0], nil)
+}
+
+// Queues is the MPI whose interposition library the servers preload into
+// program to keep its MPI operations in flight (wire.Start.Queues): the
+// one it links, "" for none sdm has a library for.
+func Queues(program, dir string) string {
+	switch mpi := ReadLinked(program, dir).MPI; mpi {
+	case "openmpi", "mpich":
+		return mpi
+	}
+	return ""
 }
 
 // SetDlopen gives every rank the session's dlopen setting, and returns

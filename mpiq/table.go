@@ -9,13 +9,17 @@
 //
 //	header: magic "SDMQ", version, slots, slot_size (u32 each); world
 //	        rank, world size, pid, reserved (i32); started (i64, ns of
-//	        CLOCK_MONOTONIC at MPI_Init)
+//	        CLOCK_MONOTONIC at MPI_Init); comms, pool (u32)
 //	slot:   seq, busy (u32); kind, flags (u16); peer, tag, comm_size (i32);
 //	        comm (u32); count, root (i32); tid (u32); bytes (i64); request
 //	        (u64); start (i64, ns of CLOCK_MONOTONIC); caller (u64)
+//	comm:   seq, id, size, first (u32): a communicator the rank used
+//	        (id 0 is MPI_COMM_WORLD, never listed), its members' world
+//	        ranks at pool[first:first+size]
+//	pool:   i32s
 //
 // A slot is one operation while busy is 1 and kind is not 0; the library
-// makes seq odd while it writes the slot.
+// makes seq odd while it writes a slot or a communicator.
 package mpiq
 
 import (
@@ -24,9 +28,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // Kind is the MPI routine of an operation.
@@ -97,10 +107,12 @@ type Op struct {
 	Caller   uint64        // the return address into the program
 }
 
-// Table is a rank's operations in flight.
+// Table is a rank's operations in flight, and the world ranks of the
+// communicators it used, by their number (Op.Comm).
 type Table struct {
 	Rank, Size, Pid int
 	Ops             []Op
+	Comms           map[uint32][]int
 }
 
 const (
@@ -108,6 +120,7 @@ const (
 	version    = 1
 	headerSize = 64
 	slotSize   = 80
+	commSize   = 16
 	maxSlots   = 1 << 16
 	// retries bounds the rereads of a file whose slots were being
 	// written each time.
@@ -186,6 +199,31 @@ func parse(a, b []byte, now int64) (Table, bool, error) {
 		}
 		t.Ops = append(t.Ops, op)
 	}
+	comms, pool := int(le.Uint32(a[40:])), int(le.Uint32(a[44:]))
+	at := headerSize + slots*size
+	if comms > maxSlots || pool > 1<<24 || at+comms*commSize+4*pool > len(a) {
+		return t, torn, nil // no communicators kept
+	}
+	pooled := a[at+comms*commSize:]
+	for i := range comms {
+		e := a[at+i*commSize : at+(i+1)*commSize]
+		if len(b) < at+(i+1)*commSize || !bytes.Equal(e, b[at+i*commSize:at+(i+1)*commSize]) || le.Uint32(e)%2 == 1 {
+			torn = true
+			continue
+		}
+		id, n, first := le.Uint32(e[4:]), int(le.Uint32(e[8:])), int(le.Uint32(e[12:]))
+		if id == 0 || n == 0 || first+n > pool {
+			continue
+		}
+		ranks := make([]int, n)
+		for k := range ranks {
+			ranks[k] = int(int32(le.Uint32(pooled[4*(first+k):])))
+		}
+		if t.Comms == nil {
+			t.Comms = map[uint32][]int{}
+		}
+		t.Comms[id] = ranks
+	}
 	return t, torn, nil
 }
 
@@ -196,4 +234,111 @@ func monotonic() int64 {
 		return 0
 	}
 	return ts.Nano()
+}
+
+// Dir is where the library keeps the tables of a user's ranks on a host:
+// SDMQ_DIR, or /tmp/sdmq-UID, a directory of the user's alone (lib/sdmq.c
+// makes it, and uses it only so).
+func Dir() string {
+	if d := os.Getenv("SDMQ_DIR"); d != "" {
+		return d
+	}
+	return fmt.Sprintf("/tmp/sdmq-%d", os.Getuid())
+}
+
+// ErrNoTable is a rank with no table: its program has not called
+// MPI_Init, links no MPI, or runs without the library.
+var ErrNoTable = errors.New("no MPI operations recorded: the program has not called MPI_Init yet, " +
+	"or runs without sdm's queue library (launched without sdm debug --queues, attached to, or of an MPI sdm has no library for)")
+
+// Of is the table of process pid, as the wire gives it.
+func Of(pid int) (wire.Queues, error) {
+	if pid <= 0 {
+		return wire.Queues{}, errors.New("the rank has no process")
+	}
+	t, err := Read(filepath.Join(Dir(), strconv.Itoa(pid)))
+	switch {
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrNotYet):
+		return wire.Queues{}, ErrNoTable
+	case err != nil:
+		return wire.Queues{}, err
+	case t.Pid != pid:
+		return wire.Queues{}, ErrNoTable // a table of an earlier process of that number
+	}
+	return t.Wire(), nil
+}
+
+// Wire is the table as the wire gives it, oldest operation first.
+func (t Table) Wire() wire.Queues {
+	q := wire.Queues{Rank: t.Rank, Size: t.Size, Ops: make([]wire.MPIOp, len(t.Ops))}
+	for id, ranks := range t.Comms {
+		var b wire.Builder
+		for _, r := range ranks {
+			if r >= 0 {
+				b.Add(r)
+			}
+		}
+		if q.Comms == nil {
+			q.Comms = map[int]wire.RankSet{}
+		}
+		q.Comms[int(id)] = b.Set()
+	}
+	for i, o := range t.Ops {
+		q.Ops[i] = wire.MPIOp{Call: o.Kind.String(), Peer: o.Peer, Tag: o.Tag, Comm: int(o.Comm), CommSize: o.CommSize,
+			Count: o.Count, Bytes: o.Bytes, Root: o.Root, Thread: o.Thread, Request: o.Request != 0, Waiting: o.Waiting,
+			Caller: o.Caller}
+	}
+	slices.SortStableFunc(q.Ops, func(a, b wire.MPIOp) int { return int(b.Waiting - a.Waiting) })
+	return q
+}
+
+// Library is the interposition library for an MPI ("openmpi", "mpich"),
+// beside the running executable (sdm's binaries), or "" where there is
+// none.
+func Library(mpi string) string {
+	if mpi != "openmpi" && mpi != "mpich" {
+		return ""
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	lib := filepath.Join(filepath.Dir(self), "libsdmq-"+mpi+".so")
+	if _, err := os.Stat(lib); err != nil {
+		return ""
+	}
+	return lib
+}
+
+// Env is what a rank's environment gets for the library of an MPI to
+// record its operations: the library preloaded before those the
+// environment preloads already (preload, LD_PRELOAD's value); none where
+// this host has no library for that MPI.
+func Env(mpi, preload string) []string {
+	lib := Library(mpi)
+	if lib == "" {
+		return nil
+	}
+	if preload != "" {
+		lib += ":" + preload
+	}
+	return []string{"LD_PRELOAD=" + lib}
+}
+
+// Preload is st with the library of st.Queues preloaded into the program
+// (Env), st.Queues then cleared, so that a start passed on (from a lazy
+// backend to gdb's) preloads it once.
+func Preload(st wire.Start) wire.Start {
+	if st.Queues == "" {
+		return st
+	}
+	preload := os.Getenv("LD_PRELOAD")
+	for _, kv := range st.Env {
+		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
+			preload = v
+		}
+	}
+	st.Env = append(slices.Clip(st.Env), Env(st.Queues, preload)...)
+	st.Queues = ""
+	return st
 }

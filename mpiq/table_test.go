@@ -17,19 +17,32 @@ import (
 	"github.com/sdm-hpc/sdm/internal/testenv"
 )
 
-// build compiles the library and testdata/pending with an MPI's compiler.
-func build(t *testing.T, mpicc string) (lib, prog string) {
+// build compiles the library as make build does (against an MPI's
+// headers, found by pkg-config as pc, not linked with the MPI) and
+// examples/pending with the MPI's compiler.
+func build(t testing.TB, mpicc, pc string) (lib, prog string) {
 	t.Helper()
-	cc := testenv.RequireTool(t, mpicc)
+	mpiCC := testenv.RequireTool(t, mpicc)
+	cflags, err := exec.Command("pkg-config", "--cflags", pc).Output()
+	if err != nil {
+		t.Fatalf("pkg-config --cflags %s: %v", pc, err)
+	}
 	dir := t.TempDir()
 	lib, prog = filepath.Join(dir, "libsdmq.so"), filepath.Join(dir, "pending")
-	for _, args := range [][]string{
-		{"-shared", "-fPIC", "-O2", "-Wall", "-o", lib, "lib/sdmq.c"},
-		{"-g", "-o", prog, "testdata/pending.c"},
+	for _, c := range [][]string{
+		append(append([]string{"cc", "-shared", "-fPIC", "-O2", "-Wall"}, strings.Fields(string(cflags))...), "-o", lib, "lib/sdmq.c"),
+		{mpiCC, "-g", "-o", prog, "../examples/pending/pending.c"},
 	} {
-		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
 		}
+	}
+	// A process that is not an MPI program loads it as well (gdb starts
+	// programs through a shell).
+	sh := exec.Command("/bin/sh", "-c", "echo loaded")
+	sh.Env = append(os.Environ(), "LD_PRELOAD="+lib)
+	if out, err := sh.CombinedOutput(); err != nil || string(out) != "loaded\n" {
+		t.Fatalf("sh with the library preloaded: %v: %q", err, out)
 	}
 	return lib, prog
 }
@@ -39,12 +52,12 @@ func build(t *testing.T, mpicc string) (lib, prog string) {
 // (through a communicator of two), tags, sizes, the posted receive with
 // its request.
 func TestPendingOperations(t *testing.T) {
-	for _, mpi := range []struct{ name, cc, run string }{
-		{"openmpi", "mpicc.openmpi", "mpirun.openmpi"},
-		{"mpich", "mpicc.mpich", "mpiexec.mpich"},
+	for _, mpi := range []struct{ name, cc, pc, run string }{
+		{"openmpi", "mpicc.openmpi", "ompi-c", "mpirun.openmpi"},
+		{"mpich", "mpicc.mpich", "mpich", "mpiexec.mpich"},
 	} {
 		t.Run(mpi.name, func(t *testing.T) {
-			lib, prog := build(t, mpi.cc)
+			lib, prog := build(t, mpi.cc, mpi.pc)
 			run := testenv.RequireTool(t, mpi.run)
 			dir := t.TempDir()
 			args := []string{"-n", "3", "-x", "LD_PRELOAD=" + lib, "-x", "SDMQ_DIR=" + dir, "--allow-run-as-root", "--oversubscribe", prog}

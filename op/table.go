@@ -45,6 +45,7 @@ var (
 	Handle  = Def[wire.Text, wire.Text]{Name: wire.OpHandle}
 	Raw     = Def[wire.Text, wire.Text]{Name: wire.OpRaw}
 	Sample  = Def[wire.Sample, wire.CallTree]{Name: wire.OpSample, Merge: func() Merger { return &CallTrees{} }}
+	Queues  = Def[None, wire.Queues]{Name: wire.OpQueues}
 
 	Backtrace = Def[wire.Backtrace, wire.Trace]{Name: wire.OpBacktrace}
 	Up        = Def[wire.Count, wire.Level]{Name: wire.OpUp}
@@ -73,7 +74,7 @@ var Table = []Spec{
 	Watch.Spec(), Breakpoints.Spec(), BreakNext.Spec(),
 	Where.Spec(), Frame.Spec(), Depth.Spec(), Locals.Spec(), Args.Spec(), Globals.Spec(),
 	Print.Spec(), Ptype.Spec(), Threads.Spec(), Thread.Spec(), MemRead.Spec(), MemSet.Spec(),
-	Signals.Spec(), Handle.Spec(), Raw.Spec(), Sample.Spec(),
+	Signals.Spec(), Handle.Spec(), Raw.Spec(), Sample.Spec(), Queues.Spec(),
 	Backtrace.Spec(), Up.Spec(), List.Spec(), Evaluate.Spec(), FrameInfo.Spec(), Registers.Spec(), Libraries.Spec(),
 	Symbols.Spec(), VarObjs.Spec(),
 	Dlopen.Spec(), Plant.Spec(),

@@ -30,9 +30,11 @@ openssh-server openssh-client iproute2"
 # stacks through PMIx, --mpir through --stop-on-exec, the ranks' labelled
 # output, SLURM jobs by id, the editors' adapter, and across the emulated
 # cluster's hosts: a launch, stacks through PMIx, a SLURM job by id; and
-# ranks sharing gdb 16 (SHARED, in the gdb backend and through the tree).
+# ranks sharing gdb 16 (SHARED, in the gdb backend and through the tree);
+# the MPI queues kept by the library sdm preloads (package mpiq, queues
+# and deadlock).
 # They run with the default gdbs of 16 ranks and with a gdb per rank.
-TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher'
+TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher|TestQueuesAndDeadlock'
 SHARED='TestSharedGDB'
 
 fail() { echo "trixie: $*" >&2; exit 1; }
@@ -163,6 +165,7 @@ case "${1:-}" in
     up
     echo "trixie: the MPI tests in the Debian 13 root ($ROOT)"
     in_root "$ROOT" "go test -count=1 -timeout 5m -run '^$SHARED' ./backend/gdbmi/ &&
+      go test -count=1 -timeout 5m ./mpiq/ &&
       go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/ &&
       SDM_RANKS_PER_GDB=1 go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/"
     ;;

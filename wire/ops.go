@@ -136,6 +136,10 @@ type Start struct {
 	Args    []string
 	Env     []string // extra NAME=VALUE pairs on top of the server's environment
 	Dir     string
+	// Queues is the MPI the program links ("openmpi", "mpich"), whose
+	// interposition library the server preloads into it to keep its MPI
+	// operations in flight (OpQueues); "" for none.
+	Queues string
 }
 
 // Frame is one level of a call stack. Addresses and argument values are

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/text"
+	"github.com/sdm-hpc/sdm/mpiq"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -561,6 +562,7 @@ func (b *Backend) debugger() (conn, error) {
 // start (re)starts gdb if needed and loads the program with its arguments,
 // directory and environment, on its own terminal. It does not run it.
 func (b *Backend) start(ctx context.Context, st wire.Start) (wire.State, error) {
+	st = mpiq.Preload(st)
 	prog, err := program.Find(st.Program, st.Dir)
 	if err != nil {
 		return wire.State{}, err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sdm-hpc/sdm/mpiq"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -270,4 +271,10 @@ func (b *Backend) Sample(ctx context.Context, _ wire.Sample) (wire.CallTree, err
 	t.AddStack(b.cfg.Rank, st.Frames)
 	t.Sort()
 	return t, nil
+}
+
+// Queues implements backend.Ops: what the program's MPI operations in
+// flight are, read beside gdb (package mpiq).
+func (b *Backend) Queues(context.Context) (wire.Queues, error) {
+	return mpiq.Of(b.PID())
 }

@@ -229,7 +229,7 @@ func needsGDB(j job) bool {
 var withoutGDB = map[string]bool{
 	wire.OpStart: true, wire.OpRun: true, wire.OpCont: true, wire.OpKill: true,
 	wire.OpAttach: true, wire.OpDetach: true, wire.OpWhere: true, wire.OpSample: true,
-	wire.OpDlopen: true,
+	wire.OpDlopen: true, wire.OpQueues: true,
 }
 
 // Close ends the rank's process where the session owns it (one it

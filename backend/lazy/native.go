@@ -9,6 +9,7 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/program"
+	"github.com/sdm-hpc/sdm/mpiq"
 	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -30,6 +31,7 @@ var _ backend.Ops = native{}
 // or for gdb, and what stacks will read of its modules is read ahead.
 func (n native) Start(_ context.Context, st wire.Start) (wire.State, error) {
 	b := n.b
+	st = mpiq.Preload(st)
 	path, err := program.Find(st.Program, st.Dir)
 	if err != nil {
 		return wire.State{}, err

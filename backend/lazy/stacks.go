@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/mpiq"
 	"github.com/sdm-hpc/sdm/stackwalk"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -252,4 +253,10 @@ func (b *Backend) takeOver(ctx context.Context, p *process) error {
 var resumes = map[string]bool{
 	wire.OpCont: true, wire.OpStep: true, wire.OpNext: true, wire.OpFinish: true,
 	wire.OpKill: true, wire.OpDetach: true, wire.OpRun: true,
+}
+
+// Queues implements backend.Ops: the program's MPI operations in flight,
+// read without stopping it (package mpiq).
+func (n native) Queues(context.Context) (wire.Queues, error) {
+	return mpiq.Of(n.b.PID())
 }

@@ -4,10 +4,16 @@
  * Preloaded into a rank (LD_PRELOAD) with SDMQ_DIR set, it interposes on
  * MPI's blocking and nonblocking calls through the profiling interface
  * (each MPI_X records the operation, calls PMPI_X, and clears it) and
- * keeps the records in a file of its own, SDMQ_DIR/PID, mapped shared:
+ * keeps the records in a file of its own, DIR/PID, mapped shared (DIR is
+ * SDMQ_DIR, or /tmp/sdmq-UID, the user's alone):
  * the rank's server maps the same file and reads it at any time. The
- * layout is package mpiq's (table.go), version 1. Without SDMQ_DIR, or
- * when the file cannot be made, every call goes straight to PMPI_X.
+ * layout is package mpiq's (table.go), version 1. When the file cannot
+ * be made, every call goes straight to PMPI_X.
+ *
+ * It is built against one MPI's mpi.h, not linked with its library: a
+ * process that is not an MPI program (the shell that gdb starts a
+ * program through) loads it without loading MPI, so Open MPI's
+ * predefined objects, which its handles point to, are weak here.
  *
  * A record (slot) is claimed by compare-and-swap, so threads of an
  * MPI_THREAD_MULTIPLE program take slots of their own; a slot's sequence
@@ -16,6 +22,7 @@
  * slot until a wait or test completes its request. */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -24,12 +31,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef OPEN_MPI
+#pragma weak ompi_mpi_comm_world
+#pragma weak ompi_mpi_comm_null
+#pragma weak ompi_mpi_datatype_null
+#pragma weak ompi_request_null
+#endif
 
 #define SDMQ_MAGIC 0x514d4453u /* "SDMQ", little-endian */
 #define SDMQ_VERSION 1
 #define SDMQ_SLOTS 256
+#define COMMS 64
 
 /* Kinds, as package mpiq names them. */
 enum {
@@ -52,8 +68,17 @@ struct header {
     uint32_t magic, version, slots, slot_size;
     int32_t rank, size, pid, reserved;
     int64_t started;
-    uint8_t pad[24];
+    uint32_t comms, pool; /* communicator entries, and ints in their pool */
+    uint8_t pad[16];
 };
+
+/* A communicator the rank used, after the slots: its number, its size,
+ * and where its members' world ranks start in the pool after the
+ * entries. seq is odd while it is written. */
+struct comm_entry {
+    uint32_t seq, id, size, first;
+};
+#define POOL 16384
 
 struct slot {
     uint32_t seq;      /* odd while written */
@@ -78,6 +103,9 @@ _Static_assert(sizeof(struct slot) == 80, "slot layout");
 
 static struct header *table;
 static struct slot *slots;
+static struct comm_entry *entries;
+static int32_t *pool;
+static uint32_t pooled; /* ints of the pool taken */
 
 static int64_t now(void)
 {
@@ -86,14 +114,29 @@ static int64_t now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* open_table maps SDMQ_DIR/PID, made anew with mode 0600. */
+/* user_dir is /tmp/sdmq-UID, made if need be, and used only if it is a
+ * directory of the user's that no one else may enter. */
+static const char *user_dir(char *buf, size_t n)
+{
+    struct stat st;
+    snprintf(buf, n, "/tmp/sdmq-%d", (int)getuid());
+    mkdir(buf, 0700);
+    if (lstat(buf, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0)
+        return NULL;
+    return buf;
+}
+
+/* open_table maps DIR/PID, made anew with mode 0600: DIR is SDMQ_DIR, or
+ * the user's directory in /tmp. */
 static void open_table(void)
 {
+    char path[4096], mine[64];
     const char *dir = getenv("SDMQ_DIR");
-    char path[4096];
-    size_t size = sizeof(struct header) + SDMQ_SLOTS * sizeof(struct slot);
-    if (dir == NULL || dir[0] == '\0' ||
-        snprintf(path, sizeof path, "%s/%d", dir, (int)getpid()) >= (int)sizeof path)
+    size_t size = sizeof(struct header) + SDMQ_SLOTS * sizeof(struct slot) + COMMS * sizeof(struct comm_entry) +
+                  POOL * sizeof(int32_t);
+    if (dir == NULL || dir[0] == '\0')
+        dir = user_dir(mine, sizeof mine);
+    if (dir == NULL || snprintf(path, sizeof path, "%s/%d", dir, (int)getpid()) >= (int)sizeof path)
         return;
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
@@ -110,16 +153,19 @@ static void open_table(void)
     h->pid = (int32_t)getpid();
     h->slots = SDMQ_SLOTS;
     h->slot_size = sizeof(struct slot);
+    h->comms = COMMS;
+    h->pool = POOL;
     h->started = now();
     h->version = SDMQ_VERSION;
     __atomic_store_n(&h->magic, SDMQ_MAGIC, __ATOMIC_RELEASE);
     slots = (struct slot *)(h + 1);
+    entries = (struct comm_entry *)(slots + SDMQ_SLOTS);
+    pool = (int32_t *)(entries + COMMS);
     table = h;
 }
 
 /* Communicators other than MPI_COMM_WORLD: their world ranks, learnt at
  * their first use, numbered from 1. */
-#define COMMS 64
 static struct {
     MPI_Comm comm;
     int size;
@@ -127,6 +173,23 @@ static struct {
 } comms[COMMS];
 static int ncomms;
 static pthread_mutex_t comms_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* publish writes communicator id's members into the table, should the
+ * pool hold them (else its entry has none: size 0). */
+static void publish(uint32_t id, const int *world, int n)
+{
+    struct comm_entry *e = &entries[id - 1];
+    __atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
+    e->id = id;
+    e->size = 0;
+    if (pooled + (uint32_t)n <= POOL) {
+        memcpy(pool + pooled, world, n * sizeof(int32_t));
+        e->first = pooled;
+        e->size = (uint32_t)n;
+        pooled += (uint32_t)n;
+    }
+    __atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
+}
 
 /* world translates rank r of comm to a world rank; *id is comm's number. */
 static int world(MPI_Comm comm, int r, uint32_t *id, int *size)
@@ -158,6 +221,7 @@ static int world(MPI_Comm comm, int r, uint32_t *id, int *size)
             comms[i].size = n;
             comms[i].world = mine + n;
             ncomms++;
+            publish(i + 1, mine + n, n);
         } else {
             free(mine);
         }
@@ -176,9 +240,13 @@ static int world(MPI_Comm comm, int r, uint32_t *id, int *size)
 
 /* claim takes a free slot and starts writing it: NULL without a table or
  * a free slot (the operation is then not recorded). */
+/* in_fortran is set while a Fortran binding's wrapper runs the MPI's own:
+ * what that calls of the C bindings (MPICH's do) is its, recorded once. */
+static __thread int in_fortran;
+
 static struct slot *claim(void)
 {
-    if (table == NULL)
+    if (table == NULL || in_fortran)
         return NULL;
     for (int i = 0; i < SDMQ_SLOTS; i++) {
         uint32_t free_ = 0;
@@ -203,14 +271,13 @@ static void record(struct slot *s, int kind, MPI_Comm comm, int peer, int tag, i
     s->comm = 0;
     s->comm_size = 0;
     if (comm != MPI_COMM_NULL) {
+        world(comm, 0, &s->comm, &size); /* the communicator's number and size */
         if (peer != PEER_NONE)
             s->peer = peer == MPI_ANY_SOURCE ? ANY_SOURCE
                       : peer == MPI_PROC_NULL ? PROC_NULL
                                               : world(comm, peer, &s->comm, &size);
         if (root != PEER_NONE)
             s->root = world(comm, root, &s->comm, &size);
-        if (peer == PEER_NONE && root == PEER_NONE)
-            world(comm, 0, &s->comm, &size);
         s->comm_size = size;
     }
     s->tag = tag == MPI_ANY_TAG ? -1 : tag;
@@ -536,3 +603,249 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
         free(before);
     return rc;
 }
+
+/* The Fortran bindings (mpif.h and the mpi module: mpi_send_, and
+ * mpi_send__ for compilers that add two underscores; Open MPI's shared
+ * implementation, ompi_send_f, which its mpi_f08 bindings call): Open
+ * MPI's call PMPI_X, past the C wrappers, so they are wrapped too. Each
+ * wrapper records the call (handles converted with PMPI_X_f2c) and calls
+ * the MPI's own, found by name after this library. */
+
+typedef MPI_Fint F;
+
+/* A Fortran handle for no communicator (a wait's). */
+#define F_COMM_NULL PMPI_Comm_c2f(MPI_COMM_NULL)
+
+/* next finds the MPI's own definition of name, once. */
+#define NEXT(name, type) \
+    static type next_; \
+    if (next_ == NULL) \
+        next_ = (type)dlsym(RTLD_NEXT, name); \
+    if (next_ == NULL) { \
+        fprintf(stderr, "sdmq: no %s in the program's MPI\n", name); \
+        abort(); \
+    }
+
+/* FCALL records a Fortran call while the MPI's own runs it. */
+#define FCALL(kind, comm, peer, tag, count, type, root, call) \
+    do { \
+        struct slot *s_ = claim(); \
+        if (s_ != NULL) \
+            record(s_, kind, PMPI_Comm_f2c(comm), peer, tag, count, type, root, CALLER); \
+        in_fortran++; \
+        call; \
+        in_fortran--; \
+        release(s_); \
+    } while (0)
+
+#define P(...) __VA_ARGS__
+
+typedef void (*init_f)(F *);
+static void f_init(init_f next, F *ierr)
+{
+    in_fortran++;
+    next(ierr);
+    in_fortran--;
+    if (*ierr == MPI_SUCCESS && table == NULL)
+        open_table();
+}
+void mpi_init_(F *ierr)
+{
+    NEXT("mpi_init_", init_f);
+    f_init(next_, ierr);
+}
+void mpi_init__(F *ierr) __attribute__((alias("mpi_init_")));
+void ompi_init_f(F *ierr)
+{
+    NEXT("ompi_init_f", init_f);
+    f_init(next_, ierr);
+}
+
+typedef void (*init_thread_f)(F *, F *, F *);
+static void f_init_thread(init_thread_f next, F *required, F *provided, F *ierr)
+{
+    in_fortran++;
+    next(required, provided, ierr);
+    in_fortran--;
+    if (*ierr == MPI_SUCCESS && table == NULL)
+        open_table();
+}
+void mpi_init_thread_(F *required, F *provided, F *ierr)
+{
+    NEXT("mpi_init_thread_", init_thread_f);
+    f_init_thread(next_, required, provided, ierr);
+}
+void mpi_init_thread__(F *required, F *provided, F *ierr) __attribute__((alias("mpi_init_thread_")));
+void ompi_init_thread_f(F *required, F *provided, F *ierr)
+{
+    NEXT("ompi_init_thread_f", init_thread_f);
+    f_init_thread(next_, required, provided, ierr);
+}
+
+/* DEFINE3 defines one wrapper under its three names from an impl taking
+ * the MPI's own as its first argument. */
+#define DEFINE3(lower, type, params, args) \
+    void mpi_##lower##_ params \
+    { \
+        NEXT("mpi_" #lower "_", type); \
+        lower##_impl(next_, P args); \
+    } \
+    void mpi_##lower##__ params __attribute__((alias("mpi_" #lower "_"))); \
+    void ompi_##lower##_f params \
+    { \
+        NEXT("ompi_" #lower "_f", type); \
+        lower##_impl(next_, P args); \
+    }
+
+typedef void (*send_f)(void *, F *, F *, F *, F *, F *, F *);
+#define SENDLIKE(lower, kind) \
+    static void lower##_impl(send_f next, void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr) \
+    { \
+        FCALL(kind, *comm, *dest, *tag, *count, PMPI_Type_f2c(*type), PEER_NONE, next(buf, count, type, dest, tag, comm, ierr)); \
+    } \
+    DEFINE3(lower, send_f, (void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr), (buf, count, type, dest, tag, comm, ierr))
+SENDLIKE(send, K_SEND)
+SENDLIKE(ssend, K_SSEND)
+SENDLIKE(bsend, K_BSEND)
+SENDLIKE(rsend, K_RSEND)
+
+typedef void (*recv_f)(void *, F *, F *, F *, F *, F *, F *, F *);
+static void recv_impl(recv_f next, void *buf, F *count, F *type, F *source, F *tag, F *comm, F *status, F *ierr)
+{
+    FCALL(K_RECV, *comm, *source, *tag, *count, PMPI_Type_f2c(*type), PEER_NONE,
+          next(buf, count, type, source, tag, comm, status, ierr));
+}
+DEFINE3(recv, recv_f, (void *buf, F *count, F *type, F *source, F *tag, F *comm, F *status, F *ierr),
+        (buf, count, type, source, tag, comm, status, ierr))
+
+typedef void (*sendrecv_f)(void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
+static void sendrecv_impl(sendrecv_f next, void *sbuf, F *scount, F *stype, F *dest, F *stag, void *rbuf, F *rcount,
+                          F *rtype, F *source, F *rtag, F *comm, F *status, F *ierr)
+{
+    FCALL(K_SENDRECV, *comm, *source, *rtag, *rcount, PMPI_Type_f2c(*rtype), PEER_NONE,
+          next(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status, ierr));
+}
+DEFINE3(sendrecv, sendrecv_f,
+        (void *sbuf, F *scount, F *stype, F *dest, F *stag, void *rbuf, F *rcount, F *rtype, F *source, F *rtag, F *comm,
+         F *status, F *ierr),
+        (sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status, ierr))
+
+typedef void (*probe_f)(F *, F *, F *, F *, F *);
+static void probe_impl(probe_f next, F *source, F *tag, F *comm, F *status, F *ierr)
+{
+    FCALL(K_PROBE, *comm, *source, *tag, 0, MPI_DATATYPE_NULL, PEER_NONE, next(source, tag, comm, status, ierr));
+}
+DEFINE3(probe, probe_f, (F *source, F *tag, F *comm, F *status, F *ierr), (source, tag, comm, status, ierr))
+
+typedef void (*isend_f)(void *, F *, F *, F *, F *, F *, F *, F *);
+#define ISENDLIKE(lower, kind) \
+    static void lower##_impl(isend_f next, void *buf, F *count, F *type, F *peer, F *tag, F *comm, F *req, F *ierr) \
+    { \
+        struct slot *s_ = claim(); \
+        if (s_ != NULL) \
+            record(s_, kind, PMPI_Comm_f2c(*comm), *peer, *tag, *count, PMPI_Type_f2c(*type), PEER_NONE, CALLER); \
+        in_fortran++; \
+        next(buf, count, type, peer, tag, comm, req, ierr); \
+        in_fortran--; \
+        keep(s_, *ierr == MPI_SUCCESS ? PMPI_Request_f2c(*req) : MPI_REQUEST_NULL); \
+    } \
+    DEFINE3(lower, isend_f, (void *buf, F *count, F *type, F *peer, F *tag, F *comm, F *req, F *ierr), \
+            (buf, count, type, peer, tag, comm, req, ierr))
+ISENDLIKE(isend, K_ISEND)
+ISENDLIKE(irecv, K_IRECV)
+
+/* A Fortran wait: the C requests before, to release those that complete. */
+static MPI_Request *c_requests(int n, const F *reqs, MPI_Request *small)
+{
+    MPI_Request *c = n <= 64 ? small : malloc(n * sizeof(MPI_Request));
+    for (int i = 0; c != NULL && i < n; i++)
+        c[i] = PMPI_Request_f2c(reqs[i]);
+    return c;
+}
+
+typedef void (*wait_f)(F *, F *, F *);
+static void wait_impl(wait_f next, F *req, F *status, F *ierr)
+{
+    MPI_Request before = PMPI_Request_f2c(*req);
+    FCALL(K_WAIT, F_COMM_NULL, PEER_NONE, 0, 1, MPI_DATATYPE_NULL, PEER_NONE, next(req, status, ierr));
+    done(&before, NULL, 1);
+}
+DEFINE3(wait, wait_f, (F *req, F *status, F *ierr), (req, status, ierr))
+
+typedef void (*waitall_f)(F *, F *, F *, F *);
+static void waitall_impl(waitall_f next, F *count, F *reqs, F *statuses, F *ierr)
+{
+    MPI_Request small[64], *before = c_requests(*count, reqs, small);
+    FCALL(K_WAITALL, F_COMM_NULL, PEER_NONE, 0, *count, MPI_DATATYPE_NULL, PEER_NONE,
+          next(count, reqs, statuses, ierr));
+    if (before != NULL && *ierr == MPI_SUCCESS)
+        done(before, NULL, *count);
+    if (before != small)
+        free(before);
+}
+DEFINE3(waitall, waitall_f, (F *count, F *reqs, F *statuses, F *ierr), (count, reqs, statuses, ierr))
+
+typedef void (*waitany_f)(F *, F *, F *, F *, F *);
+static void waitany_impl(waitany_f next, F *count, F *reqs, F *index, F *status, F *ierr)
+{
+    MPI_Request small[64], *before = c_requests(*count, reqs, small);
+    FCALL(K_WAITANY, F_COMM_NULL, PEER_NONE, 0, *count, MPI_DATATYPE_NULL, PEER_NONE,
+          next(count, reqs, index, status, ierr));
+    int i = *index - 1; /* Fortran counts from 1 */
+    if (before != NULL && i >= 0 && i < *count)
+        done(&before[i], NULL, 1);
+    if (before != small)
+        free(before);
+}
+DEFINE3(waitany, waitany_f, (F *count, F *reqs, F *index, F *status, F *ierr), (count, reqs, index, status, ierr))
+
+typedef void (*test_f)(F *, F *, F *, F *);
+static void test_impl(test_f next, F *req, F *flag, F *status, F *ierr)
+{
+    MPI_Request before = PMPI_Request_f2c(*req);
+    in_fortran++;
+    next(req, flag, status, ierr);
+    in_fortran--;
+    if (*flag)
+        done(&before, NULL, 1);
+}
+DEFINE3(test, test_f, (F *req, F *flag, F *status, F *ierr), (req, flag, status, ierr))
+
+typedef void (*barrier_f)(F *, F *);
+static void barrier_impl(barrier_f next, F *comm, F *ierr)
+{
+    FCALL(K_BARRIER, *comm, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, next(comm, ierr));
+}
+DEFINE3(barrier, barrier_f, (F *comm, F *ierr), (comm, ierr))
+
+typedef void (*bcast_f)(void *, F *, F *, F *, F *, F *);
+static void bcast_impl(bcast_f next, void *buf, F *count, F *type, F *root, F *comm, F *ierr)
+{
+    FCALL(K_BCAST, *comm, PEER_NONE, 0, *count, PMPI_Type_f2c(*type), *root, next(buf, count, type, root, comm, ierr));
+}
+DEFINE3(bcast, bcast_f, (void *buf, F *count, F *type, F *root, F *comm, F *ierr), (buf, count, type, root, comm, ierr))
+
+typedef void (*reduce_f)(void *, void *, F *, F *, F *, F *, F *, F *);
+static void reduce_impl(reduce_f next, void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr)
+{
+    FCALL(K_REDUCE, *comm, PEER_NONE, 0, *count, PMPI_Type_f2c(*type), *root,
+          next(sbuf, rbuf, count, type, op, root, comm, ierr));
+}
+DEFINE3(reduce, reduce_f, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr),
+        (sbuf, rbuf, count, type, op, root, comm, ierr))
+
+typedef void (*allreduce_f)(void *, void *, F *, F *, F *, F *, F *);
+static void allreduce_impl(allreduce_f next, void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr)
+{
+    FCALL(K_ALLREDUCE, *comm, PEER_NONE, 0, *count, PMPI_Type_f2c(*type), PEER_NONE,
+          next(sbuf, rbuf, count, type, op, comm, ierr));
+}
+DEFINE3(allreduce, allreduce_f, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr),
+        (sbuf, rbuf, count, type, op, comm, ierr))
+
+typedef void (*finalize_f)(F *);
+static void finalize_impl(finalize_f next, F *ierr)
+{
+    FCALL(K_FINALIZE, PMPI_Comm_c2f(MPI_COMM_WORLD), PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, next(ierr));
+}
+DEFINE3(finalize, finalize_f, (F *ierr), (ierr))

@@ -2,8 +2,12 @@
  * receive posted from rank 1, tag 5, and waits in MPI_Recv from rank 1,
  * tag 7; ranks 1 and 2 share a communicator of their own, where rank 1
  * waits in MPI_Barrier and rank 2 in MPI_Recv from its rank 0 there
- * (world rank 1), tag 9. */
+ * (world rank 1), tag 9. "pending ring": any number of ranks, each
+ * sending the next a message too big to be buffered before it receives
+ * from the previous one, a ring of sends that never completes. */
 #include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
@@ -13,6 +17,15 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (argc > 1 && strcmp(argv[1], "ring") == 0) {
+        int size, n = 1 << 16;
+        double *big = calloc(n, sizeof(double));
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Send(big, n, MPI_DOUBLE, (rank + 1) % size, 0, MPI_COMM_WORLD);
+        MPI_Recv(big, n, MPI_DOUBLE, (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Finalize();
+        return 0;
+    }
     MPI_Comm_split(MPI_COMM_WORLD, rank > 0, rank, &sub);
     if (rank == 0) {
         MPI_Irecv(msg, 4, MPI_INT, 1, 5, MPI_COMM_WORLD, &req);

@@ -1,0 +1,204 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// queues shows each rank's MPI operations in flight, as the library
+// preloaded into the ranks keeps them, merged over ranks: ranks whose
+// operations read alike share a line, a peer told as an offset from the
+// rank ("to rank+1") where that makes more ranks alike than the peer's
+// number does, as in a ring.
+
+// queuesUsage is how queues is typed.
+const queuesUsage = "queues"
+
+// pendingLine is one rank's operation in flight.
+type pendingLine struct {
+	rank    int
+	op      wire.MPIOp
+	abs     string // the operation, its peer a rank
+	rel     string // the operation, its peer an offset from the rank; abs without one
+	waiting time.Duration
+}
+
+// QueueGroup is ranks with an operation in flight that reads alike.
+type QueueGroup struct {
+	Ranks    wire.RankSet
+	Text     string
+	Op       wire.MPIOp // the lowest rank's
+	Relative bool       // Text tells the peer as an offset from each rank
+	// Least and Most are how long the group's ranks have waited.
+	Least, Most time.Duration
+}
+
+// GroupQueues merges the ranks' queues: one group per operation that
+// reads alike, the longest waits first; idle are the ranks with none.
+func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.RankSet) {
+	var lines []pendingLine
+	var b wire.Builder
+	for rank, q := range queues {
+		if len(q.Ops) == 0 {
+			b.Add(rank)
+		}
+		for _, o := range q.Ops {
+			abs, rel := pendingText(o, rank, q.Size)
+			lines = append(lines, pendingLine{rank: rank, op: o, abs: abs, rel: rel, waiting: o.Waiting})
+		}
+	}
+	count := map[string]int{}
+	for _, l := range lines {
+		count[l.abs]++
+		if l.rel != l.abs {
+			count[l.rel]++
+		}
+	}
+	byText := map[string]*QueueGroup{}
+	var order []string
+	slices.SortFunc(lines, func(a, b pendingLine) int { return a.rank - b.rank })
+	for _, l := range lines {
+		text, relative := l.abs, false
+		if count[l.rel] > count[l.abs] {
+			text, relative = l.rel, true
+		}
+		g := byText[text]
+		if g == nil {
+			g = &QueueGroup{Text: text, Op: l.op, Relative: relative, Least: l.waiting, Most: l.waiting}
+			byText[text] = g
+			order = append(order, text)
+		}
+		g.Ranks = g.Ranks.Union(wire.Single(l.rank))
+		g.Least, g.Most = min(g.Least, l.waiting), max(g.Most, l.waiting)
+	}
+	for _, t := range order {
+		groups = append(groups, *byText[t])
+	}
+	slices.SortStableFunc(groups, func(a, b QueueGroup) int { return int(b.Most - a.Most) })
+	return groups, b.Set()
+}
+
+// pendingText says an operation, its peer as a rank (abs) and as an
+// offset from rank in a world of size (rel; abs when it has no peer).
+func pendingText(o wire.MPIOp, rank, size int) (abs, rel string) {
+	dir := "to"
+	if c := strings.ToLower(o.Call); strings.Contains(c, "recv") || strings.Contains(c, "probe") {
+		dir = "from"
+	}
+	var tail []string
+	if o.Tag != 0 || o.Peer >= 0 || o.Peer == wire.AnySource {
+		tail = append(tail, "tag "+tagText(o.Tag))
+	}
+	if o.Root >= 0 {
+		tail = append(tail, fmt.Sprintf("root %d", o.Root))
+	}
+	switch {
+	case strings.HasPrefix(o.Call, "MPI_Wait"):
+		tail = append(tail, fmt.Sprintf("on %d %s", o.Count, plural(o.Count, "request", "requests")))
+	case o.Comm == 0 && o.CommSize > 0:
+		tail = append(tail, "MPI_COMM_WORLD")
+	case o.CommSize > 0:
+		tail = append(tail, fmt.Sprintf("communicator %d of %d ranks", o.Comm, o.CommSize))
+	}
+	if o.Bytes > 0 {
+		tail = append(tail, fmt.Sprintf("%d bytes", o.Bytes))
+	}
+	if o.Request {
+		tail = append(tail, "posted")
+	}
+	rest := ""
+	if len(tail) > 0 {
+		rest = ", " + strings.Join(tail, ", ")
+	}
+	switch o.Peer {
+	case wire.NoRank:
+		return o.Call + rest, o.Call + rest
+	case wire.AnySource:
+		return o.Call + " from any rank" + rest, o.Call + " from any rank" + rest
+	case wire.ProcNull:
+		return o.Call + " " + dir + " MPI_PROC_NULL" + rest, o.Call + " " + dir + " MPI_PROC_NULL" + rest
+	case wire.UnknownRank:
+		return o.Call + " " + dir + " a rank sdm could not map" + rest, o.Call + " " + dir + " a rank sdm could not map" + rest
+	}
+	abs = fmt.Sprintf("%s %s %d%s", o.Call, dir, o.Peer, rest)
+	off := o.Peer - rank
+	if size > 0 {
+		// The nearest way round the world, as a ring's code writes it.
+		off = ((off % size) + size) % size
+		if off > size/2 {
+			off -= size
+		}
+	}
+	return abs, fmt.Sprintf("%s %s rank%+d%s", o.Call, dir, off, rest)
+}
+
+func tagText(tag int) string {
+	if tag == wire.AnyTag {
+		return "any"
+	}
+	return fmt.Sprint(tag)
+}
+
+// waitText is how long a group's ranks have waited.
+func waitText(least, most time.Duration) string {
+	r := func(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }
+	if r(least) == r(most) {
+		return "waiting " + r(most) + " s"
+	}
+	return "waiting " + r(least) + "-" + r(most) + " s"
+}
+
+func runQueues(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	if strings.TrimSpace(args) != "" {
+		return usageError("%s", queuesUsage)
+	}
+	groups, err := c.s.Command(ctx, ranks, wire.OpQueues, nil, c.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	queues := map[int]wire.Queues{}
+	var failed []wire.Group
+	for _, g := range groups {
+		q, err := op.Queues.DecodeAnswer(g.Body)
+		if g.Status != wire.StatusOK || err != nil {
+			failed = append(failed, g)
+			continue
+		}
+		g.Ranks.Each(func(r int) bool {
+			queues[r] = q
+			return true
+		})
+	}
+	merged, idle := GroupQueues(queues)
+	if c.opts.JSON {
+		for _, g := range merged {
+			o := g.Op
+			c.emit(map[string]any{"ranks": g.Ranks.String(), "count": g.Ranks.Count(), "op": "queues", "status": "ok", "value": map[string]any{
+				"text": g.Text, "call": o.Call, "peer": o.Peer, "relative": g.Relative, "tag": o.Tag, "comm": o.Comm,
+				"comm_size": o.CommSize, "count": o.Count, "bytes": o.Bytes, "root": o.Root, "posted": o.Request,
+				"waiting_least": g.Least.Seconds(), "waiting_most": g.Most.Seconds()}})
+		}
+		if !idle.Empty() {
+			c.emit(map[string]any{"ranks": idle.String(), "count": idle.Count(), "op": "queues", "status": "ok", "value": nil})
+		}
+	} else {
+		for _, g := range merged {
+			c.println(fmt.Sprintf("[%v] %s: %s", g.Ranks, g.Text, waitText(g.Least, g.Most)))
+		}
+		if !idle.Empty() {
+			c.println(fmt.Sprintf("[%v] no MPI operation in flight", idle))
+		}
+	}
+	failed, gones := c.goneOf(ctx, wire.OpQueues, failed)
+	for _, g := range failed {
+		c.printReply(wire.OpQueues, "", g)
+	}
+	c.printGone(wire.OpQueues, gones)
+	return nil
+}

@@ -1,0 +1,301 @@
+package console
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sdm-hpc/sdm/wire"
+)
+
+// The wait-for graph of ranks blocked in MPI, from their queues: a rank
+// blocked in a call that needs one given rank (a receive from it, a send
+// to it, a wait on a request of one) waits for that rank (an AND arc);
+// one that any of several may release (MPI_ANY_SOURCE, MPI_Waitany) has
+// OR arcs; a rank in a collective waits for the members of its
+// communicator that are not in it. A blocked rank can be released when
+// all its AND arcs (or one of its OR arcs) lead to ranks that can; ranks
+// that are not blocked (computing, or without queues) can. The blocked
+// ranks that cannot are deadlocked: those on cycles are the cause, the
+// others wait for them.
+
+// waitFor is the graph.
+type waitFor struct {
+	blocked map[int]wire.MPIOp // a blocked rank's blocking call
+	what    map[int]string     // that call, for people
+	and, or map[int][]int      // the ranks a blocked rank waits for
+	members map[int]wire.RankSet
+}
+
+// inCall says whether a call blocks its rank until other ranks act.
+func inCall(o wire.MPIOp) bool {
+	call, ok := mpiCall(o.Call)
+	return ok && call.Kind != "" && !o.Request
+}
+
+// buildWaitFor makes the graph of the ranks' queues, in a world of size
+// ranks.
+func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
+	g := waitFor{blocked: map[int]wire.MPIOp{}, what: map[int]string{}, and: map[int][]int{}, or: map[int][]int{},
+		members: map[int]wire.RankSet{}}
+	world := wire.Range(0, size-1)
+	membersOf := func(r int, o wire.MPIOp) wire.RankSet {
+		if o.Comm == 0 {
+			return world
+		}
+		if m, ok := queues[r].Comms[o.Comm]; ok {
+			return m
+		}
+		return wire.RankSet{}
+	}
+	// Collectives by communicator (its members) and call.
+	type coll struct{ members, call string }
+	inColl := map[coll]wire.RankSet{}
+	for r, q := range queues {
+		for _, o := range q.Ops {
+			if inCall(o) {
+				g.blocked[r], g.members[r] = o, membersOf(r, o)
+				abs, _ := pendingText(o, r, size)
+				g.what[r] = abs
+				if c, _ := mpiCall(o.Call); c.Kind == "collective" {
+					k := coll{g.members[r].String(), o.Call}
+					inColl[k] = inColl[k].Union(wire.Single(r))
+				}
+				break
+			}
+		}
+	}
+	for r, o := range g.blocked {
+		c, _ := mpiCall(o.Call)
+		switch {
+		case c.Kind == "collective":
+			missing := g.members[r].Minus(inColl[coll{g.members[r].String(), o.Call}])
+			missing.Each(func(m int) bool {
+				g.and[r] = append(g.and[r], m)
+				return true
+			})
+		case c.Kind == "completion":
+			var peers []int
+			for _, p := range queues[r].Ops {
+				if p.Request && p.Peer >= 0 {
+					peers = append(peers, p.Peer)
+				}
+			}
+			if o.Call == "MPI_Waitall" || len(peers) == 1 {
+				g.and[r] = peers
+			} else {
+				g.or[r] = peers
+			}
+		case o.Peer >= 0:
+			g.and[r] = []int{o.Peer}
+		case o.Peer == wire.AnySource:
+			g.members[r].Minus(wire.Single(r)).Each(func(m int) bool {
+				g.or[r] = append(g.or[r], m)
+				return true
+			})
+		}
+	}
+	return g
+}
+
+// matched says whether rank r's blocking point-to-point call and its
+// peer's match each other (a send and a receive between them, tags
+// agreeing): both are then under way, not waiting.
+func (g waitFor) matched(r int) bool {
+	o, ok := g.blocked[r]
+	if !ok || o.Peer < 0 {
+		return false
+	}
+	p, ok := g.blocked[o.Peer]
+	if !ok || p.Peer != r || o.Comm != p.Comm && g.members[r].String() != g.members[o.Peer].String() {
+		return false
+	}
+	// MPI_Sendrecv is both: it waits for its receive, whose peer it holds.
+	recv := func(x wire.MPIOp) bool {
+		c := strings.ToLower(x.Call)
+		return strings.Contains(c, "recv") || strings.Contains(c, "probe")
+	}
+	send := func(x wire.MPIOp) bool { return strings.Contains(strings.ToLower(x.Call), "send") }
+	tags := o.Tag == p.Tag || o.Tag == wire.AnyTag || p.Tag == wire.AnyTag
+	return tags && (recv(o) && send(p) || send(o) && recv(p))
+}
+
+// stuck are the blocked ranks that no rank can release.
+func (g waitFor) stuck() wire.RankSet {
+	released := map[int]bool{}
+	for r := range g.blocked {
+		if g.matched(r) {
+			released[r] = true
+		}
+	}
+	free := func(r int) bool {
+		_, blocked := g.blocked[r]
+		return !blocked || released[r]
+	}
+	for changed := true; changed; {
+		changed = false
+		for r := range g.blocked {
+			if released[r] {
+				continue
+			}
+			ok := len(g.and[r]) > 0 || len(g.or[r]) > 0
+			for _, t := range g.and[r] {
+				ok = ok && free(t)
+			}
+			if len(g.or[r]) > 0 && !slices.ContainsFunc(g.or[r], free) {
+				ok = false
+			}
+			if ok {
+				released[r], changed = true, true
+			}
+		}
+	}
+	var b wire.Builder
+	for r := range g.blocked {
+		if !released[r] {
+			b.Add(r)
+		}
+	}
+	return b.Set()
+}
+
+// cycles are the strongly connected parts of the stuck ranks' graph that
+// hold a cycle, each in rank order.
+func (g waitFor) cycles(stuck wire.RankSet) [][]int {
+	index, low, on := map[int]int{}, map[int]int{}, map[int]bool{}
+	var stack []int
+	var out [][]int
+	next := 0
+	var visit func(r int)
+	visit = func(r int) {
+		index[r], low[r] = next, next
+		next++
+		stack = append(stack, r)
+		on[r] = true
+		for _, t := range append(slices.Clone(g.and[r]), g.or[r]...) {
+			if !stuck.Contains(t) {
+				continue
+			}
+			if _, seen := index[t]; !seen {
+				visit(t)
+				low[r] = min(low[r], low[t])
+			} else if on[t] {
+				low[r] = min(low[r], index[t])
+			}
+		}
+		if low[r] != index[r] {
+			return
+		}
+		var part []int
+		for {
+			t := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			on[t] = false
+			part = append(part, t)
+			if t == r {
+				break
+			}
+		}
+		if len(part) > 1 || slices.Contains(append(slices.Clone(g.and[r]), g.or[r]...), r) {
+			slices.Sort(part)
+			out = append(out, part)
+		}
+	}
+	stuck.Each(func(r int) bool {
+		if _, seen := index[r]; !seen {
+			visit(r)
+		}
+		return true
+	})
+	return out
+}
+
+// lines says what the graph shows: each cycle, the ranks outside MPI that
+// blocked ranks wait for (busy, with where they are), and collectives
+// whose communicator's members are in other calls.
+func (g waitFor) lines(size int, busy map[int]string) []string {
+	var lines []string
+	stuck := g.stuck()
+	cycles := g.cycles(stuck)
+	for _, c := range cycles {
+		lines = append(lines, g.cycleText(c, size))
+	}
+	var onCycles wire.RankSet
+	for _, c := range cycles {
+		for _, r := range c {
+			onCycles = onCycles.Union(wire.Single(r))
+		}
+	}
+	if behind := stuck.Minus(onCycles); !behind.Empty() && !onCycles.Empty() {
+		lines = append(lines, fmt.Sprintf("%s %v %s for the ranks of the cycle, and %s released when it is", rankWord(behind), behind, waitVerb(behind), plural(behind.Count(), "is not", "are not")))
+	}
+	// Ranks that blocked ranks lead to, which are not in MPI.
+	waitsFor := map[int]wire.RankSet{}
+	for r := range g.blocked {
+		for _, t := range append(slices.Clone(g.and[r]), g.or[r]...) {
+			if _, blocked := g.blocked[t]; !blocked {
+				waitsFor[t] = waitsFor[t].Union(wire.Single(r))
+			}
+		}
+	}
+	roots := slices.Sorted(func(yield func(int) bool) {
+		for t := range waitsFor {
+			if !yield(t) {
+				return
+			}
+		}
+	})
+	for _, t := range roots {
+		where := busy[t]
+		if where == "" {
+			where = "not blocked in MPI"
+		}
+		lines = append(lines, fmt.Sprintf("%s %v %s for rank %d, which is %s", rankWord(waitsFor[t]), waitsFor[t], waitVerb(waitsFor[t]), t, where))
+	}
+	if len(lines) == 0 && !stuck.Empty() {
+		lines = append(lines, fmt.Sprintf("%s %v cannot be released, though on no cycle: they wait for ranks whose queues are unknown", rankWord(stuck), stuck))
+	}
+	return lines
+}
+
+// cycleText tells a cycle: at scale by its pattern ("ranks 0-511 each
+// wait in MPI_Send to rank+1"), else rank by rank.
+func (g waitFor) cycleText(c []int, size int) string {
+	var b wire.Builder
+	texts := map[string]bool{}
+	for _, r := range c {
+		b.Add(r)
+		_, rel := pendingText(g.blocked[r], r, size)
+		texts[rel] = true
+	}
+	ranks := b.Set()
+	if len(texts) == 1 && len(c) > 2 {
+		for t := range texts {
+			return fmt.Sprintf("deadlock: a cycle of %d ranks: ranks %v each wait in %s", len(c), ranks, t)
+		}
+	}
+	var steps []string
+	for i, r := range c {
+		if i == 6 {
+			steps = append(steps, fmt.Sprintf("and %d more", len(c)-i))
+			break
+		}
+		var on []int
+		for _, t := range append(slices.Clone(g.and[r]), g.or[r]...) {
+			if slices.Contains(c, t) {
+				on = append(on, t)
+			}
+		}
+		steps = append(steps, fmt.Sprintf("rank %d waits for %s in %s", r, orList(on), g.what[r]))
+	}
+	return fmt.Sprintf("deadlock: a cycle of %d ranks: %s", len(c), strings.Join(steps, "; "))
+}
+
+// orList is ranks as "3" or "3 or 5".
+func orList(ranks []int) string {
+	s := make([]string, len(ranks))
+	for i, r := range ranks {
+		s[i] = fmt.Sprint(r)
+	}
+	return strings.Join(s, " or ")
+}

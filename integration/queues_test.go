@@ -1,0 +1,63 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sdm-hpc/sdm/internal/testenv"
+)
+
+// Three ranks of examples/pending, in C and in Fortran (whose calls reach
+// Open MPI past the C bindings), under Open MPI and MPICH, each stopped
+// in the MPI call it hangs in: queues shows each rank's operations in
+// flight, as the library sdm preloads keeps them (peers as world ranks
+// through a communicator of two, the posted receive), and deadlock finds
+// the cycle of ranks 1 and 2 and rank 0 behind it. Without --queues
+// the ranks have no queues and deadlock reads their stacks alone.
+func TestQueuesAndDeadlock(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	for _, mpi := range []struct{ rm, tool, program string }{
+		{"openmpi", "mpirun.openmpi", "pending"},
+		{"mpich", "mpiexec.mpich", "pending-mpich"},
+		{"openmpi", "mpirun.openmpi", "pending-f"},
+		{"mpich", "mpiexec.mpich", "pending-f-mpich"},
+	} {
+		t.Run(mpi.program, func(t *testing.T) {
+			testenv.RequireTool(t, mpi.tool)
+			args := []string{"debug", "--rm", mpi.rm, "-n", "3", "--timeout", "60s", "--queues"}
+			if mpi.rm == "openmpi" {
+				args = append(args, "--launcher-arg=--oversubscribe")
+			}
+			script := []string{"-e", "break PMPI_Recv", "-e", "break PMPI_Barrier", "-e", "run", "-e", "wait",
+				"-e", "queues", "-e", "deadlock", "-e", "kill", "--", filepath.Join(bin, mpi.program)}
+			out, stderr, code := run(t, "", append(args, script...)...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			for _, want := range []string{
+				"[0] MPI_Irecv from 1, tag 5, MPI_COMM_WORLD, 16 bytes, posted: waiting ",
+				"[0] MPI_Recv from 1, tag 7, MPI_COMM_WORLD, 4 bytes: waiting ",
+				"[1] MPI_Barrier, communicator 1 of 2 ranks: waiting ",
+				"[2] MPI_Recv from 1, tag 9, communicator 1 of 2 ranks, 16 bytes: waiting ",
+				"diagnosis: deadlock: a cycle of 2 ranks: rank 1 waits for 2 in MPI_Barrier, communicator 1 of 2 ranks; rank 2 waits for 1 in MPI_Recv from 1, tag 9",
+				"diagnosis: rank 0 waits for the ranks of the cycle",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in:\n%s", want, out)
+				}
+			}
+			out, stderr, code = run(t, "", append(append(args, "--queues=false"), script...)...)
+			if code != 1 {
+				t.Fatalf("--queues=false: exit %d, want 1 for the ranks queues answered with errors\n%s%s", code, out, stderr)
+			}
+			for _, want := range []string{"[0-2] error: no MPI operations recorded", "rank 1 waits in MPI_Barrier at examples/pending/pending.",
+				"diagnosis: ranks in a collective wait for ranks that wait in point-to-point calls"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("--queues=false: no %q in:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
