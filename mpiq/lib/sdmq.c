@@ -107,10 +107,13 @@ static struct comm_entry *entries;
 static int32_t *pool;
 static uint32_t pooled; /* ints of the pool taken */
 
+/* now is CLOCK_MONOTONIC_COARSE, in ns: a few ns to read, where
+ * CLOCK_MONOTONIC takes tens (a rank's waits are told in tenths of a
+ * second; the coarse clock lags by a tick, milliseconds at most). */
 static int64_t now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -244,26 +247,74 @@ static int world(MPI_Comm comm, int r, uint32_t *id, int *size)
  * what that calls of the C bindings (MPICH's do) is its, recorded once. */
 static __thread int in_fortran;
 
+/* A thread's own: its id, the slot it took last (it is likely free
+ * again), the last type it asked the size of. */
+static __thread uint32_t tid;
+static __thread int hint;
+static __thread MPI_Datatype last_type = MPI_DATATYPE_NULL;
+static __thread int last_size;
+
+/* high is one past the highest slot ever taken, for done's search. */
+static int high;
+
+/* set_seq makes a slot's sequence number odd (being written) or even:
+ * the slot is its claimer's alone, so a store orders it, no locked add. */
+static void set_seq(struct slot *s, uint32_t seq) { __atomic_store_n(&s->seq, seq, __ATOMIC_RELEASE); }
+
+/* claim takes a free slot (the one the thread took last, if free) and
+ * starts writing it: NULL without a table or a free slot (the operation
+ * is then not recorded), or inside a Fortran binding's own. */
 static struct slot *claim(void)
 {
     if (table == NULL || in_fortran)
         return NULL;
-    for (int i = 0; i < SDMQ_SLOTS; i++) {
+    for (int k = 0; k < SDMQ_SLOTS; k++) {
+        int i = (hint + k) % SDMQ_SLOTS;
         uint32_t free_ = 0;
         if (__atomic_load_n(&slots[i].busy, __ATOMIC_RELAXED) == 0 &&
             __atomic_compare_exchange_n(&slots[i].busy, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-            __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
+            hint = i;
+            if (i >= __atomic_load_n(&high, __ATOMIC_RELAXED))
+                __atomic_store_n(&high, i + 1, __ATOMIC_RELEASE); /* racing stores: done scans a little less at worst */
+            set_seq(&slots[i], slots[i].seq + 1);
             return &slots[i];
         }
     }
     return NULL;
 }
 
+/* A thread's blocking calls come one after another: they share a slot of
+ * the thread's own, taken at its first and kept busy (no operation while
+ * its kind is 0), so that a call costs no compare-and-swap. */
+static __thread struct slot *mine;
+
+/* own starts writing the thread's slot: NULL as claim gives it. */
+static struct slot *own(void)
+{
+    if (mine == NULL)
+        mine = claim();
+    else if (table != NULL && !in_fortran)
+        set_seq(mine, mine->seq + 1);
+    else
+        return NULL;
+    return mine;
+}
+
+/* finish ends a blocking call of the thread's slot. */
+static void finish(struct slot *s)
+{
+    if (s == NULL)
+        return;
+    set_seq(s, s->seq + 1);
+    s->kind = 0;
+    set_seq(s, s->seq + 1);
+}
+
 /* record fills a claimed slot and publishes it. */
 static void record(struct slot *s, int kind, MPI_Comm comm, int peer, int tag, int count, MPI_Datatype type,
                    int root, void *caller)
 {
-    int size = 0, tsize = 0;
+    int size = 0;
     s->kind = (uint16_t)kind;
     s->flags = 0;
     s->peer = NO_RANK;
@@ -282,26 +333,27 @@ static void record(struct slot *s, int kind, MPI_Comm comm, int peer, int tag, i
     }
     s->tag = tag == MPI_ANY_TAG ? -1 : tag;
     s->count = count;
-    if (type != MPI_DATATYPE_NULL)
-        PMPI_Type_size(type, &tsize);
-    s->bytes = (int64_t)count * tsize;
+    if (type != last_type && type != MPI_DATATYPE_NULL) {
+        last_size = 0;
+        PMPI_Type_size(type, &last_size);
+        last_type = type;
+    }
+    s->bytes = type == MPI_DATATYPE_NULL ? 0 : (int64_t)count * last_size;
     s->request = 0;
-    s->tid = (uint32_t)gettid();
+    if (tid == 0)
+        tid = (uint32_t)gettid();
+    s->tid = tid;
     s->start = now();
     s->caller = (uint64_t)(uintptr_t)caller;
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
+    set_seq(s, s->seq + 1);
 }
 
-/* release frees a slot. */
+/* release frees a slot: a reader takes a slot for an operation only
+ * while it is busy. */
 static void release(struct slot *s)
 {
-    if (s == NULL)
-        return;
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
-    s->kind = 0;
-    s->request = 0;
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
-    __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+    if (s != NULL)
+        __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 }
 
 /* keep makes a recorded nonblocking operation wait for its request. */
@@ -313,24 +365,26 @@ static void keep(struct slot *s, MPI_Request req)
         release(s);
         return;
     }
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
+    set_seq(s, s->seq + 1);
     s->request = (uint64_t)(uintptr_t)req;
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
+    set_seq(s, s->seq + 1);
 }
 
 /* done releases the slots of requests that completed: reqs as they were
  * before the call, after as the call left them (MPI_REQUEST_NULL where
- * one completed; an MPI_Waitany or MPI_Testany's index instead). */
+ * one completed; NULL when each did). */
 static void done(const MPI_Request *before, const MPI_Request *after, int n)
 {
     if (table == NULL)
         return;
+    int top = __atomic_load_n(&high, __ATOMIC_ACQUIRE);
     for (int k = 0; k < n; k++) {
         if (before[k] == MPI_REQUEST_NULL || (after != NULL && after[k] != MPI_REQUEST_NULL))
             continue;
         uint64_t r = (uint64_t)(uintptr_t)before[k];
-        for (int i = 0; i < SDMQ_SLOTS; i++)
-            if (__atomic_load_n(&slots[i].busy, __ATOMIC_ACQUIRE) && slots[i].request == r) {
+        for (int i = 0; i < top; i++)
+            if (slots[i].request == r && __atomic_load_n(&slots[i].busy, __ATOMIC_ACQUIRE)) {
+                slots[i].request = 0;
                 release(&slots[i]);
                 break;
             }
@@ -358,12 +412,11 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 /* BLOCKING wraps a blocking call: recorded while it runs. */
 #define BLOCKING(kind, comm, peer, tag, count, type, root, call) \
     do { \
-        struct slot *s_ = claim(); \
+        struct slot *s_ = own(); \
         if (s_ != NULL) \
             record(s_, kind, comm, peer, tag, count, type, root, CALLER); \
         int rc_ = call; \
-        if (s_ != NULL) \
-            release(s_); \
+        finish(s_); \
         return rc_; \
     } while (0)
 
@@ -486,11 +539,11 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     MPI_Request before = *request;
-    struct slot *s = claim();
+    struct slot *s = own();
     if (s != NULL)
         record(s, K_WAIT, MPI_COMM_NULL, PEER_NONE, 0, 1, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
     int rc = PMPI_Wait(request, status);
-    release(s);
+    finish(s);
     done(&before, NULL, 1);
     return rc;
 }
@@ -500,11 +553,11 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
     MPI_Request small[64], *before = count <= 64 ? small : malloc(count * sizeof(MPI_Request));
     if (before != NULL)
         memcpy(before, requests, count * sizeof(MPI_Request));
-    struct slot *s = claim();
+    struct slot *s = own();
     if (s != NULL)
         record(s, K_WAITALL, MPI_COMM_NULL, PEER_NONE, 0, count, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
     int rc = PMPI_Waitall(count, requests, statuses);
-    release(s);
+    finish(s);
     if (before != NULL)
         done(before, requests, count);
     if (before != small)
@@ -514,7 +567,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
-    struct slot *s = claim();
+    struct slot *s = own();
     if (s != NULL)
         record(s, K_WAITANY, MPI_COMM_NULL, PEER_NONE, 0, count, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
     MPI_Request chosen = MPI_REQUEST_NULL;
@@ -522,7 +575,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
     if (before != NULL)
         memcpy(before, requests, count * sizeof(MPI_Request));
     int rc = PMPI_Waitany(count, requests, index, status);
-    release(s);
+    finish(s);
     if (before != NULL && *index >= 0 && *index < count)
         chosen = before[*index];
     done(&chosen, NULL, 1);
@@ -541,14 +594,14 @@ static void done_some(const MPI_Request *before, int count, const int *indices, 
 
 int MPI_Waitsome(int count, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    struct slot *s = claim();
+    struct slot *s = own();
     if (s != NULL)
         record(s, K_WAITSOME, MPI_COMM_NULL, PEER_NONE, 0, count, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
     MPI_Request small[64], *before = count <= 64 ? small : malloc(count * sizeof(MPI_Request));
     if (before != NULL)
         memcpy(before, requests, count * sizeof(MPI_Request));
     int rc = PMPI_Waitsome(count, requests, outcount, indices, statuses);
-    release(s);
+    finish(s);
     if (*outcount != MPI_UNDEFINED)
         done_some(before, count, indices, *outcount);
     if (before != small)
@@ -629,13 +682,13 @@ typedef MPI_Fint F;
 /* FCALL records a Fortran call while the MPI's own runs it. */
 #define FCALL(kind, comm, peer, tag, count, type, root, call) \
     do { \
-        struct slot *s_ = claim(); \
+        struct slot *s_ = own(); \
         if (s_ != NULL) \
             record(s_, kind, PMPI_Comm_f2c(comm), peer, tag, count, type, root, CALLER); \
         in_fortran++; \
         call; \
         in_fortran--; \
-        release(s_); \
+        finish(s_); \
     } while (0)
 
 #define P(...) __VA_ARGS__
