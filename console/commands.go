@@ -192,7 +192,12 @@ const deadlockHelp = `    Samples the ranks as stacks does (--samples 2 or more 
     likeliest cause last: ranks outside MPI while others wait (the root of a
     hang, usually), collectives that do not match, or every rank blocked in
     point-to-point calls (a cycle). Stacks do not hold peers, tags or
-    communicators: those are in the MPI library's message queues.`
+    communicators: with sdm debug --queues the ranks keep their MPI calls in
+    flight, and deadlock builds the graph of who waits for whom from them:
+    the cycles, the ranks behind them, the ranks outside MPI that others wait
+    for, receives whose peer sends another tag. --dot FILE writes that graph
+    in Graphviz's language (ranks whose calls read alike are one node), --svg
+    FILE draws it.`
 
 // stacksHelp is what help stacks adds: sampling, classes, progress.
 const stacksHelp = `    --samples K takes K samples of every rank's stacks, --interval D apart

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -92,6 +93,9 @@ type Diagnosis struct {
 	Waits []Wait
 	Busy  []Busy
 	Lines []string
+	// Graph is the wait-for graph in Graphviz's language, drawn from the
+	// ranks' queues; "" without them.
+	Graph string
 }
 
 // Diagnose reads the main threads' paths of a stack tree (roots whose
@@ -304,11 +308,11 @@ func busyText(b Busy) string {
 }
 
 // deadlockUsage is how deadlock is typed.
-const deadlockUsage = "deadlock [--samples K] [--interval D]"
+const deadlockUsage = "deadlock [--samples K] [--interval D] [--dot FILE] [--svg FILE]"
 
 func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
 	req, err := ParseStacks(args)
-	if err != nil || req.Dot != "" || req.SVG != "" || req.Deadlock {
+	if err != nil || req.Deadlock {
 		return usageError("%s", deadlockUsage)
 	}
 	wait := c.opts.Timeout + time.Duration(req.Sample.Count-1)*req.Sample.Interval
@@ -331,7 +335,7 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 	}
 	d := Diagnose(callTreeNodes(tree.Roots), tree.Moved)
 	if queues, size := c.queuesOf(ctx, answered); len(queues) > 0 {
-		d = d.withQueues(queues, size)
+		d = d.WithQueues(queues, size)
 	}
 	if c.opts.JSON {
 		if !answered.Empty() {
@@ -347,6 +351,17 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 		}
 	}
 	c.printGone(wire.OpSample, gones)
+	if (req.Dot != "" || req.SVG != "") && d.Graph == "" {
+		return fmt.Errorf("no wait-for graph to draw: the ranks have no queues (sdm debug --queues)")
+	}
+	if req.Dot != "" {
+		if err := os.WriteFile(req.Dot, []byte(d.Graph), 0o644); err != nil {
+			return err
+		}
+	}
+	if req.SVG != "" {
+		return writeSVG(ctx, req.SVG, d.Graph)
+	}
 	return nil
 }
 
@@ -357,10 +372,18 @@ func (c *Console) queuesOf(ctx context.Context, ranks wire.RankSet) (map[int]wir
 	if err != nil {
 		return nil, 0
 	}
-	queues, size := map[int]wire.Queues{}, 0
+	queues, size, _ := DecodeQueues(groups)
+	return queues, size
+}
+
+// DecodeQueues are the answers to queues by rank, the world's size they
+// tell, and the groups that hold none.
+func DecodeQueues(groups []wire.Group) (queues map[int]wire.Queues, size int, failed []wire.Group) {
+	queues = map[int]wire.Queues{}
 	for _, g := range groups {
 		q, err := op.Queues.DecodeAnswer(g.Body)
 		if g.Status != wire.StatusOK || err != nil {
+			failed = append(failed, g)
 			continue
 		}
 		size = max(size, q.Size)
@@ -369,13 +392,13 @@ func (c *Console) queuesOf(ctx context.Context, ranks wire.RankSet) (map[int]wir
 			return true
 		})
 	}
-	return queues, size
+	return queues, size, failed
 }
 
-// withQueues reads the ranks' queues into the diagnosis: the wait-for
+// WithQueues reads the ranks' queues into the diagnosis: the wait-for
 // graph's cycles and the ranks outside MPI that others wait for take the
 // place of what stacks alone could say.
-func (d Diagnosis) withQueues(queues map[int]wire.Queues, size int) Diagnosis {
+func (d Diagnosis) WithQueues(queues map[int]wire.Queues, size int) Diagnosis {
 	busy := map[int]string{}
 	for _, b := range d.Busy {
 		b.Ranks.Each(func(r int) bool {
@@ -383,7 +406,9 @@ func (d Diagnosis) withQueues(queues map[int]wire.Queues, size int) Diagnosis {
 			return true
 		})
 	}
-	found := buildWaitFor(queues, size).lines(size, busy)
+	g := buildWaitFor(queues, size)
+	d.Graph = g.dot(size, busy)
+	found := g.lines(size, busy)
 	if len(found) == 0 {
 		return d
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -162,19 +161,7 @@ func runQueues(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 	if err != nil {
 		return err
 	}
-	queues := map[int]wire.Queues{}
-	var failed []wire.Group
-	for _, g := range groups {
-		q, err := op.Queues.DecodeAnswer(g.Body)
-		if g.Status != wire.StatusOK || err != nil {
-			failed = append(failed, g)
-			continue
-		}
-		g.Ranks.Each(func(r int) bool {
-			queues[r] = q
-			return true
-		})
-	}
+	queues, _, failed := DecodeQueues(groups)
 	merged, idle := GroupQueues(queues)
 	if c.opts.JSON {
 		for _, g := range merged {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -110,14 +111,33 @@ func (g waitFor) matched(r int) bool {
 	if !ok || p.Peer != r || o.Comm != p.Comm && g.members[r].String() != g.members[o.Peer].String() {
 		return false
 	}
-	// MPI_Sendrecv is both: it waits for its receive, whose peer it holds.
-	recv := func(x wire.MPIOp) bool {
-		c := strings.ToLower(x.Call)
-		return strings.Contains(c, "recv") || strings.Contains(c, "probe")
-	}
-	send := func(x wire.MPIOp) bool { return strings.Contains(strings.ToLower(x.Call), "send") }
 	tags := o.Tag == p.Tag || o.Tag == wire.AnyTag || p.Tag == wire.AnyTag
-	return tags && (recv(o) && send(p) || send(o) && recv(p))
+	return tags && (receives(o) && sends(p) || sends(o) && receives(p))
+}
+
+// receives and sends say whether a call receives or sends; MPI_Sendrecv
+// does both (it waits for its receive, whose peer it holds).
+func receives(x wire.MPIOp) bool {
+	c := strings.ToLower(x.Call)
+	return strings.Contains(c, "recv") || strings.Contains(c, "probe")
+}
+
+func sends(x wire.MPIOp) bool { return strings.Contains(strings.ToLower(x.Call), "send") }
+
+// mismatches are the blocked receives whose peer is blocked sending to
+// them with another tag: no send matches the receive.
+func (g waitFor) mismatches() []string {
+	var out []string
+	for _, r := range slices.Sorted(maps.Keys(g.blocked)) {
+		o := g.blocked[r]
+		p, ok := g.blocked[o.Peer]
+		if !receives(o) || o.Peer < 0 || o.Tag == wire.AnyTag || !ok || !sends(p) || p.Peer != r || p.Tag == o.Tag ||
+			p.Tag == wire.AnyTag || g.members[r].String() != g.members[o.Peer].String() {
+			continue
+		}
+		out = append(out, fmt.Sprintf("rank %d waits for tag %d from rank %d, which sends it tag %d: no send matches the receive", r, o.Tag, o.Peer, p.Tag))
+	}
+	return out
 }
 
 // stuck are the blocked ranks that no rank can release.
@@ -220,6 +240,7 @@ func (g waitFor) lines(size int, busy map[int]string) []string {
 	for _, c := range cycles {
 		lines = append(lines, g.cycleText(c, size))
 	}
+	lines = append(lines, g.mismatches()...)
 	var onCycles wire.RankSet
 	for _, c := range cycles {
 		for _, r := range c {
@@ -298,4 +319,69 @@ func orList(ranks []int) string {
 		s[i] = fmt.Sprint(r)
 	}
 	return strings.Join(s, " or ")
+}
+
+// dot draws the graph in Graphviz's language: a node per set of ranks
+// whose call reads alike relative to each rank (a ring's ranks are one
+// node), or that are outside MPI at one place (busy), arcs where ranks of
+// one wait for ranks of another (dashed where any one would do).
+func (g waitFor) dot(size int, busy map[int]string) string {
+	// A call told by its peer's number or its offset from the rank,
+	// whichever more ranks share, as queues tells it.
+	abs, rel, count := map[int]string{}, map[int]string{}, map[string]int{}
+	for r, o := range g.blocked {
+		abs[r], rel[r] = pendingText(o, r, size)
+		count[abs[r]]++
+		if rel[r] != abs[r] {
+			count[rel[r]]++
+		}
+	}
+	key := func(r int) string {
+		if _, ok := g.blocked[r]; ok {
+			if count[rel[r]] > count[abs[r]] {
+				return rel[r]
+			}
+			return abs[r]
+		}
+		if b := busy[r]; b != "" {
+			return b
+		}
+		return "not blocked in MPI"
+	}
+	ranks := map[string]wire.RankSet{}
+	type arc struct {
+		from, to string
+		or       bool
+	}
+	arcs := map[arc]bool{}
+	for r := range g.blocked {
+		ranks[key(r)] = ranks[key(r)].Union(wire.Single(r))
+		for _, t := range g.and[r] {
+			ranks[key(t)] = ranks[key(t)].Union(wire.Single(t))
+			arcs[arc{key(r), key(t), false}] = true
+		}
+		for _, t := range g.or[r] {
+			ranks[key(t)] = ranks[key(t)].Union(wire.Single(t))
+			arcs[arc{key(r), key(t), true}] = true
+		}
+	}
+	keys := slices.Sorted(maps.Keys(ranks))
+	id := map[string]int{}
+	var b strings.Builder
+	b.WriteString("digraph waits {\n  node [shape=box, fontname=\"monospace\"];\n")
+	for i, k := range keys {
+		id[k] = i
+		fmt.Fprintf(&b, "  n%d [label=%s];\n", i, dotQuote(fmt.Sprintf("[%v] %d\n%s", ranks[k], ranks[k].Count(), k)))
+	}
+	for _, a := range slices.SortedFunc(maps.Keys(arcs), func(x, y arc) int {
+		return strings.Compare(x.from+"\x00"+x.to, y.from+"\x00"+y.to)
+	}) {
+		style := ""
+		if a.or {
+			style = " [style=dashed]"
+		}
+		fmt.Fprintf(&b, "  n%d -> n%d%s;\n", id[a.from], id[a.to], style)
+	}
+	b.WriteString("}\n")
+	return b.String()
 }

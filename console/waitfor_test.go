@@ -46,6 +46,11 @@ func TestWaitForGraph(t *testing.T) {
 			2: q(mpiOp("MPI_Recv", 0, 1)), 3: q(mpiOp("MPI_Recv", 0, 1))},
 		want: []string{"deadlock: a cycle of 4 ranks: rank 0 waits for 1 or 2 or 3 in MPI_Recv from any rank, tag any"},
 	}, {
+		name:   "a receive for a tag never sent",
+		queues: map[int]wire.Queues{0: q(mpiOp("MPI_Recv", 1, 7)), 1: q(mpiOp("MPI_Ssend", 0, 8)), 2: q(), 3: q()},
+		want: []string{"deadlock: a cycle of 2 ranks",
+			"rank 0 waits for tag 7 from rank 1, which sends it tag 8: no send matches the receive"},
+	}, {
 		name:   "a send and its receive under way",
 		queues: map[int]wire.Queues{0: q(mpiOp("MPI_Send", 1, 5)), 1: q(mpiOp("MPI_Recv", 0, wire.AnyTag)), 2: q(), 3: q()},
 		none:   true,
@@ -75,5 +80,23 @@ func TestWaitForGraph(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The graph drawn: a ring is one node waiting for itself; a rank outside
+// MPI a node of its own, with where it is.
+func TestWaitForDot(t *testing.T) {
+	q := func(ops ...wire.MPIOp) wire.Queues { return wire.Queues{Size: 4, Ops: ops} }
+	ring := map[int]wire.Queues{0: q(mpiOp("MPI_Send", 1, 0)), 1: q(mpiOp("MPI_Send", 2, 0)), 2: q(mpiOp("MPI_Send", 3, 0)), 3: q(mpiOp("MPI_Send", 0, 0))}
+	dot := buildWaitFor(ring, 4).dot(4, nil)
+	if !strings.Contains(dot, `n0 [label="[0-3] 4\nMPI_Send to rank+1, tag 0, MPI_COMM_WORLD"];`) || !strings.Contains(dot, "n0 -> n0;") {
+		t.Errorf("ring:\n%s", dot)
+	}
+	hang := map[int]wire.Queues{0: q(mpiOp("MPI_Recv", 3, 0)), 1: q(mpiOp("MPI_Recv", 3, 0)), 2: q(mpiOp("MPI_Recv", wire.AnySource, 0)), 3: q()}
+	dot = buildWaitFor(hang, 4).dot(4, map[int]string{3: "in compute at x.c:7"})
+	for _, want := range []string{`[3] 1\nin compute at x.c:7`, `[0-1] 2\nMPI_Recv from 3, tag 0`, "[style=dashed]"} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("no %q in:\n%s", want, dot)
+		}
 	}
 }

@@ -120,6 +120,7 @@ var codec = sync.OnceValue(func() *godap.Codec {
 	c := godap.NewCodec()
 	c.RegisterRequest(stacksCommand, func() godap.Message { return &StacksRequest{} }, func() godap.Message { return &StacksResponse{} })
 	c.RegisterRequest(deadlockCommand, func() godap.Message { return &DeadlockRequest{} }, func() godap.Message { return &DeadlockResponse{} })
+	c.RegisterRequest(queuesCommand, func() godap.Message { return &QueuesRequest{} }, func() godap.Message { return &QueuesResponse{} })
 	return c
 })
 
@@ -209,6 +210,8 @@ func (a *adapter) dispatch(msg godap.Message) (done bool, err error) {
 		return false, a.stacks(m)
 	case *DeadlockRequest:
 		return false, a.deadlock(m)
+	case *QueuesRequest:
+		return false, a.queues(m)
 	case *godap.TerminateRequest:
 		return false, a.terminate(m)
 	case *godap.DisconnectRequest:

@@ -133,6 +133,7 @@ func TestRequestsOutOfOrderGetErrors(t *testing.T) {
 		{"evaluate", map[string]any{"expression": "x", "context": "repl"}},
 		{"sdm/stacks", nil},
 		{"sdm/deadlock", nil},
+		{"sdm/queues", nil},
 	} {
 		if msg := c.failure(c.request(req.command, req.args)); !strings.Contains(msg, "launch or attach first") {
 			t.Errorf("%s before launch: %q", req.command, msg)

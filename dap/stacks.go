@@ -143,6 +143,87 @@ func (a *adapter) deadlock(m *DeadlockRequest) error {
 		}
 		tree.Merge(t)
 	}
-	body.Diagnosis = console.Diagnose(console.TreeOf(tree), tree.Moved).JSON()
+	d := console.Diagnose(console.TreeOf(tree), tree.Moved)
+	if queues, size := a.queuesOf(j, ranks); len(queues) > 0 {
+		d = d.WithQueues(queues, size)
+	}
+	body.Diagnosis = d.JSON()
 	return a.send(&DeadlockResponse{Response: ok(m.Request), Body: body})
+}
+
+// queuesCommand is sdm's own request for the ranks' MPI operations in
+// flight.
+const queuesCommand = "sdm/queues"
+
+// QueuesRequest asks for the MPI operations in flight of some ranks (all
+// when Ranks is empty): sdm/queues.
+type QueuesRequest struct {
+	godap.Request
+	Arguments StacksArguments `json:"arguments"`
+}
+
+// QueuesResponse is the operations, merged over ranks as the console's
+// queues merges them, the longest waits first; Idle the ranks with none.
+type QueuesResponse struct {
+	godap.Response
+	Body QueuesBody `json:"body"`
+}
+
+// QueuesBody is the body of an sdm/queues response.
+type QueuesBody struct {
+	Groups []QueueGroup `json:"groups"`
+	Idle   string       `json:"idle,omitempty"`
+	Errors []RankErrors `json:"errors,omitempty"`
+}
+
+// QueueGroup is ranks with an operation that reads alike.
+type QueueGroup struct {
+	Ranks        string  `json:"ranks"`
+	Text         string  `json:"text"`
+	Call         string  `json:"call"`
+	WaitingLeast float64 `json:"waitingLeast"` // seconds
+	WaitingMost  float64 `json:"waitingMost"`
+}
+
+// queues answers sdm/queues.
+func (a *adapter) queues(m *QueuesRequest) error {
+	j, err := a.running()
+	if err != nil {
+		return err
+	}
+	ranks := j.state.live()
+	if m.Arguments.Ranks != "" {
+		if ranks, err = wire.ParseRankSet(m.Arguments.Ranks); err != nil {
+			return fmt.Errorf("%s: ranks %q: %v", queuesCommand, m.Arguments.Ranks, err)
+		}
+	}
+	groups, err := j.s.Command(a.ctx, ranks, wire.OpQueues, nil, a.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	body := QueuesBody{Groups: []QueueGroup{}}
+	queues, _, failed := console.DecodeQueues(groups)
+	for _, g := range failed {
+		body.Errors = append(body.Errors, RankErrors{Ranks: g.Ranks.String(), Error: string(g.Body)})
+	}
+	merged, idle := console.GroupQueues(queues)
+	for _, g := range merged {
+		body.Groups = append(body.Groups, QueueGroup{Ranks: g.Ranks.String(), Text: g.Text, Call: g.Op.Call,
+			WaitingLeast: g.Least.Seconds(), WaitingMost: g.Most.Seconds()})
+	}
+	if !idle.Empty() {
+		body.Idle = idle.String()
+	}
+	return a.send(&QueuesResponse{Response: ok(m.Request), Body: body})
+}
+
+// queuesOf asks ranks for their queues: those that have them, and the
+// world's size they tell.
+func (a *adapter) queuesOf(j *job, ranks wire.RankSet) (map[int]wire.Queues, int) {
+	groups, err := j.s.Command(a.ctx, ranks, wire.OpQueues, nil, a.opts.Timeout)
+	if err != nil {
+		return nil, 0
+	}
+	queues, size, _ := console.DecodeQueues(groups)
+	return queues, size
 }

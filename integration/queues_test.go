@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,8 +31,9 @@ func TestQueuesAndDeadlock(t *testing.T) {
 			if mpi.rm == "openmpi" {
 				args = append(args, "--launcher-arg=--oversubscribe")
 			}
+			dot := filepath.Join(t.TempDir(), "waits.dot")
 			script := []string{"-e", "break PMPI_Recv", "-e", "break PMPI_Barrier", "-e", "run", "-e", "wait",
-				"-e", "queues", "-e", "deadlock", "-e", "kill", "--", filepath.Join(bin, mpi.program)}
+				"-e", "queues", "-e", "deadlock --dot " + dot, "-e", "kill", "--", filepath.Join(bin, mpi.program)}
 			out, stderr, code := run(t, "", append(args, script...)...)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s%s", code, out, stderr)
@@ -48,9 +50,15 @@ func TestQueuesAndDeadlock(t *testing.T) {
 					t.Errorf("no %q in:\n%s", want, out)
 				}
 			}
+			if graph, err := os.ReadFile(dot); err != nil || !strings.Contains(string(graph), `[1] 1\nMPI_Barrier, communicator 1 of 2 ranks`) {
+				t.Errorf("deadlock --dot: %v\n%s", err, graph)
+			}
 			out, stderr, code = run(t, "", append(append(args, "--queues=false"), script...)...)
 			if code != 1 {
 				t.Fatalf("--queues=false: exit %d, want 1 for the ranks queues answered with errors\n%s%s", code, out, stderr)
+			}
+			if !strings.Contains(stderr, "no wait-for graph to draw") {
+				t.Errorf("--queues=false: deadlock --dot did not say it has no graph:\n%s", stderr)
 			}
 			for _, want := range []string{"[0-2] error: no MPI operations recorded", "rank 1 waits in MPI_Barrier at examples/pending/pending.",
 				"diagnosis: ranks in a collective wait for ranks that wait in point-to-point calls"} {
