@@ -115,6 +115,43 @@ func (g waitFor) matched(r int) bool {
 	return tags && (receives(o) && sends(p) || sends(o) && receives(p))
 }
 
+// collectives are the communicators whose members are in different
+// collective calls: calls that do not match.
+func (g waitFor) collectives(size int) []string {
+	type call struct{ comm, name string }
+	in := map[call]wire.RankSet{}
+	byComm := map[string][]string{}
+	for r, o := range g.blocked {
+		if c, _ := mpiCall(o.Call); c.Kind != "collective" {
+			continue
+		}
+		k := call{g.members[r].String(), o.Call}
+		if in[k].Empty() {
+			byComm[k.comm] = append(byComm[k.comm], o.Call)
+		}
+		in[k] = in[k].Union(wire.Single(r))
+	}
+	var out []string
+	for _, comm := range slices.Sorted(maps.Keys(byComm)) {
+		calls := byComm[comm]
+		if len(calls) < 2 {
+			continue
+		}
+		slices.SortFunc(calls, func(a, b string) int { return in[call{comm, a}].Min() - in[call{comm, b}].Min() })
+		parts := make([]string, len(calls))
+		for i, c := range calls {
+			r := in[call{comm, c}]
+			parts[i] = fmt.Sprintf("%s %v in %s", rankWord(r), r, c)
+		}
+		name := "the communicator of ranks " + comm
+		if comm == wire.Range(0, size-1).String() {
+			name = "MPI_COMM_WORLD"
+		}
+		out = append(out, fmt.Sprintf("collectives that do not match on %s: %s", name, strings.Join(parts, ", ")))
+	}
+	return out
+}
+
 // receives and sends say whether a call receives or sends; MPI_Sendrecv
 // does both (it waits for its receive, whose peer it holds).
 func receives(x wire.MPIOp) bool {
@@ -241,6 +278,7 @@ func (g waitFor) lines(size int, busy map[int]string) []string {
 		lines = append(lines, g.cycleText(c, size))
 	}
 	lines = append(lines, g.mismatches()...)
+	lines = append(lines, g.collectives(size)...)
 	var onCycles wire.RankSet
 	for _, c := range cycles {
 		for _, r := range c {

@@ -51,6 +51,12 @@ func TestWaitForGraph(t *testing.T) {
 		want: []string{"deadlock: a cycle of 2 ranks",
 			"rank 0 waits for tag 7 from rank 1, which sends it tag 8: no send matches the receive"},
 	}, {
+		name: "collectives that do not match",
+		queues: map[int]wire.Queues{0: q(mpiOp("MPI_Allreduce", wire.NoRank, 0)), 1: q(mpiOp("MPI_Allreduce", wire.NoRank, 0)),
+			2: q(mpiOp("MPI_Allreduce", wire.NoRank, 0)), 3: q(mpiOp("MPI_Bcast", wire.NoRank, 0))},
+		want: []string{"deadlock: a cycle of 4 ranks",
+			"collectives that do not match on MPI_COMM_WORLD: ranks 0-2 in MPI_Allreduce, rank 3 in MPI_Bcast"},
+	}, {
 		name:   "a send and its receive under way",
 		queues: map[int]wire.Queues{0: q(mpiOp("MPI_Send", 1, 5)), 1: q(mpiOp("MPI_Recv", 0, wire.AnyTag)), 2: q(), 3: q()},
 		none:   true,

@@ -66,11 +66,26 @@ const (
 	Allgather
 	Alltoall
 	Finalize
+	Gatherv
+	Scatterv
+	Allgatherv
+	Alltoallv
+	ReduceScatter
+	ReduceScatterBlock
+	Scan
+	Exscan
+	SendrecvReplace
+	Mprobe
+	Mrecv
+	CommSplit
+	CommDup
 )
 
 var kindNames = [...]string{"", "MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Sendrecv", "MPI_Probe",
 	"MPI_Isend", "MPI_Irecv", "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Barrier", "MPI_Bcast",
-	"MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall", "MPI_Finalize"}
+	"MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall", "MPI_Finalize",
+	"MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block",
+	"MPI_Scan", "MPI_Exscan", "MPI_Sendrecv_replace", "MPI_Mprobe", "MPI_Mrecv", "MPI_Comm_split", "MPI_Comm_dup"}
 
 // String is the routine's C name.
 func (k Kind) String() string {

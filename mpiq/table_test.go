@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,10 +48,10 @@ func build(t testing.TB, mpicc, pc string) (lib, prog string) {
 	return lib, prog
 }
 
-// Three hung ranks of Open MPI and MPICH, the library preloaded into
-// them: each rank's table holds what it waits in, peers as world ranks
-// (through a communicator of two), tags, sizes, the posted receive with
-// its request.
+// Hung ranks of Open MPI and MPICH, the library preloaded into them:
+// each rank's table holds what it waits in, peers as world ranks (through
+// a communicator of two), tags, sizes, the posted receive with its
+// request; each thread of a rank of MPI_THREAD_MULTIPLE its own call.
 func TestPendingOperations(t *testing.T) {
 	for _, mpi := range []struct{ name, cc, pc, run string }{
 		{"openmpi", "mpicc.openmpi", "ompi-c", "mpirun.openmpi"},
@@ -58,42 +59,57 @@ func TestPendingOperations(t *testing.T) {
 	} {
 		t.Run(mpi.name, func(t *testing.T) {
 			lib, prog := build(t, mpi.cc, mpi.pc)
-			run := testenv.RequireTool(t, mpi.run)
-			dir := t.TempDir()
-			args := []string{"-n", "3", "-x", "LD_PRELOAD=" + lib, "-x", "SDMQ_DIR=" + dir, "--allow-run-as-root", "--oversubscribe", prog}
-			if mpi.name == "mpich" {
-				args = []string{"-n", "3", "-genv", "LD_PRELOAD", lib, "-genv", "SDMQ_DIR", dir, prog}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, run, args...)
-			var out strings.Builder
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				cmd.Process.Signal(syscall.SIGTERM) // the starter ends its ranks
-				cmd.Wait()
-			}()
 			want := map[int]string{
 				0: "MPI_Irecv peer 1 tag 5 comm 0 of 3, 4 elements, 16 bytes, request; MPI_Recv peer 1 tag 7 comm 0 of 3, 1 elements, 4 bytes",
 				1: "MPI_Barrier peer -2 tag 0 comm 1 of 2, 0 elements, 0 bytes",
 				2: "MPI_Recv peer 1 tag 9 comm 1 of 2, 2 elements, 16 bytes",
 			}
-			got := map[int]string{}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				got = tables(t, dir)
-				if fmt.Sprint(got) == fmt.Sprint(want) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("tables after 30s:\n%v\nwant\n%v\n%s", got, want, out.String())
-				}
-				time.Sleep(50 * time.Millisecond) // the ranks tell no one when they block
+			hung(t, mpi.name, mpi.run, lib, prog, 3, nil, want)
+			// Three threads of a rank of MPI_THREAD_MULTIPLE, each in a
+			// receive of its own.
+			want = map[int]string{
+				0: "MPI_Recv peer 1 tag 100 comm 0 of 2, 1 elements, 4 bytes; MPI_Recv peer 1 tag 101 comm 0 of 2, 1 elements, 4 bytes; MPI_Recv peer 1 tag 102 comm 0 of 2, 1 elements, 4 bytes",
+				1: "MPI_Barrier peer -2 tag 0 comm 0 of 2, 0 elements, 0 bytes",
 			}
+			hung(t, mpi.name, mpi.run, lib, prog, 2, []string{"threads"}, want)
 		})
+	}
+}
+
+// hung runs n ranks of prog with the library preloaded under an MPI's
+// starter and waits until each rank's table reads as want.
+func hung(t *testing.T, mpi, run, lib, prog string, n int, progArgs []string, want map[int]string) {
+	t.Helper()
+	run = testenv.RequireTool(t, run)
+	dir := t.TempDir()
+	ranks := strconv.Itoa(n)
+	args := []string{"-n", ranks, "-x", "LD_PRELOAD=" + lib, "-x", "SDMQ_DIR=" + dir, "--allow-run-as-root", "--oversubscribe", prog}
+	if mpi == "mpich" {
+		args = []string{"-n", ranks, "-genv", "LD_PRELOAD", lib, "-genv", "SDMQ_DIR", dir, prog}
+	}
+	args = append(args, progArgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, run, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM) // the starter ends its ranks
+		cmd.Wait()
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := tables(t, dir)
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tables after 30s:\n%v\nwant\n%v\n%s", got, want, out.String())
+		}
+		time.Sleep(50 * time.Millisecond) // the ranks tell no one when they block
 	}
 }
 
@@ -183,4 +199,26 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		Parse(b, 0)
 	})
+}
+
+// The library's kinds and this package's are one list: K_REDUCE_SCATTER
+// is MPI_Reduce_scatter, in the same place.
+func TestKindsAreTheLibrarys(t *testing.T) {
+	src, err := os.ReadFile("lib/sdmq.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(src), "enum {")
+	list, _, _ := strings.Cut(rest, "};")
+	var names []string
+	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f, "K_"), "=")
+		if name == "1" || name == "" {
+			continue
+		}
+		names = append(names, "MPI_"+name[:1]+strings.ToLower(name[1:]))
+	}
+	if !slices.Equal(names, kindNames[1:]) {
+		t.Fatalf("lib/sdmq.c's kinds:\n%v\nmpiq's:\n%v", names, kindNames[1:])
+	}
 }

@@ -4,10 +4,37 @@
  * waits in MPI_Barrier and rank 2 in MPI_Recv from its rank 0 there
  * (world rank 1), tag 9. "pending ring": any number of ranks, each
  * sending the next a message too big to be buffered before it receives
- * from the previous one, a ring of sends that never completes. */
+ * from the previous one, a ring of sends that never completes. "pending
+ * threads": MPI_THREAD_MULTIPLE, three threads of rank 0 each waiting in
+ * MPI_Recv from rank 1 (tags 100, 101, 102), rank 1 in MPI_Barrier. */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void *receive(void *tag)
+{
+    int msg;
+    MPI_Recv(&msg, 1, MPI_INT, 1, (int)(long)tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return NULL;
+}
+
+static void threads(void)
+{
+    int rank, provided;
+    pthread_t t[3];
+    MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        for (long i = 0; i < 3; i++)
+            pthread_create(&t[i], NULL, receive, (void *)(100 + i));
+        for (int i = 0; i < 3; i++)
+            pthread_join(t[i], NULL);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Finalize();
+}
 
 int main(int argc, char **argv)
 {
@@ -15,6 +42,10 @@ int main(int argc, char **argv)
     MPI_Comm sub;
     MPI_Request req;
 
+    if (argc > 1 && strcmp(argv[1], "threads") == 0) {
+        threads();
+        return 0;
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (argc > 1 && strcmp(argv[1], "ring") == 0) {

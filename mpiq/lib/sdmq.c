@@ -52,7 +52,9 @@ enum {
     K_SEND = 1, K_SSEND, K_BSEND, K_RSEND, K_RECV, K_SENDRECV, K_PROBE,
     K_ISEND, K_IRECV, K_WAIT, K_WAITALL, K_WAITANY, K_WAITSOME,
     K_BARRIER, K_BCAST, K_REDUCE, K_ALLREDUCE, K_GATHER, K_SCATTER,
-    K_ALLGATHER, K_ALLTOALL, K_FINALIZE
+    K_ALLGATHER, K_ALLTOALL, K_FINALIZE, K_GATHERV, K_SCATTERV, K_ALLGATHERV,
+    K_ALLTOALLV, K_REDUCE_SCATTER, K_REDUCE_SCATTER_BLOCK, K_SCAN, K_EXSCAN,
+    K_SENDRECV_REPLACE, K_MPROBE, K_MRECV, K_COMM_SPLIT, K_COMM_DUP
 };
 
 /* A peer or root in a record that is not a rank: MPI_ANY_SOURCE, none
@@ -504,6 +506,84 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
 {
     BLOCKING(K_ALLTOALL, comm, PEER_NONE, 0, scount, stype, PEER_NONE,
              PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+}
+
+int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[],
+                MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    BLOCKING(K_GATHERV, comm, PEER_NONE, 0, scount, stype, root,
+             PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm));
+}
+
+int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *rbuf, int rcount,
+                 MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    BLOCKING(K_SCATTERV, comm, PEER_NONE, 0, rcount, rtype, root,
+             PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm));
+}
+
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[],
+                   MPI_Datatype rtype, MPI_Comm comm)
+{
+    BLOCKING(K_ALLGATHERV, comm, PEER_NONE, 0, scount, stype, PEER_NONE,
+             PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *rbuf,
+                  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    BLOCKING(K_ALLTOALLV, comm, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE,
+             PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm));
+}
+
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    BLOCKING(K_REDUCE_SCATTER, comm, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE,
+             PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm));
+}
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    BLOCKING(K_REDUCE_SCATTER_BLOCK, comm, PEER_NONE, 0, rcount, type, PEER_NONE,
+             PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, type, op, comm));
+}
+
+int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    BLOCKING(K_SCAN, comm, PEER_NONE, 0, count, type, PEER_NONE, PMPI_Scan(sbuf, rbuf, count, type, op, comm));
+}
+
+int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    BLOCKING(K_EXSCAN, comm, PEER_NONE, 0, count, type, PEER_NONE, PMPI_Exscan(sbuf, rbuf, count, type, op, comm));
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int stag, int source, int rtag,
+                         MPI_Comm comm, MPI_Status *status)
+{
+    BLOCKING(K_SENDRECV_REPLACE, comm, source, rtag, count, type, PEER_NONE,
+             PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, status));
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+    BLOCKING(K_MPROBE, comm, source, tag, 0, MPI_DATATYPE_NULL, PEER_NONE, PMPI_Mprobe(source, tag, comm, message, status));
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status)
+{
+    /* A matched message: it waits for no one, but for its data. */
+    BLOCKING(K_MRECV, MPI_COMM_NULL, PEER_NONE, 0, count, type, PEER_NONE, PMPI_Mrecv(buf, count, type, message, status));
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    BLOCKING(K_COMM_SPLIT, comm, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, PMPI_Comm_split(comm, color, key, newcomm));
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    BLOCKING(K_COMM_DUP, comm, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, PMPI_Comm_dup(comm, newcomm));
 }
 
 int MPI_Finalize(void)
