@@ -222,3 +222,33 @@ func TestKindsAreTheLibrarys(t *testing.T) {
 		t.Fatalf("lib/sdmq.c's kinds:\n%v\nmpiq's:\n%v", names, kindNames[1:])
 	}
 }
+
+// A rank that ends takes its table with it.
+func TestTableRemovedAtExit(t *testing.T) {
+	lib, _ := build(t, "mpicc.openmpi", "ompi-c")
+	run := testenv.RequireTool(t, "mpirun.openmpi")
+	prog := filepath.Join(t.TempDir(), "pingpong")
+	if out, err := exec.Command("mpicc.openmpi", "-o", prog, "bench/pingpong.c").CombinedOutput(); err != nil {
+		t.Fatalf("mpicc: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	before, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, run, "--allow-run-as-root", "--oversubscribe", "-n", "2", "-x", "LD_PRELOAD="+lib,
+		"-x", "SDMQ_DIR="+dir, prog, "pingpong", "10").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// The directory changed (the tables were made in it) and is empty.
+	after, err := os.Stat(dir)
+	if err != nil || !after.ModTime().After(before.ModTime()) {
+		t.Fatalf("no table was made in %s: %v", dir, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("tables left after the ranks' exit: %v", left)
+	}
+}

@@ -131,17 +131,24 @@ static const char *user_dir(char *buf, size_t n)
     return buf;
 }
 
+/* table_path is the table's file, which the process removes as it
+ * exits (a process killed leaves it, for the next of its number to
+ * truncate). */
+static char table_path[4096];
+
+static void remove_table(void) { unlink(table_path); }
+
 /* open_table maps DIR/PID, made anew with mode 0600: DIR is SDMQ_DIR, or
  * the user's directory in /tmp. */
 static void open_table(void)
 {
-    char path[4096], mine[64];
+    char *path = table_path, mine[64];
     const char *dir = getenv("SDMQ_DIR");
     size_t size = sizeof(struct header) + SDMQ_SLOTS * sizeof(struct slot) + COMMS * sizeof(struct comm_entry) +
                   POOL * sizeof(int32_t);
     if (dir == NULL || dir[0] == '\0')
         dir = user_dir(mine, sizeof mine);
-    if (dir == NULL || snprintf(path, sizeof path, "%s/%d", dir, (int)getpid()) >= (int)sizeof path)
+    if (dir == NULL || snprintf(path, sizeof table_path, "%s/%d", dir, (int)getpid()) >= (int)sizeof table_path)
         return;
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
@@ -150,8 +157,11 @@ static void open_table(void)
     if (ftruncate(fd, (off_t)size) == 0)
         m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    if (m == MAP_FAILED)
+    if (m == MAP_FAILED) {
+        unlink(path);
         return;
+    }
+    atexit(remove_table);
     struct header *h = m;
     PMPI_Comm_rank(MPI_COMM_WORLD, &h->rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &h->size);
