@@ -223,7 +223,8 @@ func TestKindsAreTheLibrarys(t *testing.T) {
 	}
 }
 
-// A rank that ends takes its table with it.
+// A rank that ends takes its table with it, and a rank's start removes
+// those of processes that are gone.
 func TestTableRemovedAtExit(t *testing.T) {
 	lib, _ := build(t, "mpicc.openmpi", "ompi-c")
 	run := testenv.RequireTool(t, "mpirun.openmpi")
@@ -232,6 +233,14 @@ func TestTableRemovedAtExit(t *testing.T) {
 		t.Fatalf("mpicc: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, strconv.Itoa(gone.Process.Pid))
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	before, err := os.Stat(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +258,6 @@ func TestTableRemovedAtExit(t *testing.T) {
 		t.Fatalf("no table was made in %s: %v", dir, err)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
-		t.Fatalf("tables left after the ranks' exit: %v", left)
+		t.Fatalf("tables left after the ranks' exit, or of a process gone before: %v", left)
 	}
 }

@@ -22,8 +22,11 @@
  * slot until a wait or test completes its request. */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -138,6 +141,26 @@ static char table_path[4096];
 
 static void remove_table(void) { unlink(table_path); }
 
+/* sweep removes the tables of processes that are gone (killed, so they
+ * could not remove their own). */
+static void sweep(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4096];
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* not a table, or its process lives */
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+            unlink(path);
+    }
+    closedir(d);
+}
+
 /* open_table maps DIR/PID, made anew with mode 0600: DIR is SDMQ_DIR, or
  * the user's directory in /tmp. */
 static void open_table(void)
@@ -148,6 +171,8 @@ static void open_table(void)
                   POOL * sizeof(int32_t);
     if (dir == NULL || dir[0] == '\0')
         dir = user_dir(mine, sizeof mine);
+    if (dir != NULL)
+        sweep(dir);
     if (dir == NULL || snprintf(path, sizeof table_path, "%s/%d", dir, (int)getpid()) >= (int)sizeof table_path)
         return;
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
