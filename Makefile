@@ -210,6 +210,9 @@ bench:
 	scripts/trixie.sh run "go test -run '^\$$' -bench StacksPid -benchtime 3x ./integration/"
 	$(GO) test -run '^$$' -bench 'StacksSlurmJob' -benchtime 5x ./integration/
 	$(GO) test -run '^$$' -bench 'StacksRunning64' -benchtime 5x -timeout 30m ./integration/
+	$(GO) test -run '^$$' -bench 'Interposition' -benchtime 9x ./mpiq/
+	$(GO) test -run '^$$' -bench 'Deadlock64' -benchtime 3x ./integration/
+	$(GO) test -run '^$$' -bench 'DeadlockSim1024' -benchtime 10x ./console/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
 # 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run

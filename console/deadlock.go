@@ -377,7 +377,9 @@ func (c *Console) queuesOf(ctx context.Context, ranks wire.RankSet) (map[int]wir
 }
 
 // DecodeQueues are the answers to queues by rank, the world's size they
-// tell, and the groups that hold none.
+// tell, and the groups that hold none. The tree sends ranks whose queues
+// differ only in peers and waits as one answer (op.QueueClasses), which
+// this unfolds.
 func DecodeQueues(groups []wire.Group) (queues map[int]wire.Queues, size int, failed []wire.Group) {
 	queues = map[int]wire.Queues{}
 	for _, g := range groups {
@@ -388,7 +390,7 @@ func DecodeQueues(groups []wire.Group) (queues map[int]wire.Queues, size int, fa
 		}
 		size = max(size, q.Size)
 		g.Ranks.Each(func(r int) bool {
-			queues[r] = q
+			queues[r] = q.Of(r)
 			return true
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -198,25 +199,25 @@ func TestStacksDeadlock(t *testing.T) {
 func TestQueuesMerge(t *testing.T) {
 	world := func(size int, ops ...wire.MPIOp) wire.Queues { return wire.Queues{Size: size, Ops: ops} }
 	send := func(to int) wire.MPIOp {
-		return wire.MPIOp{Call: "MPI_Send", Peer: to, Tag: 0, CommSize: 4, Count: 1, Bytes: 8, Root: wire.NoRank, Waiting: 2 * time.Second}
+		return wire.MPIOp{Call: "MPI_Send", Peer: to, Tag: 0, CommSize: 4, Count: 1, Bytes: 8, Root: wire.NoRank, Waiting: 2 * time.Second, Least: 2 * time.Second}
 	}
 	qs := map[int]wire.Queues{0: world(4, send(1)), 1: world(4, send(2)), 2: world(4, send(3)), 3: world(4, send(0))}
 	groups, idle := GroupQueues(qs)
 	if len(groups) != 1 || groups[0].Text != "MPI_Send to rank+1, tag 0, MPI_COMM_WORLD, 8 bytes" || groups[0].Ranks.String() != "0-3" || !idle.Empty() {
 		t.Fatalf("ring: %+v, idle %v", groups, idle)
 	}
-	recv := wire.MPIOp{Call: "MPI_Recv", Peer: 3, Tag: 7, CommSize: 4, Count: 1, Bytes: 4, Root: wire.NoRank, Waiting: time.Second}
+	recv := wire.MPIOp{Call: "MPI_Recv", Peer: 3, Tag: 7, CommSize: 4, Count: 1, Bytes: 4, Root: wire.NoRank, Waiting: time.Second, Least: time.Second}
 	qs = map[int]wire.Queues{0: world(4, recv), 1: world(4, recv), 2: world(4, recv), 3: world(4)}
 	f := newFakeTree(4, runningState)
-	f.answer = func(_ context.Context, ranks wire.RankSet, op string) ([]wire.Group, error) {
-		if op != wire.OpQueues {
-			return nil, errors.New("queues sent " + op)
+	f.answer = func(_ context.Context, ranks wire.RankSet, name string) ([]wire.Group, error) {
+		if name != wire.OpQueues {
+			return nil, errors.New("queues sent " + name)
 		}
-		var gs []wire.Group
+		var m op.QueueClasses // as the tree merges them
 		for r, q := range qs {
-			gs = append(gs, wire.Group{Ranks: wire.Single(r), Status: wire.StatusOK, Body: wire.MustEncode(q)})
+			m.Add(wire.Single(r), wire.StatusOK, wire.MustEncode(q))
 		}
-		return gs, nil
+		return m.Groups(), nil
 	}
 	out, err := execLines(t, f, Options{}, "queues")
 	if err != nil {

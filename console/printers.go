@@ -91,8 +91,7 @@ var printers = map[string]printer{
 	op.Queues.Name: answer(op.Queues, func(q wire.Queues) (any, []string) {
 		lines := make([]string, len(q.Ops))
 		for i, o := range q.Ops {
-			abs, _ := pendingText(o, q.Rank, q.Size)
-			lines[i] = abs + ": " + waitText(o.Waiting, o.Waiting)
+			lines[i] = mergedText(o, q.Rank, q.Size) + ": " + waitText(o.Least, o.Waiting)
 		}
 		return q, lines
 	}),

@@ -21,11 +21,12 @@ const queuesUsage = "queues"
 
 // pendingLine is one rank's operation in flight.
 type pendingLine struct {
-	rank    int
-	op      wire.MPIOp
-	abs     string // the operation, its peer a rank
-	rel     string // the operation, its peer an offset from the rank; abs without one
-	waiting time.Duration
+	rank int
+	op   wire.MPIOp
+	abs  string // the operation, its peer a rank
+	rel  string // the operation, its peer an offset from the rank; abs without one
+	// least and most are the waits of the ranks the answer merged.
+	least, most time.Duration
 }
 
 // QueueGroup is ranks with an operation in flight that reads alike.
@@ -49,7 +50,7 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 		}
 		for _, o := range q.Ops {
 			abs, rel := pendingText(o, rank, q.Size)
-			lines = append(lines, pendingLine{rank: rank, op: o, abs: abs, rel: rel, waiting: o.Waiting})
+			lines = append(lines, pendingLine{rank: rank, op: o, abs: abs, rel: rel, least: o.Least, most: o.Waiting})
 		}
 	}
 	count := map[string]int{}
@@ -69,12 +70,12 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 		}
 		g := byText[text]
 		if g == nil {
-			g = &QueueGroup{Text: text, Op: l.op, Relative: relative, Least: l.waiting, Most: l.waiting}
+			g = &QueueGroup{Text: text, Op: l.op, Relative: relative, Least: l.least, Most: l.most}
 			byText[text] = g
 			order = append(order, text)
 		}
 		g.Ranks = g.Ranks.Union(wire.Single(l.rank))
-		g.Least, g.Most = min(g.Least, l.waiting), max(g.Most, l.waiting)
+		g.Least, g.Most = min(g.Least, l.least), max(g.Most, l.most)
 	}
 	for _, t := range order {
 		groups = append(groups, *byText[t])
@@ -135,6 +136,20 @@ func pendingText(o wire.MPIOp, rank, size int) (abs, rel string) {
 		}
 	}
 	return abs, fmt.Sprintf("%s %s rank%+d%s", o.Call, dir, off, rest)
+}
+
+// mergedText says an operation of an answer that may merge ranks,
+// rank the lowest: its peer as a rank where all have the same, as an
+// offset where all have the same offset.
+func mergedText(o wire.MPIOp, rank, size int) string {
+	abs, rel := pendingText(o, rank, size)
+	switch {
+	case len(o.Peers) == 0 || len(o.Peers) == 1 && (o.Peers[0].Count == 1 || o.Peers[0].Step == 0):
+		return abs
+	case len(o.Peers) == 1 && o.Peers[0].Step == 1:
+		return rel
+	}
+	return fmt.Sprintf("%s (rank %d's; the others' peers differ)", abs, rank)
 }
 
 func tagText(tag int) string {

@@ -300,7 +300,7 @@ func (t Table) Wire() wire.Queues {
 	}
 	for i, o := range t.Ops {
 		q.Ops[i] = wire.MPIOp{Call: o.Kind.String(), Peer: o.Peer, Tag: o.Tag, Comm: int(o.Comm), CommSize: o.CommSize,
-			Count: o.Count, Bytes: o.Bytes, Root: o.Root, Thread: o.Thread, Request: o.Request != 0, Waiting: o.Waiting,
+			Count: o.Count, Bytes: o.Bytes, Root: o.Root, Thread: o.Thread, Request: o.Request != 0, Waiting: o.Waiting, Least: o.Waiting,
 			Caller: o.Caller}
 	}
 	slices.SortStableFunc(q.Ops, func(a, b wire.MPIOp) int { return int(b.Waiting - a.Waiting) })

@@ -45,7 +45,7 @@ var (
 	Handle  = Def[wire.Text, wire.Text]{Name: wire.OpHandle}
 	Raw     = Def[wire.Text, wire.Text]{Name: wire.OpRaw}
 	Sample  = Def[wire.Sample, wire.CallTree]{Name: wire.OpSample, Merge: func() Merger { return &CallTrees{} }}
-	Queues  = Def[None, wire.Queues]{Name: wire.OpQueues}
+	Queues  = Def[None, wire.Queues]{Name: wire.OpQueues, Merge: func() Merger { return &QueueClasses{} }}
 
 	Backtrace = Def[wire.Backtrace, wire.Trace]{Name: wire.OpBacktrace}
 	Up        = Def[wire.Count, wire.Level]{Name: wire.OpUp}

@@ -9,7 +9,10 @@ const OpQueues = "queues"
 
 // Queues are a rank's MPI operations in flight, oldest first, and the
 // world ranks of the communicators it used, by its number for them
-// (MPIOp.Comm; MPI_COMM_WORLD, 0, is not listed).
+// (MPIOp.Comm; MPI_COMM_WORLD, 0, is not listed). The tree merges the
+// queues of ranks that differ only in their peers and waits into one
+// answer (op.QueueClasses): Rank is then the group's lowest, and each
+// operation tells every rank's peer in Peers.
 type Queues struct {
 	Rank, Size int
 	Ops        []MPIOp
@@ -28,8 +31,46 @@ type MPIOp struct {
 	Root     int   // a rooted collective's root, or NoRank
 	Thread   int
 	Request  bool          // a nonblocking operation waiting for its request's completion
-	Waiting  time.Duration // since the call
+	Waiting  time.Duration // since the call; the longest of the ranks an answer merges
+	Least    time.Duration // the shortest wait of the ranks an answer merges
 	Caller   uint64        // the return address into the program
+	// Peers, in an answer that merges ranks, gives each rank's peer
+	// where Peer holds the lowest rank's.
+	Peers []PeerRun
+}
+
+// Of is rank's own queues in an answer that merges ranks: its peers,
+// and no runs.
+func (q Queues) Of(rank int) Queues {
+	own := q
+	own.Rank = rank
+	own.Ops = make([]MPIOp, len(q.Ops))
+	for i, o := range q.Ops {
+		o.Peer, o.Peers = o.PeerOf(rank, q.Size), nil
+		own.Ops[i] = o
+	}
+	return own
+}
+
+// PeerRun tells the peers of Count consecutive ranks from From as an
+// arithmetic progression: rank From+i has peer Peer+i*Step, modulo the
+// world's size when it is known. A ring of N ranks (each sends to the
+// next) is one run, as are N ranks receiving from rank 0.
+type PeerRun struct{ From, Count, Peer, Step int }
+
+// PeerOf is rank's peer in an operation of a world of size ranks (0 when
+// unknown): from Peers when the answer merges ranks, else Peer.
+func (o MPIOp) PeerOf(rank, size int) int {
+	for _, r := range o.Peers {
+		if rank >= r.From && rank < r.From+r.Count {
+			p := r.Peer + (rank-r.From)*r.Step
+			if size > 0 {
+				p %= size
+			}
+			return p
+		}
+	}
+	return o.Peer
 }
 
 // Ranks of an MPIOp that are not ranks, and MPI_ANY_TAG.

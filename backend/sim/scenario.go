@@ -3,13 +3,16 @@ package sim
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/sdm-hpc/sdm/wire"
 )
 
 // Scenarios lists the simulated programs and what their ranks look like.
 var Scenarios = map[string]string{
-	"ring":   "every rank in main > ring > MPI_Sendrecv, except rank 0 in main > ring > MPI_Send",
+	"ring": "every rank in main > ring > MPI_Sendrecv, except rank 0 in main > ring > MPI_Send",
+	"deadlock": "every rank in main > ring > MPI_Send to the next, a message too big to be buffered: " +
+		"a ring of blocking sends",
 	"hang":   "hang [STUCK]: rank STUCK (default the last) spins in compute, the others wait in MPI_Recv",
 	"groups": "groups K [DEPTH]: rank r runs work_(r mod K), DEPTH frames deep (default 4)",
 }
@@ -26,6 +29,9 @@ func Scenario(program string, args []string, rank, size int) ([]wire.Frame, erro
 			return []wire.Frame{{Func: "MPI_Send", File: "send.c", Line: 110}, ring, main}, nil
 		}
 		return []wire.Frame{{Func: "MPI_Sendrecv", File: "sendrecv.c", Line: 87}, ring, main}, nil
+	case "deadlock":
+		main.File = "ring.c"
+		return []wire.Frame{{Func: "MPI_Send", File: "send.c", Line: 110}, {Func: "ring", File: "ring.c", Line: 42}, main}, nil
 	case "hang":
 		stuck, err := intArg(program, args, 0, size-1)
 		if err != nil {
@@ -54,7 +60,34 @@ func Scenario(program string, args []string, rank, size int) ([]wire.Frame, erro
 		}
 		return append(frames, wire.Frame{Func: "main", File: "groups.c", Line: 9}), nil
 	}
-	return nil, fmt.Errorf("sim: no simulated program %q (have ring, hang, groups)", program)
+	return nil, fmt.Errorf("sim: no simulated program %q (have ring, deadlock, hang, groups)", program)
+}
+
+// ScenarioQueues are the MPI operations in flight of rank of size in the
+// simulated program, which Scenario has accepted, as the interposition
+// library would record them (package mpiq); waited is how long the
+// program has run.
+func ScenarioQueues(program string, args []string, rank, size int, waited time.Duration) wire.Queues {
+	q := wire.Queues{Rank: rank, Size: size}
+	op := wire.MPIOp{Call: "MPI_Send", Peer: (rank + 1) % size, CommSize: size, Count: 1 << 20, Bytes: 8 << 20,
+		Root: wire.NoRank, Waiting: waited, Least: waited}
+	switch program {
+	case "", "ring":
+		if rank != 0 {
+			op.Call, op.Peer = "MPI_Sendrecv", (rank+size-1)%size
+		}
+	case "deadlock":
+	case "hang":
+		stuck, _ := intArg(program, args, 0, size-1)
+		if rank == stuck {
+			return q
+		}
+		op.Call, op.Peer, op.Count, op.Bytes = "MPI_Recv", stuck, 1, 8
+	default:
+		return q
+	}
+	q.Ops = []wire.MPIOp{op}
+	return q
 }
 
 func intArg(program string, args []string, i, def int) (int, error) {

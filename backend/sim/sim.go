@@ -6,8 +6,9 @@
 // The program named in the start command picks the scenario; see Scenario.
 //
 // What enters: the ops of the table through Do, of which it runs start,
-// status, run, continue, halt, kill, where, dlopen and plant (the others
-// answer backend.ErrUnsupported, from backend.Unsupported), and OpSleep.
+// status, run, continue, halt, kill, where, sample, queues, dlopen and
+// plant (the others answer backend.ErrUnsupported, from
+// backend.Unsupported), and OpSleep.
 // What leaves: their answers, and running, stopped and exited events.
 package sim
 
@@ -42,6 +43,8 @@ type Sim struct {
 	mu       sync.Mutex
 	state    wire.State
 	stack    []wire.Frame
+	program  wire.Start
+	started  time.Time
 	runTimer *time.Timer
 	closed   bool
 	// dl is kept and shown as a real debugger's would be; simulated
@@ -112,7 +115,7 @@ func (s *Sim) Start(_ context.Context, st wire.Start) (wire.State, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stack = stack
+	s.stack, s.program, s.started = stack, st, time.Now()
 	s.state = wire.State{State: wire.StateStopped, Reason: "started", Frame: stack[0]}
 	return s.state, nil
 }
@@ -234,6 +237,17 @@ func (s *Sim) emit(event string, body []byte) {
 	if !s.closed {
 		s.events <- backend.Event{Op: event, Body: body}
 	}
+}
+
+// Queues implements backend.Ops: the made-up MPI operations of the
+// scenario, waiting since the start.
+func (s *Sim) Queues(context.Context) (wire.Queues, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state.State == wire.StateNotStarted || s.state.State == wire.StateExited {
+		return wire.Queues{}, fmt.Errorf("no process (%s)", s.state.State)
+	}
+	return ScenarioQueues(s.program.Program, s.program.Args, s.cfg.Rank, s.cfg.Size, time.Since(s.started)), nil
 }
 
 // Sample implements backend.Ops: the made-up stack, whatever the state,
