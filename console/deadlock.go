@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
@@ -315,23 +314,9 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 	if err != nil || req.Deadlock {
 		return usageError("%s", deadlockUsage)
 	}
-	wait := c.opts.Timeout + time.Duration(req.Sample.Count-1)*req.Sample.Interval
-	groups, err := c.s.Command(ctx, ranks, wire.OpSample, wire.MustEncode(req.Sample), wait)
+	tree, answered, groups, err := c.sample(ctx, ranks, req.Sample)
 	if err != nil {
 		return err
-	}
-	var tree wire.CallTree
-	var answered wire.RankSet
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			continue
-		}
-		var t wire.CallTree
-		if err := wire.Decode(g.Body, &t); err != nil {
-			return fmt.Errorf("ranks %v: %w", g.Ranks, err)
-		}
-		tree.Merge(t)
-		answered = answered.Union(g.Ranks)
 	}
 	d := Diagnose(callTreeNodes(tree.Roots), tree.Moved)
 	if queues, size := c.queuesOf(ctx, answered); len(queues) > 0 {
@@ -344,13 +329,7 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 	} else if !answered.Empty() {
 		c.println(strings.Join(d.Lines, "\n"))
 	}
-	groups, gones := c.goneOf(ctx, wire.OpSample, groups)
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			c.printReply(wire.OpSample, "", g)
-		}
-	}
-	c.printGone(wire.OpSample, gones)
+	c.printUnsampled(ctx, groups)
 	if (req.Dot != "" || req.SVG != "") && d.Graph == "" {
 		return fmt.Errorf("no wait-for graph to draw: the ranks have no queues (sdm debug --queues)")
 	}

@@ -155,29 +155,49 @@ const (
 	DefaultInterval = 100 * time.Millisecond
 )
 
-func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
-	req, err := ParseStacks(args)
-	if err != nil {
-		return err
-	}
+// sample asks ranks for their stacks: the merged tree, the ranks in it,
+// and every group of answers, the failed among them.
+func (c *Console) sample(ctx context.Context, ranks wire.RankSet, req wire.Sample) (tree wire.CallTree, answered wire.RankSet, groups []wire.Group, err error) {
 	// The ranks sample for (Count-1) intervals before they answer.
-	wait := c.opts.Timeout + time.Duration(req.Sample.Count-1)*req.Sample.Interval
-	groups, err := c.s.Command(ctx, ranks, wire.OpSample, wire.MustEncode(req.Sample), wait)
+	wait := c.opts.Timeout + time.Duration(req.Count-1)*req.Interval
+	groups, err = c.s.Command(ctx, ranks, wire.OpSample, wire.MustEncode(req), wait)
 	if err != nil {
-		return err
+		return tree, answered, nil, err
 	}
-	var tree wire.CallTree
-	var answered wire.RankSet
 	for _, g := range groups {
 		if g.Status != wire.StatusOK {
 			continue
 		}
 		var t wire.CallTree
 		if err := wire.Decode(g.Body, &t); err != nil {
-			return fmt.Errorf("ranks %v: %w", g.Ranks, err)
+			return tree, answered, nil, fmt.Errorf("ranks %v: %w", g.Ranks, err)
 		}
 		tree.Merge(t)
 		answered = answered.Union(g.Ranks)
+	}
+	return tree, answered, groups, nil
+}
+
+// printUnsampled prints the ranks of groups (answers to sample) that
+// gave no stack, and why.
+func (c *Console) printUnsampled(ctx context.Context, groups []wire.Group) {
+	groups, gones := c.goneOf(ctx, wire.OpSample, groups)
+	for _, g := range groups {
+		if g.Status != wire.StatusOK {
+			c.printReply(wire.OpSample, "", g)
+		}
+	}
+	c.printGone(wire.OpSample, gones)
+}
+
+func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string) error {
+	req, err := ParseStacks(args)
+	if err != nil {
+		return err
+	}
+	tree, answered, groups, err := c.sample(ctx, ranks, req.Sample)
+	if err != nil {
+		return err
 	}
 	roots := callTreeNodes(tree.Roots)
 	classes := StackClasses(roots)
@@ -203,13 +223,7 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 		}
 	}
 	// Ranks that could not give a stack are listed after the tree.
-	groups, gones := c.goneOf(ctx, wire.OpSample, groups)
-	for _, g := range groups {
-		if g.Status != wire.StatusOK {
-			c.printReply(wire.OpSample, "", g)
-		}
-	}
-	c.printGone(wire.OpSample, gones)
+	c.printUnsampled(ctx, groups)
 	if req.Dot != "" {
 		if err := os.WriteFile(req.Dot, []byte(DOT(roots)), 0o644); err != nil {
 			return err

@@ -55,17 +55,28 @@ type RankErrors struct {
 	Error string `json:"error"`
 }
 
-// stacks answers sdm/stacks.
-func (a *adapter) stacks(m *StacksRequest) error {
+// runningRanks are the running job and the ranks a request of sdm's
+// own names: its live ranks when it names none.
+func (a *adapter) runningRanks(command string, args StacksArguments) (*job, wire.RankSet, error) {
 	j, err := a.running()
 	if err != nil {
-		return err
+		return nil, wire.RankSet{}, err
 	}
-	ranks := j.state.live()
-	if m.Arguments.Ranks != "" {
-		if ranks, err = wire.ParseRankSet(m.Arguments.Ranks); err != nil {
-			return fmt.Errorf("%s: ranks %q: %v", stacksCommand, m.Arguments.Ranks, err)
-		}
+	if args.Ranks == "" {
+		return j, j.state.live(), nil
+	}
+	ranks, err := wire.ParseRankSet(args.Ranks)
+	if err != nil {
+		return nil, wire.RankSet{}, fmt.Errorf("%s: ranks %q: %v", command, args.Ranks, err)
+	}
+	return j, ranks, nil
+}
+
+// stacks answers sdm/stacks.
+func (a *adapter) stacks(m *StacksRequest) error {
+	j, ranks, err := a.runningRanks(stacksCommand, m.Arguments)
+	if err != nil {
+		return err
 	}
 	groups, err := j.s.Command(a.ctx, ranks, wire.OpWhere, nil, a.opts.Timeout)
 	if err != nil {
@@ -119,15 +130,9 @@ type DeadlockBody struct {
 
 // deadlock answers sdm/deadlock from one sample of the ranks' stacks.
 func (a *adapter) deadlock(m *DeadlockRequest) error {
-	j, err := a.running()
+	j, ranks, err := a.runningRanks(deadlockCommand, m.Arguments)
 	if err != nil {
 		return err
-	}
-	ranks := j.state.live()
-	if m.Arguments.Ranks != "" {
-		if ranks, err = wire.ParseRankSet(m.Arguments.Ranks); err != nil {
-			return fmt.Errorf("%s: ranks %q: %v", deadlockCommand, m.Arguments.Ranks, err)
-		}
 	}
 	groups, err := j.s.Command(a.ctx, ranks, wire.OpSample, wire.MustEncode(wire.Sample{Count: 1}), a.opts.Timeout)
 	if err != nil {
@@ -187,15 +192,9 @@ type QueueGroup struct {
 
 // queues answers sdm/queues.
 func (a *adapter) queues(m *QueuesRequest) error {
-	j, err := a.running()
+	j, ranks, err := a.runningRanks(queuesCommand, m.Arguments)
 	if err != nil {
 		return err
-	}
-	ranks := j.state.live()
-	if m.Arguments.Ranks != "" {
-		if ranks, err = wire.ParseRankSet(m.Arguments.Ranks); err != nil {
-			return fmt.Errorf("%s: ranks %q: %v", queuesCommand, m.Arguments.Ranks, err)
-		}
 	}
 	groups, err := j.s.Command(a.ctx, ranks, wire.OpQueues, nil, a.opts.Timeout)
 	if err != nil {
