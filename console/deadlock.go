@@ -61,7 +61,7 @@ func mpiCall(fn string) (MPICall, bool) {
 		return MPICall{}, false
 	}
 	f = strings.TrimRight(strings.TrimPrefix(f, "mpi_"), "_")
-	for _, suffix := range []string{"_f08ts", "_f08", "_f"} {
+	for _, suffix := range []string{"_f08ts", "_f08", "_f", "_c"} {
 		f = strings.TrimSuffix(f, suffix)
 	}
 	if f == "" {

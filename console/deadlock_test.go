@@ -159,7 +159,8 @@ func TestMPICall(t *testing.T) {
 		"mpi_waitall_": {"MPI_Waitall", "completion"}, "MPI_BARRIER": {"MPI_Barrier", "collective"},
 		"mpi_send_f08": {"MPI_Send", "point-to-point"}, "ompi_bcast_f": {"MPI_Bcast", "collective"},
 		"pmpi_recv__": {"MPI_Recv", "point-to-point"}, "MPI_Isend": {"MPI_Isend", ""},
-		"MPI_Comm_rank": {"MPI_Comm_rank", ""},
+		"MPI_Comm_rank": {"MPI_Comm_rank", ""}, "MPI_Send_c": {"MPI_Send", "point-to-point"},
+		"PMPI_Allreduce_c": {"MPI_Allreduce", "collective"},
 	} {
 		if got, ok := mpiCall(fn); !ok || got != want {
 			t.Errorf("mpiCall(%q) = %+v, %v; want %+v", fn, got, ok, want)

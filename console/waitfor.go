@@ -26,6 +26,16 @@ type waitFor struct {
 	what    map[int]string     // that call, for people
 	and, or map[int][]int      // the ranks a blocked rank waits for
 	members map[int]wire.RankSet
+	sends   map[int][]sendOp // each rank's sends in flight, blocking or posted
+	// underway are the ranks in a wait whose requests can all complete:
+	// nonblocking collectives every member has posted.
+	underway map[int]bool
+}
+
+// sendOp is a send in flight and the world ranks of its communicator.
+type sendOp struct {
+	op      wire.MPIOp
+	members wire.RankSet
 }
 
 // inCall says whether a call blocks its rank until other ranks act.
@@ -38,7 +48,7 @@ func inCall(o wire.MPIOp) bool {
 // ranks.
 func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
 	g := waitFor{blocked: map[int]wire.MPIOp{}, what: map[int]string{}, and: map[int][]int{}, or: map[int][]int{},
-		members: map[int]wire.RankSet{}}
+		members: map[int]wire.RankSet{}, sends: map[int][]sendOp{}, underway: map[int]bool{}}
 	world := wire.Range(0, size-1)
 	membersOf := func(r int, o wire.MPIOp) wire.RankSet {
 		if o.Comm == 0 {
@@ -49,10 +59,20 @@ func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
 		}
 		return wire.RankSet{}
 	}
-	// Collectives by communicator (its members) and call.
+	// Collectives by communicator (its members) and call, and the
+	// nonblocking ones posted, by theirs.
 	type coll struct{ members, call string }
-	inColl := map[coll]wire.RankSet{}
+	inColl, posted := map[coll]wire.RankSet{}, map[coll]wire.RankSet{}
 	for r, q := range queues {
+		for _, o := range q.Ops {
+			if sends(o) && !receives(o) && o.Peer >= 0 && (o.Request || inCall(o)) {
+				g.sends[r] = append(g.sends[r], sendOp{o, membersOf(r, o)})
+			}
+			if o.Request && postedCollective(o.Call) {
+				k := coll{membersOf(r, o).String(), o.Call}
+				posted[k] = posted[k].Union(wire.Single(r))
+			}
+		}
 		for _, o := range q.Ops {
 			if inCall(o) {
 				g.blocked[r], g.members[r] = o, membersOf(r, o)
@@ -76,12 +96,27 @@ func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
 				return true
 			})
 		case c.Kind == "completion":
+			// The peers of the requests it waits on; a nonblocking
+			// collective's, the members that have not posted it.
 			var peers []int
+			complete := true // every request can complete
 			for _, p := range queues[r].Ops {
-				if p.Request && p.Peer >= 0 {
+				switch {
+				case p.Request && p.Peer >= 0:
 					peers = append(peers, p.Peer)
+				case p.Request && postedCollective(p.Call):
+					m := membersOf(r, p)
+					m.Minus(posted[coll{m.String(), p.Call}]).Each(func(x int) bool {
+						peers = append(peers, x)
+						return true
+					})
+				case p.Request:
+					complete = false
 				}
 			}
+			slices.Sort(peers)
+			peers = slices.Compact(peers)
+			g.underway[r] = complete && len(peers) == 0 && slices.ContainsFunc(queues[r].Ops, func(p wire.MPIOp) bool { return p.Request })
 			if o.Call == "MPI_Waitall" || len(peers) == 1 {
 				g.and[r] = peers
 			} else {
@@ -97,6 +132,14 @@ func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
 		}
 	}
 	return g
+}
+
+// postedCollective says whether call starts a nonblocking collective
+// (MPI_Ibarrier, MPI_Iallreduce, …): its request completes when every
+// member of its communicator has posted the same.
+func postedCollective(call string) bool {
+	rest, ok := strings.CutPrefix(call, "MPI_I")
+	return ok && blocking[strings.ToLower(rest)] == "collective"
 }
 
 // matched says whether rank r's blocking point-to-point call and its
@@ -161,18 +204,31 @@ func receives(x wire.MPIOp) bool {
 
 func sends(x wire.MPIOp) bool { return strings.Contains(strings.ToLower(x.Call), "send") }
 
-// mismatches are the blocked receives whose peer is blocked sending to
-// them with another tag: no send matches the receive.
+// mismatches are the blocked receives whose peer sends to them, blocked
+// or posted, only with other tags: no send matches the receive.
 func (g waitFor) mismatches() []string {
 	var out []string
 	for _, r := range slices.Sorted(maps.Keys(g.blocked)) {
 		o := g.blocked[r]
-		p, ok := g.blocked[o.Peer]
-		if !receives(o) || o.Peer < 0 || o.Tag == wire.AnyTag || !ok || !sends(p) || p.Peer != r || p.Tag == o.Tag ||
-			p.Tag == wire.AnyTag || g.members[r].String() != g.members[o.Peer].String() {
+		if !receives(o) || o.Peer < 0 || o.Tag == wire.AnyTag {
 			continue
 		}
-		out = append(out, fmt.Sprintf("rank %d waits for tag %d from rank %d, which sends it tag %d: no send matches the receive", r, o.Tag, o.Peer, p.Tag))
+		var tags []string
+		for _, send := range g.sends[o.Peer] {
+			p := send.op
+			if p.Peer != r || g.members[r].String() != send.members.String() {
+				continue
+			}
+			if p.Tag == o.Tag || p.Tag == wire.AnyTag {
+				tags = nil
+				break
+			}
+			tags = append(tags, fmt.Sprint(p.Tag))
+		}
+		if len(tags) > 0 {
+			out = append(out, fmt.Sprintf("rank %d waits for tag %d from rank %d, which sends it tag %s: no send matches the receive",
+				r, o.Tag, o.Peer, strings.Join(tags, ", ")))
+		}
 	}
 	return out
 }
@@ -181,7 +237,7 @@ func (g waitFor) mismatches() []string {
 func (g waitFor) stuck() wire.RankSet {
 	released := map[int]bool{}
 	for r := range g.blocked {
-		if g.matched(r) {
+		if g.matched(r) || g.underway[r] {
 			released[r] = true
 		}
 	}

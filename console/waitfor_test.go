@@ -65,11 +65,29 @@ func TestWaitForGraph(t *testing.T) {
 		queues: map[int]wire.Queues{0: q(mpiOp("MPI_Irecv", 1, 2), mpiOp("MPI_Waitall", wire.NoRank, 0)), 1: q(mpiOp("MPI_Recv", 0, 2)),
 			2: q(), 3: q()},
 		want: []string{"deadlock: a cycle of 2 ranks: rank 0 waits for 1 in MPI_Waitall, on 0 requests; rank 1 waits for 0 in MPI_Recv from 0, tag 2"},
+	}, {
+		name: "waits on a nonblocking collective and posted sends",
+		queues: map[int]wire.Queues{
+			0: q(mpiOp("MPI_Ibarrier", wire.NoRank, 0), mpiOp("MPI_Recv_init", 1, 11), mpiOp("MPI_Waitall", wire.NoRank, 0)),
+			1: q(mpiOp("MPI_Ibarrier", wire.NoRank, 0), mpiOp("MPI_Issend", 2, 12), mpiOp("MPI_Waitall", wire.NoRank, 0)),
+			2: q(mpiOp("MPI_Isendrecv", 1, 15), mpiOp("MPI_Recv", 1, 14)),
+			3: q(mpiOp("MPI_Ibarrier", wire.NoRank, 0), mpiOp("MPI_Wait", wire.NoRank, 0))},
+		want: []string{"deadlock: a cycle of 2 ranks: rank 1 waits for 2 in MPI_Waitall",
+			"rank 2 waits for 1 in MPI_Recv from 1, tag 14",
+			"ranks 0,3 wait for the ranks of the cycle",
+			"rank 2 waits for tag 14 from rank 1, which sends it tag 12: no send matches the receive"},
+	}, {
+		name: "a nonblocking collective every member posted",
+		queues: map[int]wire.Queues{0: q(mpiOp("MPI_Iallreduce", wire.NoRank, 0), mpiOp("MPI_Wait", wire.NoRank, 0)),
+			1: q(mpiOp("MPI_Iallreduce", wire.NoRank, 0), mpiOp("MPI_Wait", wire.NoRank, 0)),
+			2: q(mpiOp("MPI_Iallreduce", wire.NoRank, 0), mpiOp("MPI_Wait", wire.NoRank, 0)),
+			3: q(mpiOp("MPI_Iallreduce", wire.NoRank, 0), mpiOp("MPI_Waitall", wire.NoRank, 0))},
+		none: true,
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			for r, qu := range c.queues {
 				for i := range qu.Ops {
-					if qu.Ops[i].Call == "MPI_Irecv" {
+					if call := qu.Ops[i].Call; strings.HasPrefix(call, "MPI_I") || strings.HasSuffix(call, "_init") {
 						qu.Ops[i].Request = true
 					}
 				}

@@ -68,4 +68,38 @@ func TestQueuesAndDeadlock(t *testing.T) {
 			}
 		})
 	}
+	// Waits on requests of every sort (examples/pending requests): a
+	// persistent receive, MPI_Ibarrier, a synchronous send, and MPI-4's
+	// MPI_Isendrecv and MPI_Recv_c under MPICH.
+	for _, mpi := range []struct{ rm, tool, program, recv, posted string }{
+		{"openmpi", "mpirun.openmpi", "pending", "PMPI_Recv", "MPI_Irecv"},
+		{"mpich", "mpiexec.mpich", "pending-mpich", "PMPI_Recv_c", "MPI_Isendrecv"},
+	} {
+		t.Run(mpi.program+"-requests", func(t *testing.T) {
+			testenv.RequireTool(t, mpi.tool)
+			args := []string{"debug", "--rm", mpi.rm, "-n", "3", "--timeout", "60s", "--queues"}
+			if mpi.rm == "openmpi" {
+				args = append(args, "--launcher-arg=--oversubscribe")
+			}
+			out, stderr, code := run(t, "", append(args, "-e", "break PMPI_Waitall", "-e", "break "+mpi.recv, "-e", "run",
+				"-e", "wait", "-e", "queues", "-e", "deadlock", "-e", "kill", "--", filepath.Join(bin, mpi.program), "requests")...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			for _, want := range []string{
+				"[0] MPI_Recv_init from 1, tag 11, MPI_COMM_WORLD, 4 bytes, posted: waiting ",
+				"[0-1] MPI_Ibarrier, MPI_COMM_WORLD, posted: waiting ",
+				"[1] MPI_Issend to 2, tag 12, MPI_COMM_WORLD, 8 bytes, posted: waiting ",
+				"[2] " + mpi.posted + " from 1, tag 15, MPI_COMM_WORLD, 12 bytes, posted: waiting ",
+				"[2] MPI_Recv from 1, tag 14, MPI_COMM_WORLD, 4 bytes: waiting ",
+				"diagnosis: deadlock: a cycle of 2 ranks: rank 1 waits for 2 in MPI_Waitall, on 2 requests; rank 2 waits for 1 in MPI_Recv from 1, tag 14",
+				"diagnosis: rank 0 waits for the ranks of the cycle",
+				"diagnosis: rank 2 waits for tag 14 from rank 1, which sends it tag 12: no send matches the receive",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in:\n%s", want, out)
+				}
+			}
+		})
+	}
 }

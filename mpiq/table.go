@@ -79,13 +79,28 @@ const (
 	Mrecv
 	CommSplit
 	CommDup
+	Issend
+	Ibarrier
+	Ibcast
+	Ireduce
+	Iallreduce
+	Igather
+	Iscatter
+	Iallgather
+	Ialltoall
+	SendInit
+	RecvInit
+	Isendrecv
+	IsendrecvReplace
 )
 
 var kindNames = [...]string{"", "MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Sendrecv", "MPI_Probe",
 	"MPI_Isend", "MPI_Irecv", "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Barrier", "MPI_Bcast",
 	"MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall", "MPI_Finalize",
 	"MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block",
-	"MPI_Scan", "MPI_Exscan", "MPI_Sendrecv_replace", "MPI_Mprobe", "MPI_Mrecv", "MPI_Comm_split", "MPI_Comm_dup"}
+	"MPI_Scan", "MPI_Exscan", "MPI_Sendrecv_replace", "MPI_Mprobe", "MPI_Mrecv", "MPI_Comm_split", "MPI_Comm_dup",
+	"MPI_Issend", "MPI_Ibarrier", "MPI_Ibcast", "MPI_Ireduce", "MPI_Iallreduce", "MPI_Igather", "MPI_Iscatter",
+	"MPI_Iallgather", "MPI_Ialltoall", "MPI_Send_init", "MPI_Recv_init", "MPI_Isendrecv", "MPI_Isendrecv_replace"}
 
 // String is the routine's C name.
 func (k Kind) String() string {

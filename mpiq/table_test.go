@@ -72,6 +72,22 @@ func TestPendingOperations(t *testing.T) {
 				1: "MPI_Barrier peer -2 tag 0 comm 0 of 2, 0 elements, 0 bytes",
 			}
 			hung(t, mpi.name, mpi.run, lib, prog, 2, []string{"threads"}, want)
+			// Waits on requests: persistent, collective, synchronous, and
+			// MPI-4's where the MPI has them.
+			isendrecv := "MPI_Irecv peer 1 tag 15 comm 0 of 3, 3 elements, 12 bytes, request"
+			if mpi.name == "mpich" {
+				isendrecv = "MPI_Isendrecv peer 1 tag 15 comm 0 of 3, 3 elements, 12 bytes, request"
+			}
+			want = map[int]string{
+				0: "MPI_Ibarrier peer -2 tag 0 comm 0 of 3, 0 elements, 0 bytes, request; " +
+					"MPI_Recv_init peer 1 tag 11 comm 0 of 3, 1 elements, 4 bytes, request; " +
+					"MPI_Waitall peer -2 tag 0 comm 0 of 0, 2 elements, 0 bytes",
+				1: "MPI_Ibarrier peer -2 tag 0 comm 0 of 3, 0 elements, 0 bytes, request; " +
+					"MPI_Issend peer 2 tag 12 comm 0 of 3, 2 elements, 8 bytes, request; " +
+					"MPI_Waitall peer -2 tag 0 comm 0 of 0, 2 elements, 0 bytes",
+				2: isendrecv + "; MPI_Recv peer 1 tag 14 comm 0 of 3, 1 elements, 4 bytes",
+			}
+			hung(t, mpi.name, mpi.run, lib, prog, 3, []string{"requests"}, want)
 		})
 	}
 }

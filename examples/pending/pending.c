@@ -6,7 +6,14 @@
  * sending the next a message too big to be buffered before it receives
  * from the previous one, a ring of sends that never completes. "pending
  * threads": MPI_THREAD_MULTIPLE, three threads of rank 0 each waiting in
- * MPI_Recv from rank 1 (tags 100, 101, 102), rank 1 in MPI_Barrier. */
+ * MPI_Recv from rank 1 (tags 100, 101, 102), rank 1 in MPI_Barrier.
+ * "pending requests": three ranks in waits on requests of every sort:
+ * rank 0 on a persistent receive from rank 1 (tag 11) and MPI_Ibarrier,
+ * rank 1 on MPI_Ibarrier and a synchronous send to rank 2 (tag 12),
+ * rank 2 in a receive from rank 1 (tag 14), with a receive from rank 1
+ * (tag 15) posted: MPI-4's MPI_Isendrecv and MPI_Recv_c where the MPI
+ * has them; ranks 0 and 1 first exchange messages through persistent
+ * requests that complete. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -36,6 +43,48 @@ static void threads(void)
     MPI_Finalize();
 }
 
+static void requests(void)
+{
+    int rank, in[4] = {0}, out[4] = {0};
+    MPI_Request req[2];
+    MPI_Status st[2]; /* not MPI_STATUSES_IGNORE: GCC takes it for an array of none */
+    MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank < 2) {
+        /* Persistent requests that complete, three times over: none of
+         * them is left in flight. */
+        MPI_Send_init(out, 1, MPI_INT, 1 - rank, 10, MPI_COMM_WORLD, &req[0]);
+        MPI_Recv_init(in, 1, MPI_INT, 1 - rank, 10, MPI_COMM_WORLD, &req[1]);
+        for (int i = 0; i < 3; i++) {
+            int done = 0;
+            MPI_Startall(2, req);
+            while (!done)
+                MPI_Testall(2, req, &done, st);
+        }
+        MPI_Request_free(&req[0]);
+        MPI_Request_free(&req[1]);
+    }
+    if (rank == 0) {
+        MPI_Recv_init(in, 1, MPI_INT, 1, 11, MPI_COMM_WORLD, &req[0]);
+        MPI_Ibarrier(MPI_COMM_WORLD, &req[1]);
+        MPI_Startall(1, req);
+        MPI_Waitall(2, req, st);
+    } else if (rank == 1) {
+        MPI_Ibarrier(MPI_COMM_WORLD, &req[0]);
+        MPI_Issend(out, 2, MPI_INT, 2, 12, MPI_COMM_WORLD, &req[1]);
+        MPI_Waitall(2, req, st);
+    } else {
+#if MPI_VERSION >= 4
+        MPI_Isendrecv(out, 1, MPI_INT, 0, 13, in, 3, MPI_INT, 1, 15, MPI_COMM_WORLD, &req[0]);
+        MPI_Recv_c(in, 1, MPI_INT, 1, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+#else
+        MPI_Irecv(in, 3, MPI_INT, 1, 15, MPI_COMM_WORLD, &req[0]);
+        MPI_Recv(in, 1, MPI_INT, 1, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+#endif
+    }
+    MPI_Finalize();
+}
+
 int main(int argc, char **argv)
 {
     int rank, msg[4];
@@ -44,6 +93,10 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "threads") == 0) {
         threads();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "requests") == 0) {
+        requests();
         return 0;
     }
     MPI_Init(&argc, &argv);

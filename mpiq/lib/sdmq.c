@@ -57,7 +57,9 @@ enum {
     K_BARRIER, K_BCAST, K_REDUCE, K_ALLREDUCE, K_GATHER, K_SCATTER,
     K_ALLGATHER, K_ALLTOALL, K_FINALIZE, K_GATHERV, K_SCATTERV, K_ALLGATHERV,
     K_ALLTOALLV, K_REDUCE_SCATTER, K_REDUCE_SCATTER_BLOCK, K_SCAN, K_EXSCAN,
-    K_SENDRECV_REPLACE, K_MPROBE, K_MRECV, K_COMM_SPLIT, K_COMM_DUP
+    K_SENDRECV_REPLACE, K_MPROBE, K_MRECV, K_COMM_SPLIT, K_COMM_DUP,
+    K_ISSEND, K_IBARRIER, K_IBCAST, K_IREDUCE, K_IALLREDUCE, K_IGATHER, K_ISCATTER, K_IALLGATHER,
+    K_IALLTOALL, K_SEND_INIT, K_RECV_INIT, K_ISENDRECV, K_ISENDRECV_REPLACE
 };
 
 /* A peer or root in a record that is not a rank: MPI_ANY_SOURCE, none
@@ -348,7 +350,7 @@ static void finish(struct slot *s)
 }
 
 /* record fills a claimed slot and publishes it. */
-static void record(struct slot *s, int kind, MPI_Comm comm, int peer, int tag, int count, MPI_Datatype type,
+static void record(struct slot *s, int kind, MPI_Comm comm, int peer, int tag, MPI_Count count, MPI_Datatype type,
                    int root, void *caller)
 {
     int size = 0;
@@ -369,7 +371,7 @@ static void record(struct slot *s, int kind, MPI_Comm comm, int peer, int tag, i
         s->comm_size = size;
     }
     s->tag = tag == MPI_ANY_TAG ? -1 : tag;
-    s->count = count;
+    s->count = count > INT32_MAX ? INT32_MAX : (int32_t)count;
     if (type != last_type && type != MPI_DATATYPE_NULL) {
         last_size = 0;
         PMPI_Type_size(type, &last_size);
@@ -628,11 +630,11 @@ int MPI_Finalize(void)
 
 /* NONBLOCKING wraps a call that starts an operation: recorded until its
  * request completes. */
-#define NONBLOCKING(kind, comm, peer, tag, count, type, call) \
+#define NONBLOCKING(kind, comm, peer, tag, count, type, root, call) \
     do { \
         struct slot *s_ = claim(); \
         if (s_ != NULL) \
-            record(s_, kind, comm, peer, tag, count, type, PEER_NONE, CALLER); \
+            record(s_, kind, comm, peer, tag, count, type, root, CALLER); \
         int rc_ = call; \
         if (s_ != NULL) \
             keep(s_, rc_ == MPI_SUCCESS ? *request : MPI_REQUEST_NULL); \
@@ -641,13 +643,234 @@ int MPI_Finalize(void)
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    NONBLOCKING(K_ISEND, comm, dest, tag, count, type, PMPI_Isend(buf, count, type, dest, tag, comm, request));
+    NONBLOCKING(K_ISEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Isend(buf, count, type, dest, tag, comm, request));
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_ISSEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Issend(buf, count, type, dest, tag, comm, request));
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    NONBLOCKING(K_IRECV, comm, source, tag, count, type, PMPI_Irecv(buf, count, type, source, tag, comm, request));
+    NONBLOCKING(K_IRECV, comm, source, tag, count, type, PEER_NONE, PMPI_Irecv(buf, count, type, source, tag, comm, request));
 }
+
+/* The nonblocking collectives: recorded, as the others, until a wait or
+ * test completes their request. */
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IBARRIER, comm, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, PMPI_Ibarrier(comm, request));
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IBCAST, comm, PEER_NONE, 0, count, type, root, PMPI_Ibcast(buf, count, type, root, comm, request));
+}
+
+int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Request *request)
+{
+    NONBLOCKING(K_IREDUCE, comm, PEER_NONE, 0, count, type, root,
+                PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, request));
+}
+
+int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    NONBLOCKING(K_IALLREDUCE, comm, PEER_NONE, 0, count, type, PEER_NONE,
+                PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, request));
+}
+
+int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+                MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IGATHER, comm, PEER_NONE, 0, scount, stype, root,
+                PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, request));
+}
+
+int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_ISCATTER, comm, PEER_NONE, 0, rcount, rtype, root,
+                PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, request));
+}
+
+int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IALLGATHER, comm, PEER_NONE, 0, scount, stype, PEER_NONE,
+                PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, request));
+}
+
+int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IALLTOALL, comm, PEER_NONE, 0, scount, stype, PEER_NONE,
+                PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, request));
+}
+
+/* Persistent requests: what MPI_Send_init and MPI_Recv_init set up, by
+ * request, recorded as an operation from each MPI_Start until a wait or
+ * test completes it. */
+#define PERSISTENT 256
+static struct persistent {
+    MPI_Request req;
+    int used, kind, peer, tag, count;
+    MPI_Comm comm;
+    MPI_Datatype type;
+} persistent[PERSISTENT];
+static pthread_mutex_t persistent_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* remember keeps a persistent request's operation; beyond PERSISTENT
+ * requests, the others' starts go unrecorded. */
+static void remember(MPI_Request req, int kind, MPI_Comm comm, int peer, int tag, int count, MPI_Datatype type)
+{
+    if (table == NULL)
+        return;
+    pthread_mutex_lock(&persistent_mu);
+    for (int i = 0; i < PERSISTENT; i++)
+        if (!persistent[i].used || persistent[i].req == req) {
+            persistent[i] = (struct persistent){req, 1, kind, peer, tag, count, comm, type};
+            break;
+        }
+    pthread_mutex_unlock(&persistent_mu);
+}
+
+/* started records the start of a persistent request's operation. */
+static void started(MPI_Request req, void *caller)
+{
+    if (table == NULL)
+        return;
+    struct persistent p = {.used = 0};
+    pthread_mutex_lock(&persistent_mu);
+    for (int i = 0; i < PERSISTENT; i++)
+        if (persistent[i].used && persistent[i].req == req) {
+            p = persistent[i];
+            break;
+        }
+    pthread_mutex_unlock(&persistent_mu);
+    struct slot *s;
+    if (!p.used || (s = claim()) == NULL)
+        return;
+    record(s, p.kind, p.comm, p.peer, p.tag, p.count, p.type, PEER_NONE, caller);
+    keep(s, req);
+}
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    int rc = PMPI_Send_init(buf, count, type, dest, tag, comm, request);
+    if (rc == MPI_SUCCESS)
+        remember(*request, K_SEND_INIT, comm, dest, tag, count, type);
+    return rc;
+}
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    int rc = PMPI_Recv_init(buf, count, type, source, tag, comm, request);
+    if (rc == MPI_SUCCESS)
+        remember(*request, K_RECV_INIT, comm, source, tag, count, type);
+    return rc;
+}
+
+int MPI_Start(MPI_Request *request)
+{
+    int rc = PMPI_Start(request);
+    if (rc == MPI_SUCCESS)
+        started(*request, CALLER);
+    return rc;
+}
+
+int MPI_Startall(int count, MPI_Request requests[])
+{
+    int rc = PMPI_Startall(count, requests);
+    for (int i = 0; rc == MPI_SUCCESS && i < count; i++)
+        started(requests[i], CALLER);
+    return rc;
+}
+
+int MPI_Request_free(MPI_Request *request)
+{
+    MPI_Request before = *request;
+    int rc = PMPI_Request_free(request);
+    if (rc == MPI_SUCCESS && table != NULL) {
+        pthread_mutex_lock(&persistent_mu);
+        for (int i = 0; i < PERSISTENT; i++)
+            if (persistent[i].used && persistent[i].req == before)
+                persistent[i].used = 0;
+        pthread_mutex_unlock(&persistent_mu);
+        done(&before, NULL, 1); /* MPI completes it unseen: no longer one to wait for */
+    }
+    return rc;
+}
+
+#if MPI_VERSION >= 4
+/* MPI-4's nonblocking send-receives, and the large-count entry points,
+ * recorded as the routines they are of. */
+int MPI_Isendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag, void *rbuf, int rcount,
+                  MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_ISENDRECV, comm, source, rtag, rcount, rtype, PEER_NONE,
+                PMPI_Isendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, request));
+}
+
+int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int stag, int source, int rtag,
+                          MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_ISENDRECV_REPLACE, comm, source, rtag, count, type, PEER_NONE,
+                PMPI_Isendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, request));
+}
+
+int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING(K_SEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Send_c(buf, count, type, dest, tag, comm));
+}
+
+int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING(K_SSEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Ssend_c(buf, count, type, dest, tag, comm));
+}
+
+int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    BLOCKING(K_RECV, comm, source, tag, count, type, PEER_NONE, PMPI_Recv_c(buf, count, type, source, tag, comm, status));
+}
+
+int MPI_Sendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, int dest, int stag, void *rbuf,
+                   MPI_Count rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status *status)
+{
+    BLOCKING(K_SENDRECV, comm, source, rtag, rcount, rtype, PEER_NONE,
+             PMPI_Sendrecv_c(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status));
+}
+
+int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                MPI_Request *request)
+{
+    NONBLOCKING(K_ISEND, comm, dest, tag, count, type, PEER_NONE, PMPI_Isend_c(buf, count, type, dest, tag, comm, request));
+}
+
+int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                MPI_Request *request)
+{
+    NONBLOCKING(K_IRECV, comm, source, tag, count, type, PEER_NONE,
+                PMPI_Irecv_c(buf, count, type, source, tag, comm, request));
+}
+
+int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+    BLOCKING(K_BCAST, comm, PEER_NONE, 0, count, type, root, PMPI_Bcast_c(buf, count, type, root, comm));
+}
+
+int MPI_Reduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
+{
+    BLOCKING(K_REDUCE, comm, PEER_NONE, 0, count, type, root, PMPI_Reduce_c(sbuf, rbuf, count, type, op, root, comm));
+}
+
+int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    BLOCKING(K_ALLREDUCE, comm, PEER_NONE, 0, count, type, PEER_NONE, PMPI_Allreduce_c(sbuf, rbuf, count, type, op, comm));
+}
+#endif
 
 /* The waits: recorded while they wait (count: the requests), and the
  * operations of the requests they complete released. */
@@ -673,8 +896,10 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
         record(s, K_WAITALL, MPI_COMM_NULL, PEER_NONE, 0, count, MPI_DATATYPE_NULL, PEER_NONE, CALLER);
     int rc = PMPI_Waitall(count, requests, statuses);
     finish(s);
+    /* On success every request completed, persistent ones too, whose
+     * handles stay; on an error, those left null did. */
     if (before != NULL)
-        done(before, requests, count);
+        done(before, rc == MPI_SUCCESS ? NULL : requests, count);
     if (before != small)
         free(before);
     return rc;
@@ -766,7 +991,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
         memcpy(before, requests, count * sizeof(MPI_Request));
     int rc = PMPI_Testall(count, requests, flag, statuses);
     if (*flag && before != NULL)
-        done(before, requests, count);
+        done(before, rc == MPI_SUCCESS ? NULL : requests, count);
     if (before != small)
         free(before);
     return rc;
@@ -920,6 +1145,7 @@ typedef void (*isend_f)(void *, F *, F *, F *, F *, F *, F *, F *);
     DEFINE3(lower, isend_f, (void *buf, F *count, F *type, F *peer, F *tag, F *comm, F *req, F *ierr), \
             (buf, count, type, peer, tag, comm, req, ierr))
 ISENDLIKE(isend, K_ISEND)
+ISENDLIKE(issend, K_ISSEND)
 ISENDLIKE(irecv, K_IRECV)
 
 /* A Fortran wait: the C requests before, to release those that complete. */
