@@ -322,6 +322,30 @@ func (t Table) Wire() wire.Queues {
 	return q
 }
 
+// Wrapper says whether a frame's library (wire.Frame.From) is the
+// interposition library: its wrappers are a frame of their own between
+// the program's MPI call and the MPI's, which stacks and backtraces leave
+// out (Unwrap).
+func Wrapper(from string) bool {
+	return strings.HasPrefix(filepath.Base(from), "libsdmq-")
+}
+
+// Unwrap leaves the interposition library's frames out of a stack,
+// innermost first, but for the innermost: a thread stopped in a wrapper
+// is there.
+func Unwrap(frames []wire.Frame) []wire.Frame {
+	if !slices.ContainsFunc(frames, func(f wire.Frame) bool { return Wrapper(f.From) }) {
+		return frames
+	}
+	out := make([]wire.Frame, 0, len(frames))
+	for i, f := range frames {
+		if i == 0 || !Wrapper(f.From) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Library is the interposition library for an MPI ("openmpi", "mpich"),
 // beside the running executable (sdm's binaries), or "" where there is
 // none.

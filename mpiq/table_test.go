@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // build compiles the library as make build does (against an MPI's
@@ -275,5 +276,22 @@ func TestTableRemovedAtExit(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("tables left after the ranks' exit, or of a process gone before: %v", left)
+	}
+}
+
+// The library's frames leave a stack but for the innermost, where a
+// thread stopped in a wrapper is.
+func TestUnwrap(t *testing.T) {
+	mpi := wire.Frame{Func: "PMPI_Recv", From: "/lib/x86_64-linux-gnu/libmpi.so.40"}
+	wrapper := wire.Frame{Func: "MPI_Recv", From: "/usr/lib/sdm/libsdmq-openmpi.so"}
+	main := wire.Frame{Func: "main", File: "x.c", Line: 7}
+	if got := Unwrap([]wire.Frame{mpi, wrapper, main}); !slices.Equal(got, []wire.Frame{mpi, main}) {
+		t.Errorf("a wrapper under the MPI's routine: %v", got)
+	}
+	if got := Unwrap([]wire.Frame{wrapper, main}); !slices.Equal(got, []wire.Frame{wrapper, main}) {
+		t.Errorf("stopped in the wrapper: %v", got)
+	}
+	if Wrapper("libmpi.so.40") || !Wrapper("libsdmq-mpich.so") {
+		t.Error("Wrapper tells the library from another")
 	}
 }

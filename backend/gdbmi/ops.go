@@ -300,6 +300,7 @@ func (b *Backend) Where(ctx context.Context) (wire.Stack, error) {
 		for _, v := range r.Results.Get("stack").Items() {
 			st.Frames = append(st.Frames, frame(v))
 		}
+		st.Frames = mpiq.Unwrap(st.Frames)
 		return err
 	})
 	return st, err

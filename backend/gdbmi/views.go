@@ -84,11 +84,16 @@ func (b *Backend) backtrace(run func(string) (Record, string, error), bt wire.Ba
 		return wire.Trace{}, err
 	}
 	var tr wire.Trace
-	for _, v := range r.Results.Get("stack").Items() {
-		tr.Levels = append(tr.Levels, wire.Level{Level: v.Int("level"), Frame: frame(v)})
+	items := r.Results.Get("stack").Items()
+	if more(len(items)) {
+		items, tr.More = items[:bt.Limit], true
 	}
-	if more(len(tr.Levels)) {
-		tr.Levels, tr.More = tr.Levels[:bt.Limit], true
+	for _, v := range items {
+		// The interposition library's frames are left out (mpiq.Unwrap);
+		// the others keep gdb's numbers, which frame N takes.
+		if f := frame(v); v.Int("level") == 0 || !mpiq.Wrapper(f.From) {
+			tr.Levels = append(tr.Levels, wire.Level{Level: v.Int("level"), Frame: f})
+		}
 	}
 	if len(tr.Levels) == 0 {
 		return tr, nil
@@ -103,8 +108,13 @@ func (b *Backend) backtrace(run func(string) (Record, string, error), bt wire.Ba
 	if err != nil {
 		return wire.Trace{}, err
 	}
-	for i, v := range r.Results.Get("stack-args").Items() {
-		if i < len(tr.Levels) {
+	// By level: the levels left out (mpiq.Wrapper) have arguments too.
+	at := make(map[int]int, len(tr.Levels))
+	for i, l := range tr.Levels {
+		at[l.Level] = i
+	}
+	for _, v := range r.Results.Get("stack-args").Items() {
+		if i, ok := at[v.Int("level")]; ok {
 			tr.Levels[i].Args = scalars(vars(v.Get("args"), v.Get("args")))
 		}
 	}

@@ -160,6 +160,9 @@ func frames(fs []stackwalk.Frame) []wire.Frame {
 		if w.File == "" && f.Module != "" {
 			w.From = filepath.Base(f.Module)
 		}
+		if len(out) > 0 && mpiq.Wrapper(w.From) {
+			continue // as mpiq.Unwrap leaves them out
+		}
 		out = append(out, w)
 		if f.Function == "main" && !f.Inlined {
 			break
