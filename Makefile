@@ -23,7 +23,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/pending $(OUT)/pending-mpich $(OUT)/pending-f $(OUT)/pending-f-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/forks $(OUT)/busy $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/pending $(OUT)/pending-mpich $(OUT)/pending-f $(OUT)/pending-f-mpich $(OUT)/pending-f08 $(OUT)/pending-f08-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/forks $(OUT)/busy $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -143,6 +143,14 @@ $(OUT)/pending-f: examples/pending/pending.f90
 	$(MPIFC) $(CFLAGS) -o $@ $<
 
 $(OUT)/pending-f-mpich: examples/pending/pending.f90
+	@mkdir -p $(OUT)
+	$(MPIFC_MPICH) $(CFLAGS) -o $@ $<
+
+$(OUT)/pending-f08: examples/pending/pending-f08.f90
+	@mkdir -p $(OUT)
+	$(MPIFC) $(CFLAGS) -o $@ $<
+
+$(OUT)/pending-f08-mpich: examples/pending/pending-f08.f90
 	@mkdir -p $(OUT)
 	$(MPIFC_MPICH) $(CFLAGS) -o $@ $<
 

@@ -1033,13 +1033,17 @@ typedef MPI_Fint F;
 
 #define P(...) __VA_ARGS__
 
+/* OK says whether a Fortran call succeeded: mpi_f08's error argument is
+ * optional, absent as NULL. */
+#define OK(ierr) ((ierr) == NULL || *(ierr) == MPI_SUCCESS)
+
 typedef void (*init_f)(F *);
 static void f_init(init_f next, F *ierr)
 {
     in_fortran++;
     next(ierr);
     in_fortran--;
-    if (*ierr == MPI_SUCCESS && table == NULL)
+    if (OK(ierr) && table == NULL)
         open_table();
 }
 void mpi_init_(F *ierr)
@@ -1053,6 +1057,11 @@ void ompi_init_f(F *ierr)
     NEXT("ompi_init_f", init_f);
     f_init(next_, ierr);
 }
+void mpi_init_f08_(F *ierr)
+{
+    NEXT("mpi_init_f08_", init_f);
+    f_init(next_, ierr);
+}
 
 typedef void (*init_thread_f)(F *, F *, F *);
 static void f_init_thread(init_thread_f next, F *required, F *provided, F *ierr)
@@ -1060,7 +1069,7 @@ static void f_init_thread(init_thread_f next, F *required, F *provided, F *ierr)
     in_fortran++;
     next(required, provided, ierr);
     in_fortran--;
-    if (*ierr == MPI_SUCCESS && table == NULL)
+    if (OK(ierr) && table == NULL)
         open_table();
 }
 void mpi_init_thread_(F *required, F *provided, F *ierr)
@@ -1074,10 +1083,18 @@ void ompi_init_thread_f(F *required, F *provided, F *ierr)
     NEXT("ompi_init_thread_f", init_thread_f);
     f_init_thread(next_, required, provided, ierr);
 }
+void mpi_init_thread_f08_(F *required, F *provided, F *ierr)
+{
+    NEXT("mpi_init_thread_f08_", init_thread_f);
+    f_init_thread(next_, required, provided, ierr);
+}
 
-/* DEFINE3 defines one wrapper under its three names from an impl taking
- * the MPI's own as its first argument. */
-#define DEFINE3(lower, type, params, args) \
+/* DEFINE defines one wrapper under its four names from an impl taking
+ * the MPI's own as its first argument: mpi_x_, mpi_x__, Open MPI's
+ * ompi_x_f, and MPICH's mpi_f08 binding, mpi_x_f08ts_ for a routine with
+ * a buffer (passed as a descriptor, a pointer as the others) and
+ * mpi_x_f08_ for the others (f08 the suffix). */
+#define DEFINE(lower, f08, type, params, args) \
     void mpi_##lower##_ params \
     { \
         NEXT("mpi_" #lower "_", type); \
@@ -1088,6 +1105,11 @@ void ompi_init_thread_f(F *required, F *provided, F *ierr)
     { \
         NEXT("ompi_" #lower "_f", type); \
         lower##_impl(next_, P args); \
+    } \
+    void mpi_##lower##_##f08##_ params \
+    { \
+        NEXT("mpi_" #lower "_" #f08 "_", type); \
+        lower##_impl(next_, P args); \
     }
 
 typedef void (*send_f)(void *, F *, F *, F *, F *, F *, F *);
@@ -1096,7 +1118,7 @@ typedef void (*send_f)(void *, F *, F *, F *, F *, F *, F *);
     { \
         FCALL(kind, *comm, *dest, *tag, *count, PMPI_Type_f2c(*type), PEER_NONE, next(buf, count, type, dest, tag, comm, ierr)); \
     } \
-    DEFINE3(lower, send_f, (void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr), (buf, count, type, dest, tag, comm, ierr))
+    DEFINE(lower, f08ts, send_f, (void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr), (buf, count, type, dest, tag, comm, ierr))
 SENDLIKE(send, K_SEND)
 SENDLIKE(ssend, K_SSEND)
 SENDLIKE(bsend, K_BSEND)
@@ -1108,7 +1130,7 @@ static void recv_impl(recv_f next, void *buf, F *count, F *type, F *source, F *t
     FCALL(K_RECV, *comm, *source, *tag, *count, PMPI_Type_f2c(*type), PEER_NONE,
           next(buf, count, type, source, tag, comm, status, ierr));
 }
-DEFINE3(recv, recv_f, (void *buf, F *count, F *type, F *source, F *tag, F *comm, F *status, F *ierr),
+DEFINE(recv, f08ts, recv_f, (void *buf, F *count, F *type, F *source, F *tag, F *comm, F *status, F *ierr),
         (buf, count, type, source, tag, comm, status, ierr))
 
 typedef void (*sendrecv_f)(void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
@@ -1118,7 +1140,7 @@ static void sendrecv_impl(sendrecv_f next, void *sbuf, F *scount, F *stype, F *d
     FCALL(K_SENDRECV, *comm, *source, *rtag, *rcount, PMPI_Type_f2c(*rtype), PEER_NONE,
           next(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status, ierr));
 }
-DEFINE3(sendrecv, sendrecv_f,
+DEFINE(sendrecv, f08ts, sendrecv_f,
         (void *sbuf, F *scount, F *stype, F *dest, F *stag, void *rbuf, F *rcount, F *rtype, F *source, F *rtag, F *comm,
          F *status, F *ierr),
         (sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status, ierr))
@@ -1128,7 +1150,7 @@ static void probe_impl(probe_f next, F *source, F *tag, F *comm, F *status, F *i
 {
     FCALL(K_PROBE, *comm, *source, *tag, 0, MPI_DATATYPE_NULL, PEER_NONE, next(source, tag, comm, status, ierr));
 }
-DEFINE3(probe, probe_f, (F *source, F *tag, F *comm, F *status, F *ierr), (source, tag, comm, status, ierr))
+DEFINE(probe, f08, probe_f, (F *source, F *tag, F *comm, F *status, F *ierr), (source, tag, comm, status, ierr))
 
 typedef void (*isend_f)(void *, F *, F *, F *, F *, F *, F *, F *);
 #define ISENDLIKE(lower, kind) \
@@ -1140,9 +1162,9 @@ typedef void (*isend_f)(void *, F *, F *, F *, F *, F *, F *, F *);
         in_fortran++; \
         next(buf, count, type, peer, tag, comm, req, ierr); \
         in_fortran--; \
-        keep(s_, *ierr == MPI_SUCCESS ? PMPI_Request_f2c(*req) : MPI_REQUEST_NULL); \
+        keep(s_, OK(ierr) ? PMPI_Request_f2c(*req) : MPI_REQUEST_NULL); \
     } \
-    DEFINE3(lower, isend_f, (void *buf, F *count, F *type, F *peer, F *tag, F *comm, F *req, F *ierr), \
+    DEFINE(lower, f08ts, isend_f, (void *buf, F *count, F *type, F *peer, F *tag, F *comm, F *req, F *ierr), \
             (buf, count, type, peer, tag, comm, req, ierr))
 ISENDLIKE(isend, K_ISEND)
 ISENDLIKE(issend, K_ISSEND)
@@ -1164,7 +1186,7 @@ static void wait_impl(wait_f next, F *req, F *status, F *ierr)
     FCALL(K_WAIT, F_COMM_NULL, PEER_NONE, 0, 1, MPI_DATATYPE_NULL, PEER_NONE, next(req, status, ierr));
     done(&before, NULL, 1);
 }
-DEFINE3(wait, wait_f, (F *req, F *status, F *ierr), (req, status, ierr))
+DEFINE(wait, f08, wait_f, (F *req, F *status, F *ierr), (req, status, ierr))
 
 typedef void (*waitall_f)(F *, F *, F *, F *);
 static void waitall_impl(waitall_f next, F *count, F *reqs, F *statuses, F *ierr)
@@ -1172,12 +1194,12 @@ static void waitall_impl(waitall_f next, F *count, F *reqs, F *statuses, F *ierr
     MPI_Request small[64], *before = c_requests(*count, reqs, small);
     FCALL(K_WAITALL, F_COMM_NULL, PEER_NONE, 0, *count, MPI_DATATYPE_NULL, PEER_NONE,
           next(count, reqs, statuses, ierr));
-    if (before != NULL && *ierr == MPI_SUCCESS)
+    if (before != NULL && OK(ierr))
         done(before, NULL, *count);
     if (before != small)
         free(before);
 }
-DEFINE3(waitall, waitall_f, (F *count, F *reqs, F *statuses, F *ierr), (count, reqs, statuses, ierr))
+DEFINE(waitall, f08, waitall_f, (F *count, F *reqs, F *statuses, F *ierr), (count, reqs, statuses, ierr))
 
 typedef void (*waitany_f)(F *, F *, F *, F *, F *);
 static void waitany_impl(waitany_f next, F *count, F *reqs, F *index, F *status, F *ierr)
@@ -1191,7 +1213,7 @@ static void waitany_impl(waitany_f next, F *count, F *reqs, F *index, F *status,
     if (before != small)
         free(before);
 }
-DEFINE3(waitany, waitany_f, (F *count, F *reqs, F *index, F *status, F *ierr), (count, reqs, index, status, ierr))
+DEFINE(waitany, f08, waitany_f, (F *count, F *reqs, F *index, F *status, F *ierr), (count, reqs, index, status, ierr))
 
 typedef void (*test_f)(F *, F *, F *, F *);
 static void test_impl(test_f next, F *req, F *flag, F *status, F *ierr)
@@ -1203,21 +1225,21 @@ static void test_impl(test_f next, F *req, F *flag, F *status, F *ierr)
     if (*flag)
         done(&before, NULL, 1);
 }
-DEFINE3(test, test_f, (F *req, F *flag, F *status, F *ierr), (req, flag, status, ierr))
+DEFINE(test, f08, test_f, (F *req, F *flag, F *status, F *ierr), (req, flag, status, ierr))
 
 typedef void (*barrier_f)(F *, F *);
 static void barrier_impl(barrier_f next, F *comm, F *ierr)
 {
     FCALL(K_BARRIER, *comm, PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, next(comm, ierr));
 }
-DEFINE3(barrier, barrier_f, (F *comm, F *ierr), (comm, ierr))
+DEFINE(barrier, f08, barrier_f, (F *comm, F *ierr), (comm, ierr))
 
 typedef void (*bcast_f)(void *, F *, F *, F *, F *, F *);
 static void bcast_impl(bcast_f next, void *buf, F *count, F *type, F *root, F *comm, F *ierr)
 {
     FCALL(K_BCAST, *comm, PEER_NONE, 0, *count, PMPI_Type_f2c(*type), *root, next(buf, count, type, root, comm, ierr));
 }
-DEFINE3(bcast, bcast_f, (void *buf, F *count, F *type, F *root, F *comm, F *ierr), (buf, count, type, root, comm, ierr))
+DEFINE(bcast, f08ts, bcast_f, (void *buf, F *count, F *type, F *root, F *comm, F *ierr), (buf, count, type, root, comm, ierr))
 
 typedef void (*reduce_f)(void *, void *, F *, F *, F *, F *, F *, F *);
 static void reduce_impl(reduce_f next, void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr)
@@ -1225,7 +1247,7 @@ static void reduce_impl(reduce_f next, void *sbuf, void *rbuf, F *count, F *type
     FCALL(K_REDUCE, *comm, PEER_NONE, 0, *count, PMPI_Type_f2c(*type), *root,
           next(sbuf, rbuf, count, type, op, root, comm, ierr));
 }
-DEFINE3(reduce, reduce_f, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr),
+DEFINE(reduce, f08ts, reduce_f, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr),
         (sbuf, rbuf, count, type, op, root, comm, ierr))
 
 typedef void (*allreduce_f)(void *, void *, F *, F *, F *, F *, F *);
@@ -1234,7 +1256,7 @@ static void allreduce_impl(allreduce_f next, void *sbuf, void *rbuf, F *count, F
     FCALL(K_ALLREDUCE, *comm, PEER_NONE, 0, *count, PMPI_Type_f2c(*type), PEER_NONE,
           next(sbuf, rbuf, count, type, op, comm, ierr));
 }
-DEFINE3(allreduce, allreduce_f, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr),
+DEFINE(allreduce, f08ts, allreduce_f, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr),
         (sbuf, rbuf, count, type, op, comm, ierr))
 
 typedef void (*finalize_f)(F *);
@@ -1242,4 +1264,4 @@ static void finalize_impl(finalize_f next, F *ierr)
 {
     FCALL(K_FINALIZE, PMPI_Comm_c2f(MPI_COMM_WORLD), PEER_NONE, 0, 0, MPI_DATATYPE_NULL, PEER_NONE, next(ierr));
 }
-DEFINE3(finalize, finalize_f, (F *ierr), (ierr))
+DEFINE(finalize, f08, finalize_f, (F *ierr), (ierr))
