@@ -66,7 +66,12 @@ func TestQueuesAndDeadlock(t *testing.T) {
 			if !strings.Contains(stderr, "no wait-for graph to draw") {
 				t.Errorf("--queues=false: deadlock --dot did not say it has no graph:\n%s", stderr)
 			}
-			for _, want := range []string{"[0-2] error: no MPI operations recorded", "rank 1 waits in MPI_Barrier at examples/pending/pending",
+			why := "Open MPI's message-queue library (libompi_dbg_msgq.so) needs the type information of "
+			if mpi.rm == "mpich" {
+				why = "MPICH as Debian builds it has no message-queue library of its own: deadlock reads the stacks alone"
+			}
+			for _, want := range []string{"[0-2] error: no MPI operations recorded: the rank runs without sdm's queue library", why,
+				"rank 1 waits in MPI_Barrier at examples/pending/pending",
 				"diagnosis: ranks in a collective wait for ranks that wait in point-to-point calls"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("--queues=false: no %q in:\n%s", want, out)

@@ -277,9 +277,8 @@ func Dir() string {
 }
 
 // ErrNoTable is a rank with no table: its program has not called
-// MPI_Init, links no MPI, or runs without the library.
-var ErrNoTable = errors.New("no MPI operations recorded: the program has not called MPI_Init yet, " +
-	"or runs without sdm's queue library (launched without sdm debug --queues, attached to, or of an MPI sdm has no library for)")
+// MPI_Init, links no MPI, or runs without the library. Of says which.
+var ErrNoTable = errors.New("no MPI operations recorded")
 
 // Of is the table of process pid, as the wire gives it.
 func Of(pid int) (wire.Queues, error) {
@@ -289,11 +288,11 @@ func Of(pid int) (wire.Queues, error) {
 	t, err := Read(filepath.Join(Dir(), strconv.Itoa(pid)))
 	switch {
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrNotYet):
-		return wire.Queues{}, ErrNoTable
+		return wire.Queues{}, fmt.Errorf("%w: %s", ErrNoTable, why(pid))
 	case err != nil:
 		return wire.Queues{}, err
-	case t.Pid != pid:
-		return wire.Queues{}, ErrNoTable // a table of an earlier process of that number
+	case t.Pid != pid: // a table of an earlier process of that number
+		return wire.Queues{}, fmt.Errorf("%w: %s", ErrNoTable, why(pid))
 	}
 	return t.Wire(), nil
 }

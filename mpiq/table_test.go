@@ -295,3 +295,29 @@ func TestUnwrap(t *testing.T) {
 		t.Error("Wrapper tells the library from another")
 	}
 }
+
+// A process without a table is told why: no MPI mapped; and typed reads
+// a library's debugging information.
+func TestWhyNoTable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sleep := exec.CommandContext(ctx, "sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleep.Wait()
+	defer sleep.Process.Kill()
+	_, err := Of(sleep.Process.Pid)
+	if !errors.Is(err, ErrNoTable) || !strings.Contains(err.Error(), "maps no MPI library") {
+		t.Errorf("sleep: %v", err)
+	}
+	dir := t.TempDir()
+	src, withTypes := filepath.Join(dir, "t.c"), filepath.Join(dir, "t")
+	os.WriteFile(src, []byte("struct s { int a; } v;\nint main(void) { return v.a; }\n"), 0o644)
+	if out, err := exec.CommandContext(ctx, "cc", "-g", "-o", withTypes, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	if !typed(withTypes) || typed("/bin/sh") {
+		t.Errorf("typed: a program built with -g %v, /bin/sh %v", typed(withTypes), typed("/bin/sh"))
+	}
+}
