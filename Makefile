@@ -221,6 +221,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Interposition' -benchtime 9x ./mpiq/
 	$(GO) test -run '^$$' -bench 'Deadlock64' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'DeadlockSim1024' -benchtime 10x ./console/
+	$(GO) test -run '^$$' -bench 'CompareSim1024' -benchtime 20x ./console/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
 # 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run

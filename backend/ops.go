@@ -130,6 +130,7 @@ var handlers = map[string]handler{
 	op.Up.Name:        bind(op.Up, Ops.Up),
 	op.List.Name:      bind(op.List, Ops.List),
 	op.Evaluate.Name:  bind(op.Evaluate, Ops.Evaluate),
+	op.Compare.Name:   bind(op.Compare, compare),
 	op.FrameInfo.Name: bare(op.FrameInfo, Ops.FrameInfo),
 	op.Registers.Name: bind(op.Registers, Ops.Registers),
 	op.Libraries.Name: bare(op.Libraries, Ops.Libraries),

@@ -95,6 +95,9 @@ var printers = map[string]printer{
 		}
 		return q, lines
 	}),
+	op.Compare.Name: answer(op.Compare, func(s wire.Summary) (any, []string) {
+		return SummaryJSON(s), SummaryText("value", s)
+	}),
 	op.VarObjs.Name: answer(op.VarObjs, func(vs []wire.VarObj) (any, []string) {
 		lines := make([]string, len(vs))
 		for i, v := range vs {

@@ -92,3 +92,67 @@ func BenchmarkDeadlockSim1024(b *testing.B) {
 	}
 	b.ReportMetric(float64(tree.bytes)/float64(b.N), "queue-bytes/op")
 }
+
+// compareOn runs compare EXPR on a simulated tree of n ranks and returns
+// what it printed and the bytes of answers the front end got.
+func compareOn(t testing.TB, tt *simtree.Tree, expr string) (string, int) {
+	tree := &counted{Tree: tt.Session, op: wire.OpCompare}
+	var out strings.Builder
+	c := console.New(tree, &out, console.Options{Timeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Exec(ctx, "compare "+expr); err != nil {
+		t.Fatalf("compare %s: %v\n%s", expr, err, out.String())
+	}
+	return out.String(), tree.bytes
+}
+
+// TestCompareAtScale: one expression over 1024 simulated ranks, merged in
+// the tree: the extremes and the outlier named, arrays' first difference
+// found, as many bytes at the front end as for 64 ranks.
+func TestCompareAtScale(t *testing.T) {
+	var bytes []int
+	for _, n := range []int{64, 1024} {
+		tt := simtree.Start(t, simtree.Options{Size: n})
+		tt.Ready("ring")
+		out, b := compareOn(t, tt, "residual")
+		for _, want := range []string{
+			fmt.Sprintf("[0-%d] residual: %d values, min 1e-06 (rank", n-1, n),
+			fmt.Sprintf("outliers (over 3 sd from the mean): rank %d = ", n/2),
+			"histogram 1e-06 |",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%d ranks: no %q in:\n%s", n, want, out)
+			}
+		}
+		bytes = append(bytes, b)
+		out, _ = compareOn(t, tt, "grid")
+		if want := "grid: arrays of 8 elements; ranks differ first at [3]: "; !strings.Contains(out, want) {
+			t.Errorf("%d ranks: no %q in:\n%s", n, want, out)
+		}
+		out, _ = compareOn(t, tt, "nosuch")
+		if want := fmt.Sprintf("[0-%d] error: ", n-1); !strings.Contains(out, want) || !strings.Contains(out, "nosuch") {
+			t.Errorf("%d ranks: no %q in:\n%s", n, want, out)
+		}
+	}
+	if bytes[1] > bytes[0]+64 {
+		t.Errorf("compare at the front end: %d bytes for 64 ranks, %d for 1024: they grow with the ranks", bytes[0], bytes[1])
+	}
+}
+
+// BenchmarkCompareSim1024 is compare on 1024 simulated ranks, from the
+// command to the printed summary, with the bytes that reach the front
+// end.
+func BenchmarkCompareSim1024(b *testing.B) {
+	tt := simtree.Start(b, simtree.Options{Size: 1024})
+	tt.Ready("ring")
+	bytes := 0
+	for b.Loop() {
+		out, n := compareOn(b, tt, "residual")
+		if !strings.Contains(out, "1024 values") {
+			b.Fatalf("compare: %s", out)
+		}
+		bytes = n
+	}
+	b.ReportMetric(float64(bytes), "front-end-bytes/op")
+}

@@ -121,6 +121,7 @@ var codec = sync.OnceValue(func() *godap.Codec {
 	c.RegisterRequest(stacksCommand, func() godap.Message { return &StacksRequest{} }, func() godap.Message { return &StacksResponse{} })
 	c.RegisterRequest(deadlockCommand, func() godap.Message { return &DeadlockRequest{} }, func() godap.Message { return &DeadlockResponse{} })
 	c.RegisterRequest(queuesCommand, func() godap.Message { return &QueuesRequest{} }, func() godap.Message { return &QueuesResponse{} })
+	c.RegisterRequest(compareCommand, func() godap.Message { return &CompareRequest{} }, func() godap.Message { return &CompareResponse{} })
 	return c
 })
 
@@ -212,6 +213,8 @@ func (a *adapter) dispatch(msg godap.Message) (done bool, err error) {
 		return false, a.deadlock(m)
 	case *QueuesRequest:
 		return false, a.queues(m)
+	case *CompareRequest:
+		return false, a.compare(m)
 	case *godap.TerminateRequest:
 		return false, a.terminate(m)
 	case *godap.DisconnectRequest:

@@ -134,6 +134,7 @@ func TestRequestsOutOfOrderGetErrors(t *testing.T) {
 		{"sdm/stacks", nil},
 		{"sdm/deadlock", nil},
 		{"sdm/queues", nil},
+		{"sdm/compare", map[string]any{"expression": "x"}},
 	} {
 		if msg := c.failure(c.request(req.command, req.args)); !strings.Contains(msg, "launch or attach first") {
 			t.Errorf("%s before launch: %q", req.command, msg)

@@ -27,6 +27,7 @@ var dapCodec = func() *godap.Codec {
 	c := godap.NewCodec()
 	c.RegisterRequest("sdm/stacks", func() godap.Message { return &dap.StacksRequest{} }, func() godap.Message { return &dap.StacksResponse{} })
 	c.RegisterRequest("sdm/deadlock", func() godap.Message { return &dap.DeadlockRequest{} }, func() godap.Message { return &dap.DeadlockResponse{} })
+	c.RegisterRequest("sdm/compare", func() godap.Message { return &dap.CompareRequest{} }, func() godap.Message { return &dap.CompareResponse{} })
 	return c
 }()
 
@@ -250,6 +251,10 @@ func TestDAPSessionOpenMPI(t *testing.T) {
 	// Stopped in pass, no rank waits in MPI.
 	if d := c.call("sdm/deadlock", nil).(*dap.DeadlockResponse).Body; d.Diagnosis["diagnosis"] != "diagnosis: no rank waits in a blocking MPI call: not an MPI deadlock" || len(d.Errors) != 0 {
 		t.Errorf("sdm/deadlock: %+v", d)
+	}
+	cmp := c.call("sdm/compare", map[string]any{"expression": "rank", "ranks": "1-3"}).(*dap.CompareResponse).Body
+	if cmp.Ranks != "1-3" || len(cmp.Text) == 0 || !strings.HasPrefix(cmp.Text[0], "rank: 3 values, min 1 (rank 1), max 3 (rank 3), mean 2") {
+		t.Errorf("sdm/compare: %+v", cmp)
 	}
 	c.call("next", map[string]any{"threadId": threads[0].Id})
 	c.stopped("step")

@@ -51,6 +51,7 @@ var (
 	Up        = Def[wire.Count, wire.Level]{Name: wire.OpUp}
 	List      = Def[wire.Text, wire.Text]{Name: wire.OpList}
 	Evaluate  = Def[wire.Exprs, []wire.Value]{Name: wire.OpEvaluate}
+	Compare   = Def[wire.Compare, wire.Summary]{Name: wire.OpCompare, Merge: func() Merger { return &Summaries{} }}
 	FrameInfo = Def[None, wire.Text]{Name: wire.OpFrameInfo}
 	Registers = Def[wire.Text, wire.Text]{Name: wire.OpRegisters}
 	Libraries = Def[None, wire.Text]{Name: wire.OpLibraries}
@@ -75,7 +76,7 @@ var Table = []Spec{
 	Where.Spec(), Frame.Spec(), Depth.Spec(), Locals.Spec(), Args.Spec(), Globals.Spec(),
 	Print.Spec(), Ptype.Spec(), Threads.Spec(), Thread.Spec(), MemRead.Spec(), MemSet.Spec(),
 	Signals.Spec(), Handle.Spec(), Raw.Spec(), Sample.Spec(), Queues.Spec(),
-	Backtrace.Spec(), Up.Spec(), List.Spec(), Evaluate.Spec(), FrameInfo.Spec(), Registers.Spec(), Libraries.Spec(),
+	Backtrace.Spec(), Up.Spec(), List.Spec(), Evaluate.Spec(), Compare.Spec(), FrameInfo.Spec(), Registers.Spec(), Libraries.Spec(),
 	Symbols.Spec(), VarObjs.Spec(),
 	Dlopen.Spec(), Plant.Spec(),
 	Quit.Spec(),

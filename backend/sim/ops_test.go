@@ -14,7 +14,7 @@ import (
 // ops of the lifecycle and says plainly that it leaves out the others.
 func TestOpsTheSimulatorHas(t *testing.T) {
 	has := []string{op.Start.Name, op.Status.Name, op.Run.Name, op.Continue.Name, op.Halt.Name,
-		op.Kill.Name, op.Where.Name, op.Backtrace.Name, op.Sample.Name, op.Queues.Name, op.Dlopen.Name, op.Plant.Name}
+		op.Kill.Name, op.Where.Name, op.Backtrace.Name, op.Sample.Name, op.Queues.Name, op.Evaluate.Name, op.Compare.Name, op.Dlopen.Name, op.Plant.Name}
 	for _, s := range op.Table {
 		if s.Tree {
 			continue

@@ -6,15 +6,17 @@
 // The program named in the start command picks the scenario; see Scenario.
 //
 // What enters: the ops of the table through Do, of which it runs start,
-// status, run, continue, halt, kill, where, sample, queues, dlopen and
-// plant (the others answer backend.ErrUnsupported, from
-// backend.Unsupported), and OpSleep.
+// status, run, continue, halt, kill, where, sample, queues, evaluate (and
+// so compare), dlopen and plant (the others answer
+// backend.ErrUnsupported, from backend.Unsupported), and OpSleep.
 // What leaves: their answers, and running, stopped and exited events.
 package sim
 
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -237,6 +239,32 @@ func (s *Sim) emit(event string, body []byte) {
 	if !s.closed {
 		s.events <- backend.Event{Op: event, Body: body}
 	}
+}
+
+// Evaluate implements backend.Ops for the made-up values every scenario
+// has: rank, residual (a small number that grows with the rank, and one
+// rank, the middle one, a hundred times over it) and grid (eight
+// numbers, the fourth rank mod 4).
+func (s *Sim) Evaluate(_ context.Context, e wire.Exprs) ([]wire.Value, error) {
+	r, n := s.cfg.Rank, s.cfg.Size
+	out := make([]wire.Value, len(e.Exprs))
+	for i, x := range e.Exprs {
+		switch strings.TrimSpace(x) {
+		case "rank":
+			out[i].Value = strconv.Itoa(r)
+		case "residual":
+			v := 1e-6 * float64(r%97+1)
+			if r == n/2 {
+				v *= 100
+			}
+			out[i].Value = strconv.FormatFloat(v, 'g', -1, 64)
+		case "grid":
+			out[i].Value = fmt.Sprintf("{1, 2, 3, %d, 5, 6, 7, 8}", r%4)
+		default:
+			out[i].Error = fmt.Sprintf("No symbol %q in current context.", x)
+		}
+	}
+	return out, nil
 }
 
 // Queues implements backend.Ops: the made-up MPI operations of the
