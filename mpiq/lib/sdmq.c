@@ -280,18 +280,22 @@ static int world(MPI_Comm comm, int r, uint32_t *id, int *size)
     return w;
 }
 
-/* claim takes a free slot and starts writing it: NULL without a table or
- * a free slot (the operation is then not recorded). */
+/* A thread's own variables take the initial-exec model: the library is
+ * loaded with the program (preloaded), never opened later, so each is one
+ * load at a fixed offset from the thread pointer rather than a call of
+ * __tls_get_addr in every wrapper. */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* in_fortran is set while a Fortran binding's wrapper runs the MPI's own:
  * what that calls of the C bindings (MPICH's do) is its, recorded once. */
-static __thread int in_fortran;
+static TLS int in_fortran;
 
 /* A thread's own: its id, the slot it took last (it is likely free
  * again), the last type it asked the size of. */
-static __thread uint32_t tid;
-static __thread int hint;
-static __thread MPI_Datatype last_type = MPI_DATATYPE_NULL;
-static __thread int last_size;
+static TLS uint32_t tid;
+static TLS int hint;
+static TLS MPI_Datatype last_type = MPI_DATATYPE_NULL;
+static TLS int last_size;
 
 /* high is one past the highest slot ever taken, for done's search. */
 static int high;
@@ -325,7 +329,7 @@ static struct slot *claim(void)
 /* A thread's blocking calls come one after another: they share a slot of
  * the thread's own, taken at its first and kept busy (no operation while
  * its kind is 0), so that a call costs no compare-and-swap. */
-static __thread struct slot *mine;
+static TLS struct slot *mine;
 
 /* own starts writing the thread's slot: NULL as claim gives it. */
 static struct slot *own(void)
