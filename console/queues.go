@@ -53,6 +53,12 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 			lines = append(lines, pendingLine{rank: rank, op: o, abs: abs, rel: rel, least: o.Least, most: o.Waiting})
 		}
 	}
+	// Calls from different places of the program are apart.
+	for i := range lines {
+		if at := PlaceText(lines[i].op.At); at != "" {
+			lines[i].abs, lines[i].rel = lines[i].abs+"\x00"+at, lines[i].rel+"\x00"+at
+		}
+	}
 	count := map[string]int{}
 	for _, l := range lines {
 		count[l.abs]++
@@ -78,7 +84,9 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 		g.Least, g.Most = min(g.Least, l.least), max(g.Most, l.most)
 	}
 	for _, t := range order {
-		groups = append(groups, *byText[t])
+		g := *byText[t]
+		g.Text, _, _ = strings.Cut(g.Text, "\x00")
+		groups = append(groups, g)
 	}
 	slices.SortStableFunc(groups, func(a, b QueueGroup) int { return int(b.Most - a.Most) })
 	return groups, b.Set()
@@ -138,6 +146,20 @@ func pendingText(o wire.MPIOp, rank, size int) (abs, rel string) {
 	return abs, fmt.Sprintf("%s %s rank%+d%s", o.Call, dir, off, rest)
 }
 
+// PlaceText says where the program made a call: "in ring at ring.c:42",
+// or "" where unknown.
+func PlaceText(f wire.Frame) string {
+	switch {
+	case f.Func == "":
+		return ""
+	case f.File != "":
+		return fmt.Sprintf("in %s at %s:%d", f.Func, f.File, f.Line)
+	case f.From != "":
+		return fmt.Sprintf("in %s from %s", f.Func, f.From)
+	}
+	return "in " + f.Func
+}
+
 // mergedText says an operation of an answer that may merge ranks,
 // rank the lowest: its peer as a rank where all have the same, as an
 // offset where all have the same offset.
@@ -184,14 +206,18 @@ func runQueues(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 			c.emit(map[string]any{"ranks": g.Ranks.String(), "count": g.Ranks.Count(), "op": "queues", "status": "ok", "value": map[string]any{
 				"text": g.Text, "call": o.Call, "peer": o.Peer, "relative": g.Relative, "tag": o.Tag, "comm": o.Comm,
 				"comm_size": o.CommSize, "count": o.Count, "bytes": o.Bytes, "root": o.Root, "posted": o.Request,
-				"waiting_least": g.Least.Seconds(), "waiting_most": g.Most.Seconds()}})
+				"waiting_least": g.Least.Seconds(), "waiting_most": g.Most.Seconds(), "at": PlaceText(o.At)}})
 		}
 		if !idle.Empty() {
 			c.emit(map[string]any{"ranks": idle.String(), "count": idle.Count(), "op": "queues", "status": "ok", "value": nil})
 		}
 	} else {
 		for _, g := range merged {
-			c.println(fmt.Sprintf("[%v] %s: %s", g.Ranks, g.Text, waitText(g.Least, g.Most)))
+			line := fmt.Sprintf("[%v] %s: %s", g.Ranks, g.Text, waitText(g.Least, g.Most))
+			if at := PlaceText(g.Op.At); at != "" {
+				line += ", " + at
+			}
+			c.println(line)
 		}
 		if !idle.Empty() {
 			c.println(fmt.Sprintf("[%v] no MPI operation in flight", idle))

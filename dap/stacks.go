@@ -188,6 +188,7 @@ type QueueGroup struct {
 	Call         string  `json:"call"`
 	WaitingLeast float64 `json:"waitingLeast"` // seconds
 	WaitingMost  float64 `json:"waitingMost"`
+	At           string  `json:"at,omitempty"` // where the program called it
 }
 
 // queues answers sdm/queues.
@@ -208,7 +209,7 @@ func (a *adapter) queues(m *QueuesRequest) error {
 	merged, idle := console.GroupQueues(queues)
 	for _, g := range merged {
 		body.Groups = append(body.Groups, QueueGroup{Ranks: g.Ranks.String(), Text: g.Text, Call: g.Op.Call,
-			WaitingLeast: g.Least.Seconds(), WaitingMost: g.Most.Seconds()})
+			WaitingLeast: g.Least.Seconds(), WaitingMost: g.Most.Seconds(), At: console.PlaceText(g.Op.At)})
 	}
 	if !idle.Empty() {
 		body.Idle = idle.String()

@@ -1,12 +1,18 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // Three ranks of examples/pending, in C and in Fortran through the mpi and
@@ -112,5 +118,40 @@ func TestQueuesAndDeadlock(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A ring of real ranks in MPI_Send reaches the front end as one answer:
+// the tree merges their queues (peers as one run), each operation with
+// where the program called it.
+func TestQueuesMergeInTheTree(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const n = 6
+	s := hungRing(ctx, t, n)
+	groups, err := s.Command(ctx, wire.All(n), wire.OpQueues, nil, time.Minute)
+	if err != nil || len(groups) != 1 {
+		t.Fatalf("want one answer for the ring, got %s %v", describe(groups), err)
+	}
+	q, err := op.Queues.DecodeAnswer(groups[0].Body)
+	if err != nil || len(q.Ops) != 1 {
+		t.Fatalf("%+v %v", q, err)
+	}
+	o := q.Ops[0]
+	if len(o.Peers) != 1 || o.Peers[0] != (wire.PeerRun{From: 0, Count: n, Peer: 1, Step: 1}) {
+		t.Errorf("peers: %+v", o.Peers)
+	}
+	if o.At.Func != "main" || !strings.HasSuffix(o.At.File, "pending.c") || o.At.Line == 0 {
+		t.Errorf("the call's place: %+v", o.At)
+	}
+	var out strings.Builder
+	c := console.New(s, &out, console.Options{Timeout: time.Minute})
+	if err := c.Exec(ctx, "queues"); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(", in main at %s:%d", o.At.File, o.At.Line)
+	if !strings.HasPrefix(out.String(), "[0-5] MPI_Send to rank+1, tag 0, MPI_COMM_WORLD, 524288 bytes: waiting ") ||
+		!strings.Contains(out.String(), want) {
+		t.Errorf("queues: no %q in:\n%s", want, out.String())
 	}
 }

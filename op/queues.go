@@ -79,7 +79,7 @@ func (m *QueueClasses) Add(ranks wire.RankSet, status wire.Status, body []byte) 
 			for i, o := range ops {
 				x := &c.q.Ops[i]
 				x.Waiting, x.Least = max(x.Waiting, o.Waiting), min(x.Least, o.Least)
-				x.Caller = min(x.Caller, o.Caller)
+				x.Caller, x.Thread = min(x.Caller, o.Caller), min(x.Thread, o.Thread)
 			}
 		}
 		c.ranks.Add(r)
@@ -159,10 +159,12 @@ type keyedOp struct {
 	op  wire.MPIOp
 }
 
-// opKey is what an op is but for its peer, wait and caller.
+// opKey is what an op is but for what differs from rank to rank: its
+// peer, wait, caller's address and thread id (where the call was made is
+// part of it).
 func opKey(o wire.MPIOp) string {
-	return fmt.Sprintf("%s|%d|%d|%d|%d|%d|%d|%d|%t", o.Call, o.Tag, o.Comm, o.CommSize, o.Count, o.Bytes,
-		o.Root, o.Thread, o.Request)
+	return fmt.Sprintf("%s|%d|%d|%d|%d|%d|%d|%t|%s|%s|%d|%s", o.Call, o.Tag, o.Comm, o.CommSize, o.Count, o.Bytes,
+		o.Root, o.Request, o.At.Func, o.At.File, o.At.Line, o.At.From)
 }
 
 // peerKind is what a peer adds to what an op is: whether it is a rank,

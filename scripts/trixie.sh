@@ -34,7 +34,7 @@ openssh-server openssh-client iproute2"
 # the MPI queues kept by the library sdm preloads (package mpiq, queues
 # and deadlock).
 # They run with the default gdbs of 16 ranks and with a gdb per rank.
-TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher|TestQueuesAndDeadlock'
+TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher|TestQueuesAndDeadlock|TestQueuesMergeInTheTree'
 SHARED='TestSharedGDB'
 
 fail() { echo "trixie: $*" >&2; exit 1; }

@@ -381,3 +381,27 @@ func threadName(pid, tid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
 	return strings.TrimSpace(string(b))
 }
+
+// Places names return addresses into process pid's code, as a caller's
+// frame would be named, without stopping the process: the function, file
+// and line of the call each returns after (the innermost of an inlined
+// chain). An address of no mapping, or the process gone, is "??".
+func (s *Sampler) Places(pid int, pcs []uint64) ([]Frame, error) {
+	mem := &procMem{pid: pid}
+	defer mem.close()
+	sp, err := s.space(pid, mem)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Frame, len(pcs))
+	for i, pc := range pcs {
+		out[i] = Frame{PC: pc, Function: "??"}
+		if pc == 0 {
+			continue
+		}
+		if fs := symbolize([]rawFrame{{pc: pc, lookup: pc - 1, seg: sp.find(pc - 1)}}); len(fs) > 0 {
+			out[i] = fs[0]
+		}
+	}
+	return out, nil
+}

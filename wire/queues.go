@@ -10,9 +10,10 @@ const OpQueues = "queues"
 // Queues are a rank's MPI operations in flight, oldest first, and the
 // world ranks of the communicators it used, by its number for them
 // (MPIOp.Comm; MPI_COMM_WORLD, 0, is not listed). The tree merges the
-// queues of ranks that differ only in their peers and waits into one
-// answer (op.QueueClasses): Rank is then the group's lowest, and each
-// operation tells every rank's peer in Peers.
+// queues of ranks that differ only in their peers, waits, threads and
+// callers' addresses into one answer (op.QueueClasses): Rank is then the
+// group's lowest, each operation tells every rank's peer in Peers, and
+// Thread and Caller are the least of the ranks'.
 type Queues struct {
 	Rank, Size int
 	Ops        []MPIOp
@@ -34,6 +35,9 @@ type MPIOp struct {
 	Waiting  time.Duration // since the call; the longest of the ranks an answer merges
 	Least    time.Duration // the shortest wait of the ranks an answer merges
 	Caller   uint64        // the return address into the program
+	// At is where the program made the call (the caller's function, file
+	// and line), where the rank's server could name Caller.
+	At Frame
 	// Peers, in an answer that merges ranks, gives each rank's peer
 	// where Peer holds the lowest rank's.
 	Peers []PeerRun

@@ -259,7 +259,26 @@ var resumes = map[string]bool{
 }
 
 // Queues implements backend.Ops: the program's MPI operations in flight,
-// read without stopping it (package mpiq).
+// read without stopping it (package mpiq), each with where the program
+// called it.
 func (n native) Queues(context.Context) (wire.Queues, error) {
-	return mpiq.Of(n.b.PID())
+	pid := n.b.PID()
+	q, err := mpiq.Of(pid)
+	if err != nil || n.b.sampler == nil || len(q.Ops) == 0 {
+		return q, err
+	}
+	pcs := make([]uint64, len(q.Ops))
+	for i, o := range q.Ops {
+		pcs[i] = o.Caller
+	}
+	places, err := n.b.sampler.Places(pid, pcs)
+	if err != nil {
+		return q, nil // the operations without their places
+	}
+	for i, f := range places {
+		if f.Function != "??" {
+			q.Ops[i].At = frames([]stackwalk.Frame{f})[0]
+		}
+	}
+	return q, nil
 }
