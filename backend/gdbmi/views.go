@@ -176,6 +176,20 @@ func (b *Backend) Up(ctx context.Context, n wire.Count) (wire.Level, error) {
 		return wire.Level{}, err
 	}
 	v := r.Results.Get("frame")
+	// A frame of the queue library's wrappers, which backtraces leave out
+	// (mpiq.Unwrap), is passed over in the same direction.
+	for step := "up"; v.Int("level") > 0 && mpiq.Wrapper(frame(v).From); {
+		if n.N < 0 {
+			step = "down"
+		}
+		if out, err = console(run, step); err != nil {
+			return wire.Level{}, err
+		}
+		if r, _, err = run("-stack-info-frame"); err != nil {
+			return wire.Level{}, err
+		}
+		v = r.Results.Get("frame")
+	}
 	return wire.Level{Level: v.Int("level"), Frame: frame(v), Source: sourceText(out.Text)}, nil
 }
 
