@@ -115,7 +115,24 @@ func (b *Backend) Next(ctx context.Context, c wire.Count) (wire.State, error) {
 
 // Finish implements backend.Ops.
 func (b *Backend) Finish(ctx context.Context) (wire.State, error) {
-	return b.resumeBy(ctx, wire.OpFinish, "-exec-finish")
+	g, run, err := b.session(ctx, wire.OpFinish)
+	if err != nil {
+		return wire.State{}, err
+	}
+	// Out of an MPI routine whose caller is a wrapper of the queue
+	// library (which backtraces leave out): out of the wrapper too, to
+	// the program's frame, as without the library.
+	if r, _, err := run("-stack-info-frame"); err == nil {
+		above := r.Results.Get("frame").Int("level") + 1
+		if r, _, err := run(fmt.Sprintf("-stack-list-frames %d %d", above, above)); err == nil {
+			if fs := r.Results.Get("stack").Items(); len(fs) == 1 && mpiq.Wrapper(frame(fs[0]).From) {
+				if _, _, err := run("-stack-select-frame " + strconv.Itoa(above)); err != nil {
+					return wire.State{}, err
+				}
+			}
+		}
+	}
+	return b.resume(g, run, "-exec-finish")
 }
 
 // resumeBy runs cmd, which sets the process going, for a command of op.
