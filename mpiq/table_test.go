@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/stackwalk"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -296,8 +297,8 @@ func TestUnwrap(t *testing.T) {
 	}
 }
 
-// A process without a table is told why: no MPI mapped; and typed reads
-// a library's debugging information.
+// A process without a table is told why: no MPI mapped; and
+// stackwalk.HasDebugInfo reads a library's debugging information.
 func TestWhyNoTable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -317,7 +318,7 @@ func TestWhyNoTable(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "cc", "-g", "-o", withTypes, src).CombinedOutput(); err != nil {
 		t.Fatalf("cc: %v\n%s", err, out)
 	}
-	if !typed(withTypes) || typed("/bin/sh") {
-		t.Errorf("typed: a program built with -g %v, /bin/sh %v", typed(withTypes), typed("/bin/sh"))
+	if !stackwalk.HasDebugInfo(withTypes) || stackwalk.HasDebugInfo("/bin/sh") {
+		t.Errorf("HasDebugInfo: a program built with -g %v, /bin/sh %v", stackwalk.HasDebugInfo(withTypes), stackwalk.HasDebugInfo("/bin/sh"))
 	}
 }

@@ -2,12 +2,12 @@ package mpiq
 
 import (
 	"bufio"
-	"debug/elf"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sdm-hpc/sdm/stackwalk"
 )
 
 // why says why process pid has no table, from the libraries it maps: it
@@ -28,7 +28,7 @@ func why(pid int) string {
 	switch base := filepath.Base(mpi); {
 	case strings.HasPrefix(base, "libmpich"):
 		return without + "MPICH as Debian builds it has no message-queue library of its own: deadlock reads the stacks alone"
-	case typed(mpi):
+	case stackwalk.HasDebugInfo(mpi):
 		return without + base + " has the type information Open MPI's message-queue library (libompi_dbg_msgq.so) needs, " +
 			"which sdm does not use yet: deadlock reads the stacks alone"
 	default:
@@ -60,28 +60,4 @@ func mapped(pid int) (mpi string, preloaded bool) {
 		}
 	}
 	return mpi, preloaded
-}
-
-// typed says whether a library carries DWARF type information, in itself
-// or in a separate debug file found by its build id.
-func typed(path string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if f.Section(".debug_info") != nil {
-		return true
-	}
-	note := f.Section(".note.gnu.build-id")
-	if note == nil {
-		return false
-	}
-	data, err := note.Data()
-	if err != nil || len(data) < 16+2 {
-		return false
-	}
-	id := hex.EncodeToString(data[16:]) // past the note's header and "GNU\0"
-	_, err = os.Stat(filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug"))
-	return err == nil
 }

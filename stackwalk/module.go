@@ -96,8 +96,7 @@ func (m *module) debugFile() *object {
 		if len(m.buildID) < 3 {
 			return
 		}
-		path := filepath.Join(debugRoot, ".build-id", m.buildID[:2], m.buildID[2:]+".debug")
-		data, release, err := mapFile(path)
+		data, release, err := mapFile(debugPath(m.buildID))
 		if err != nil {
 			return
 		}
@@ -278,6 +277,30 @@ func mapFile(path string) ([]byte, func(), error) {
 		return nil, nil, fmt.Errorf("%s: map it: %w", path, err)
 	}
 	return data, func() { unix.Munmap(data) }, nil
+}
+
+// debugPath is where the separate debug file of build-id id is.
+func debugPath(id string) string {
+	return filepath.Join(debugRoot, ".build-id", id[:2], id[2:]+".debug")
+}
+
+// HasDebugInfo says whether the ELF file at path carries DWARF, in itself
+// or in a separate debug file found by its build-id.
+func HasDebugInfo(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if f.Section(".debug_info") != nil {
+		return true
+	}
+	id := buildID(f)
+	if len(id) < 3 {
+		return false
+	}
+	_, err = os.Stat(debugPath(id))
+	return err == nil
 }
 
 // buildID is the hex GNU build-id of an ELF file, or "".
