@@ -59,13 +59,7 @@ func SummaryText(expr string, s wire.Summary) []string {
 		if s.Length.Most != s.Length.Least {
 			length = fmt.Sprintf("%d-%d", s.Length.Least, s.Length.Most)
 		}
-		first := -1
-		for i, e := range s.Elements {
-			if e.Min != e.Max || !e.NaN.Empty() || !e.Inf.Empty() {
-				first = i
-				break
-			}
-		}
+		first := firstDifference(s.Elements)
 		head := fmt.Sprintf("%s: arrays of %s elements", expr, length)
 		if first < 0 {
 			lines = append(lines, head+", alike on every rank")
@@ -96,6 +90,17 @@ func SummaryText(expr string, s wire.Summary) []string {
 		lines = append(lines, fmt.Sprintf("[%v] other values", s.Rest))
 	}
 	return lines
+}
+
+// firstDifference is the first element whose ranks do not all hold one
+// number, or -1.
+func firstDifference(elements []wire.Stats) int {
+	for i, e := range elements {
+		if e.Min != e.Max || !e.NaN.Empty() || !e.Inf.Empty() {
+			return i
+		}
+	}
+	return -1
 }
 
 // statsText says numbers' count, extremes with their ranks, mean and
@@ -189,14 +194,10 @@ func SummaryJSON(s wire.Summary) map[string]any {
 	}
 	if len(s.Elements) > 0 {
 		elems := make([]map[string]any, len(s.Elements))
-		first := -1
 		for i, e := range s.Elements {
 			elems[i] = statsJSON(e)
-			if first < 0 && (e.Min != e.Max || !e.NaN.Empty() || !e.Inf.Empty()) {
-				first = i
-			}
 		}
-		out["elements"], out["first_difference"] = elems, first
+		out["elements"], out["first_difference"] = elems, firstDifference(s.Elements)
 		out["length_least"], out["length_most"] = s.Length.Least, s.Length.Most
 	}
 	if len(s.Others) > 0 {

@@ -149,7 +149,8 @@ func (b *Backend) sample(ctx context.Context, p *process) (stackwalk.Snapshot, e
 
 // frames converts a sampled stack to the wire's frames, cut after main
 // as gdb cuts a backtrace (the C library's start-up code is the same in
-// every rank), so that sampled stacks merge with gdb's.
+// every rank), without the queue library's wrappers (mpiq.Unwrap), so
+// that sampled stacks merge with gdb's.
 func frames(fs []stackwalk.Frame) []wire.Frame {
 	out := make([]wire.Frame, 0, len(fs))
 	for _, f := range fs {
@@ -160,15 +161,12 @@ func frames(fs []stackwalk.Frame) []wire.Frame {
 		if w.File == "" && f.Module != "" {
 			w.From = filepath.Base(f.Module)
 		}
-		if len(out) > 0 && mpiq.Wrapper(w.From) {
-			continue // as mpiq.Unwrap leaves them out
-		}
 		out = append(out, w)
 		if f.Function == "main" && !f.Inlined {
 			break
 		}
 	}
-	return out
+	return mpiq.Unwrap(out)
 }
 
 // viaGDB runs an op on gdbmi's backend and waits for its answer.
