@@ -35,11 +35,16 @@ func (m *CallTrees) Groups() []wire.Group {
 		return groups
 	}
 	m.tree.Sort()
-	ok := wire.Group{Ranks: m.ranks.Set(), Status: wire.StatusOK, Body: wire.MustEncode(m.tree)}
-	for i, g := range groups {
+	return inOrder(groups, wire.Group{Ranks: m.ranks.Set(), Status: wire.StatusOK, Body: wire.MustEncode(m.tree)})
+}
+
+// inOrder puts the one answer of a merger that folds every rank's into
+// one among the failures, which are ordered by their lowest rank.
+func inOrder(failures []wire.Group, ok wire.Group) []wire.Group {
+	for i, g := range failures {
 		if g.Ranks.Min() > ok.Ranks.Min() {
-			return append(groups[:i], append([]wire.Group{ok}, groups[i:]...)...)
+			return append(failures[:i], append([]wire.Group{ok}, failures[i:]...)...)
 		}
 	}
-	return append(groups, ok)
+	return append(failures, ok)
 }

@@ -10,23 +10,22 @@ import (
 	"github.com/sdm-hpc/sdm/wire"
 )
 
-// mergeQueues merges one answer per rank through a tree of mergers of the
-// given fan-in, the ranks arriving in the order perm gives, as the nodes
-// of sdm's tree would merge them.
-func mergeQueues(t *testing.T, of func(rank int) wire.Queues, n, fanin int, perm []int) []wire.Group {
-	t.Helper()
+// mergeTree merges one answer per rank (answer's) through a tree of
+// mergers of the given fan-in, the ranks arriving in the order perm
+// gives, as the nodes of sdm's tree would merge them.
+func mergeTree(newMerger func() Merger, answer func(rank int) []byte, n, fanin int, perm []int) []wire.Group {
 	var level [][]wire.Group
 	for i := 0; i < n; i += fanin {
-		var m QueueClasses
+		m := newMerger()
 		for _, r := range perm[i:min(i+fanin, n)] {
-			m.Add(wire.Single(r), wire.StatusOK, wire.MustEncode(of(r)))
+			m.Add(wire.Single(r), wire.StatusOK, answer(r))
 		}
 		level = append(level, m.Groups())
 	}
 	for len(level) > 1 {
 		var next [][]wire.Group
 		for i := 0; i < len(level); i += fanin {
-			var m QueueClasses
+			m := newMerger()
 			for _, gs := range level[i:min(i+fanin, len(level))] {
 				for _, g := range gs {
 					m.Add(g.Ranks, g.Status, g.Body)
@@ -37,6 +36,12 @@ func mergeQueues(t *testing.T, of func(rank int) wire.Queues, n, fanin int, perm
 		level = next
 	}
 	return level[0]
+}
+
+// mergeQueues merges each rank's queues through a tree of mergers.
+func mergeQueues(t *testing.T, of func(rank int) wire.Queues, n, fanin int, perm []int) []wire.Group {
+	t.Helper()
+	return mergeTree(func() Merger { return &QueueClasses{} }, func(r int) []byte { return wire.MustEncode(of(r)) }, n, fanin, perm)
 }
 
 // unfold is each rank's queues as the front end reads the groups.

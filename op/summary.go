@@ -44,10 +44,7 @@ func (m *Summaries) Groups() []wire.Group {
 	if !m.any {
 		return groups
 	}
-	ok := wire.Group{Ranks: m.ranks.Set(), Status: wire.StatusOK, Body: wire.MustEncode(m.sum)}
-	groups = append(groups, ok)
-	slices.SortFunc(groups, func(a, b wire.Group) int { return a.Ranks.Min() - b.Ranks.Min() })
-	return groups
+	return inOrder(groups, wire.Group{Ranks: m.ranks.Set(), Status: wire.StatusOK, Body: wire.MustEncode(m.sum)})
 }
 
 // stamp fills a rank's own summary with the ranks that gave it (one rank,

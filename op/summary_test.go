@@ -25,35 +25,14 @@ func leaf(x float64) []byte {
 	return wire.MustEncode(wire.Summary{Leaf: true, Numbers: &st})
 }
 
-// mergeSummaries merges one answer per rank through a tree of the given
-// fan-in, ranks arriving in perm's order.
+// mergeSummaries merges each rank's number through a tree of mergers.
 func mergeSummaries(t *testing.T, value func(int) float64, n, fanin int, perm []int) wire.Summary {
 	t.Helper()
-	var level [][]wire.Group
-	for i := 0; i < n; i += fanin {
-		var m Summaries
-		for _, r := range perm[i:min(i+fanin, n)] {
-			m.Add(wire.Single(r), wire.StatusOK, leaf(value(r)))
-		}
-		level = append(level, m.Groups())
+	groups := mergeTree(func() Merger { return &Summaries{} }, func(r int) []byte { return leaf(value(r)) }, n, fanin, perm)
+	if len(groups) != 1 {
+		t.Fatalf("want one summary, got %d groups", len(groups))
 	}
-	for len(level) > 1 {
-		var next [][]wire.Group
-		for i := 0; i < len(level); i += fanin {
-			var m Summaries
-			for _, gs := range level[i:min(i+fanin, len(level))] {
-				for _, g := range gs {
-					m.Add(g.Ranks, g.Status, g.Body)
-				}
-			}
-			next = append(next, m.Groups())
-		}
-		level = next
-	}
-	if len(level[0]) != 1 {
-		t.Fatalf("want one summary, got %d groups", len(level[0]))
-	}
-	s, err := Compare.DecodeAnswer(level[0][0].Body)
+	s, err := Compare.DecodeAnswer(groups[0].Body)
 	if err != nil {
 		t.Fatal(err)
 	}
