@@ -53,40 +53,37 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 			lines = append(lines, pendingLine{rank: rank, op: o, abs: abs, rel: rel, least: o.Least, most: o.Waiting})
 		}
 	}
-	// Calls from different places of the program are apart.
-	for i := range lines {
-		if at := PlaceText(lines[i].op.At); at != "" {
-			lines[i].abs, lines[i].rel = lines[i].abs+"\x00"+at, lines[i].rel+"\x00"+at
-		}
-	}
-	count := map[string]int{}
+	// A line reads alike by its text and where the program made the call:
+	// calls from different places are apart.
+	type key struct{ text, at string }
+	count := map[key]int{}
 	for _, l := range lines {
-		count[l.abs]++
+		at := PlaceText(l.op.At)
+		count[key{l.abs, at}]++
 		if l.rel != l.abs {
-			count[l.rel]++
+			count[key{l.rel, at}]++
 		}
 	}
-	byText := map[string]*QueueGroup{}
-	var order []string
+	byKey := map[key]*QueueGroup{}
+	var order []key
 	slices.SortFunc(lines, func(a, b pendingLine) int { return a.rank - b.rank })
 	for _, l := range lines {
-		text, relative := l.abs, false
-		if count[l.rel] > count[l.abs] {
-			text, relative = l.rel, true
+		at := PlaceText(l.op.At)
+		k, relative := key{l.abs, at}, false
+		if rel := (key{l.rel, at}); count[rel] > count[k] {
+			k, relative = rel, true
 		}
-		g := byText[text]
+		g := byKey[k]
 		if g == nil {
-			g = &QueueGroup{Text: text, Op: l.op, Relative: relative, Least: l.least, Most: l.most}
-			byText[text] = g
-			order = append(order, text)
+			g = &QueueGroup{Text: k.text, Op: l.op, Relative: relative, Least: l.least, Most: l.most}
+			byKey[k] = g
+			order = append(order, k)
 		}
 		g.Ranks = g.Ranks.Union(wire.Single(l.rank))
 		g.Least, g.Most = min(g.Least, l.least), max(g.Most, l.most)
 	}
-	for _, t := range order {
-		g := *byText[t]
-		g.Text, _, _ = strings.Cut(g.Text, "\x00")
-		groups = append(groups, g)
+	for _, k := range order {
+		groups = append(groups, *byKey[k])
 	}
 	slices.SortStableFunc(groups, func(a, b QueueGroup) int { return int(b.Most - a.Most) })
 	return groups, b.Set()
