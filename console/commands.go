@@ -180,10 +180,9 @@ const waitHelp = `    SECONDS (default: --timeout) bounds the wait. When it runs
     running"); ^C at the prompt then halts them, as in gdb.`
 
 // queuesHelp is what help queues adds: where the operations come from.
-const queuesHelp = `    With sdm debug --queues, sdm preloads a library of its own into the ranks
-    that keeps each MPI call in flight where the rank's server reads it
-    without stopping the rank: the
-    call, its peer and root as world ranks, tag, communicator, size, and how
+const queuesHelp = `    sdm debug preloads a library of its own into the ranks it launches
+    (unless --queues=false) that keeps each MPI call in flight where the
+    rank's server reads it without stopping the rank: the call, its peer and root as world ranks, tag, communicator, size, and how
     long it has waited. A peer that differs from rank to rank by the same
     offset reads rank+1 (a ring). A job sdm attached to has none.`
 
@@ -195,7 +194,7 @@ const deadlockHelp = `    Samples the ranks as stacks does (--samples 2 or more 
     likeliest cause last: ranks outside MPI while others wait (the root of a
     hang, usually), collectives that do not match, or every rank blocked in
     point-to-point calls (a cycle). Stacks do not hold peers, tags or
-    communicators: with sdm debug --queues the ranks keep their MPI calls in
+    communicators: launched by sdm debug, the ranks keep their MPI calls in
     flight, and deadlock builds the graph of who waits for whom from them:
     the cycles, the ranks behind them, the ranks outside MPI that others wait
     for, receives whose peer sends another tag. --dot FILE writes that graph

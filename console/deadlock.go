@@ -331,7 +331,7 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 	}
 	c.printUnsampled(ctx, groups)
 	if (req.Dot != "" || req.SVG != "") && d.Graph == "" {
-		return fmt.Errorf("no wait-for graph to draw: the ranks have no queues (sdm debug --queues)")
+		return fmt.Errorf("no wait-for graph to draw: the ranks have no queues (sdm debug without --queues=false keeps them)")
 	}
 	if req.Dot != "" {
 		if err := os.WriteFile(req.Dot, []byte(d.Graph), 0o644); err != nil {

@@ -33,7 +33,7 @@ type LaunchArgs struct {
 	DlopenMode   string            `json:"dlopenMode"`   // auto (default), slow, medium, fast
 	StopOnEntry  bool              `json:"stopOnEntry"`  // stop every rank at main
 	MPIR         bool              `json:"mpir"`         // start the program with the launcher alone and acquire its ranks through MPIR
-	Queues       bool              `json:"queues"`       // keep each rank's MPI operations in flight (sdm/queues, sdm/deadlock), as sdm debug --queues
+	Queues       *bool             `json:"queues"`       // keep each rank's MPI operations in flight (sdm/queues, sdm/deadlock); default true, as sdm debug --queues
 	// AllRanks (default true) has continue, next, step and pause move
 	// every rank; false, the editor's selected rank alone.
 	AllRanks *bool `json:"allRanks"`
@@ -103,7 +103,7 @@ func (a *adapter) launch(m *godap.LaunchRequest) error {
 		dir, _ = os.Getwd()
 	}
 	o := launcher.Options{RM: args.RM, Size: args.Ranks, Program: args.Program, Dir: dir, SDM: a.opts.SDM,
-		LauncherArgs: args.LauncherArgs, Queues: args.Queues, GDB: backend.Lazy, Log: a.opts.Log}
+		LauncherArgs: args.LauncherArgs, Queues: args.Queues == nil || *args.Queues, GDB: backend.Lazy, Log: a.opts.Log}
 	if o.RM == "" {
 		o.RM = "auto"
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,8 @@ import (
 // in the MPI call it hangs in: queues shows each rank's operations in
 // flight, as the library sdm preloads keeps them (peers as world ranks
 // through a communicator of two, the posted receive), and deadlock finds
-// the cycle of ranks 1 and 2 and rank 0 behind it. Without --queues
-// the ranks have no queues and deadlock reads their stacks alone.
+// the cycle of ranks 1 and 2 and rank 0 behind it, sdm debug's default.
+// With --queues=false the ranks have no queues and deadlock reads their stacks alone.
 func TestQueuesAndDeadlock(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
@@ -35,7 +36,7 @@ func TestQueuesAndDeadlock(t *testing.T) {
 	} {
 		t.Run(mpi.program, func(t *testing.T) {
 			testenv.RequireTool(t, mpi.tool)
-			args := []string{"debug", "--rm", mpi.rm, "-n", "3", "--timeout", "60s", "--queues"}
+			args := []string{"debug", "--rm", mpi.rm, "-n", "3", "--timeout", "60s"}
 			if mpi.rm == "openmpi" {
 				args = append(args, "--launcher-arg=--oversubscribe")
 			}
@@ -98,7 +99,7 @@ func TestQueuesAndDeadlock(t *testing.T) {
 	} {
 		t.Run(mpi.program+"-requests", func(t *testing.T) {
 			testenv.RequireTool(t, mpi.tool)
-			args := []string{"debug", "--rm", mpi.rm, "-n", "3", "--timeout", "60s", "--queues"}
+			args := []string{"debug", "--rm", mpi.rm, "-n", "3", "--timeout", "60s"}
 			if mpi.rm == "openmpi" {
 				args = append(args, "--launcher-arg=--oversubscribe")
 			}
@@ -161,5 +162,48 @@ func TestQueuesMergeInTheTree(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "[0-5] MPI_Send to rank+1, tag 0, MPI_COMM_WORLD, 524288 bytes: waiting ") ||
 		!strings.Contains(out.String(), want) {
 		t.Errorf("queues: no %q in:\n%s", want, out.String())
+	}
+}
+
+// A breakpoint on an MPI routine the preloaded library wraps has a
+// location in the wrapper and one in the MPI's own routine, which the
+// wrapper calls: each call of the program stops once, in the wrapper,
+// with the program's frame above it. Rank 0 of a ring of two passes the
+// token twice: two stops, the second in the second round, then the end.
+func TestBreakOnAWrappedRoutine(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	bin := testenv.Examples(t)
+	for _, mpi := range []struct{ rm, tool, program string }{
+		{"openmpi", "mpirun.openmpi", "ring"},
+		{"mpich", "mpiexec.mpich", "ring-mpich"},
+	} {
+		t.Run(mpi.program, func(t *testing.T) {
+			testenv.RequireTool(t, mpi.tool)
+			args := []string{"debug", "--rm", mpi.rm, "-n", "2", "--timeout", "60s"}
+			if mpi.rm == "openmpi" {
+				args = append(args, "--launcher-arg=--oversubscribe")
+			}
+			out, stderr, code := run(t, "", append(args, "-e", "[0] break MPI_Send", "-e", "run",
+				"-e", "[0] wait", "-e", "[0] continue", "-e", "[0] wait", "-e", "[0] where",
+				"-e", "[0] delete", "-e", "[0] continue", "-e", "wait", "--", filepath.Join(bin, mpi.program), "2")...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			stops := regexp.MustCompile(`\[0\] stopped in (\S+) from (\S+)`).FindAllStringSubmatch(out, -1)
+			if len(stops) != 2 {
+				t.Fatalf("want 2 stops of rank 0, got %q in:\n%s", stops, out)
+			}
+			for _, s := range stops {
+				if s[1] != "MPI_Send" || !strings.Contains(s[2], "libsdmq-") {
+					t.Errorf("stopped in %s from %s, want the wrapper's MPI_Send:\n%s", s[1], s[2], out)
+				}
+			}
+			if !regexp.MustCompile(`#1  pass \(token=1, rank=0, size=2\) at examples/ring/ring.c:10`).MatchString(out) {
+				t.Errorf("the second stop is not the second round's send:\n%s", out)
+			}
+			if !strings.Contains(out, "[0-1] exited with code 0") {
+				t.Errorf("the ring did not end:\n%s", out)
+			}
+		})
 	}
 }

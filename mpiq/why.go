@@ -23,7 +23,7 @@ func why(pid int) string {
 	case preloaded:
 		return "the program has not called MPI_Init yet"
 	}
-	const without = "the rank runs without sdm's queue library (sdm debug --queues preloads it into the ranks it launches; " +
+	const without = "the rank runs without sdm's queue library (sdm debug preloads it into the ranks it launches unless --queues=false; " +
 		"a job sdm attached to has none); "
 	switch base := filepath.Base(mpi); {
 	case strings.HasPrefix(base, "libmpich"):

@@ -2,6 +2,7 @@ package gdbmi
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/sdm-hpc/sdm/wire"
@@ -122,6 +123,11 @@ func (b *Backend) stopped(g conn, res Value) {
 			b.emit(wire.EventWarning, []byte(err.Error()))
 		} else if f, err := currentFrame(g); err == nil {
 			st.Frame = f
+		}
+	}
+	if id, addr, ok := wrapperHit(res, st.Frame.From); ok {
+		if err := b.keepToWrapper(g, id, addr); err != nil {
+			b.emit(wire.EventWarning, []byte(fmt.Sprintf("breakpoint %d stops in MPI's own routine too: %v", st.Breakpoint, err)))
 		}
 	}
 	// The news goes out before the state changes: an answer that says

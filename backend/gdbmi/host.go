@@ -53,6 +53,9 @@ type Host struct {
 	// are those the ranks set alike, by how they were set.
 	breaks sync.Mutex
 	shared map[string]*hostPoint
+	// wrapped is held while a rank keeps a breakpoint to its wrapper's
+	// location (wrapped.go).
+	wrapped sync.Mutex
 	// listing is held by a rank's list (hostcli.go).
 	listing sync.Mutex
 
