@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,10 +63,24 @@ type job struct {
 	ended bool
 }
 
-// end quits the session and returns what End said.
+// end quits the session and returns what End said, with the tail of
+// the servers' log when End kept it, which a run on another machine
+// leaves nowhere else to read.
 func (j *job) end() error {
 	j.ended = true
-	return j.End(10 * time.Second)
+	err := j.End(10 * time.Second)
+	if err == nil {
+		return nil
+	}
+	_, kept, ok := strings.Cut(err.Error(), "(logs kept in ")
+	kept, _, _ = strings.Cut(kept, ")")
+	log, rerr := os.ReadFile(filepath.Join(kept, "servers.log"))
+	if !ok || rerr != nil || len(log) == 0 {
+		return err
+	}
+	const tail = 8 << 10
+	log = log[max(0, len(log)-tail):]
+	return fmt.Errorf("%w\nthe servers' log ends:\n%s", err, log)
 }
 
 // launch starts a local job of n ranks with the sim backend running

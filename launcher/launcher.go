@@ -59,9 +59,8 @@ type Options struct {
 	// than the one RM's launcher starts.
 	Force bool
 	// Queues preloads into the ranks the library that keeps their MPI
-	// operations in flight (wire.OpQueues). It is off by default: its
-	// wrappers are frames of their own under the program's MPI calls, which
-	// a breakpoint on an MPI routine, finish and frame numbers then meet.
+	// operations in flight (wire.OpQueues), as sdm debug and the editor's
+	// launch do unless told not to.
 	Queues bool
 	// Target, when set, is the [user@]host where the launcher and the
 	// master run, reached with SSH (an ssh command line; "ssh" by
@@ -433,16 +432,38 @@ func jobError(job rm.Job) error {
 	return errors.New("every process exited")
 }
 
-// cancel stops whatever of the session's processes still runs.
-func (s *Session) cancel() {
-	if s.Job != nil {
-		s.Job.Cancel()
+// namedJob is one of the session's processes with what a message calls
+// it.
+type namedJob struct {
+	job  rm.Job
+	what string // "" for the local job, whose own errors name the cause
+}
+
+// jobs returns the session's processes that it started and waits for.
+func (s *Session) jobs() []namedJob {
+	var jobs []namedJob
+	switch launcher := s.Launcher(); {
+	case s.Job == nil: // the job runs elsewhere (reverse connect)
+	case launcher == "":
+		jobs = append(jobs, namedJob{s.Job, ""})
+	case s.mpir != nil: // the servers beside the ranks a starter started
+		jobs = append(jobs, namedJob{s.Job, "the rank servers"})
+	default:
+		jobs = append(jobs, namedJob{s.Job, "the job's launcher (" + launcher + ")"})
 	}
 	if s.Master != nil {
-		s.Master.Cancel()
+		jobs = append(jobs, namedJob{s.Master, "the master"})
 	}
 	if s.Starter != nil {
-		s.Starter.Cancel()
+		jobs = append(jobs, namedJob{s.Starter, "the job's starter"})
+	}
+	return jobs
+}
+
+// cancel stops whatever of the session's processes still runs.
+func (s *Session) cancel() {
+	for _, j := range s.jobs() {
+		j.job.Cancel()
 	}
 }
 
@@ -453,12 +474,9 @@ func (s *Session) cancel() {
 func (s *Session) stop() {
 	s.cancel()
 	deadline := time.After(rm.Grace + 2*time.Second)
-	for _, job := range []rm.Job{s.Job, s.Master, s.Starter} {
-		if job == nil {
-			continue
-		}
+	for _, j := range s.jobs() {
 		select {
-		case <-job.Done():
+		case <-j.job.Done():
 		case <-deadline:
 			return
 		}
@@ -511,19 +529,20 @@ func (s *Session) End(timeout time.Duration) error {
 	if told {
 		errs = append(errs, errors.New("the job ended, as told above"))
 	}
-	for _, job := range []rm.Job{s.Job, s.Master, s.Starter} {
-		if job == nil {
-			continue
-		}
+	for _, j := range s.jobs() {
 		select {
-		case <-job.Done():
+		case <-j.job.Done():
 		case <-ctx.Done():
 			s.cancel()
-			<-job.Done()
-			errs = append(errs, fmt.Errorf("still running %v after quit, so cancelled", timeout))
+			<-j.job.Done()
+			what := j.what
+			if what == "" {
+				what = "the rank servers"
+			}
+			errs = append(errs, fmt.Errorf("%s still running %v after quit, so cancelled", what, timeout))
 		}
 		if (err != nil || !lost.Empty()) && !told {
-			errs = append(errs, job.Wait())
+			errs = append(errs, j.job.Wait())
 		}
 	}
 	s.closeTarget()

@@ -141,25 +141,8 @@ func (r *Relaunchable) End(timeout time.Duration) error {
 // The servers may go on (the tree does not depend on a launcher), or be
 // gone.
 func (r *Relaunchable) watchJob(s *Session, ending <-chan struct{}) {
-	type watched struct {
-		job  rm.Job
-		what string // "" for the local job, whose error names the cause
-	}
-	var jobs []watched
-	switch launcher := s.Launcher(); {
-	case s.Job == nil: // the job runs elsewhere (reverse connect)
-	case launcher == "":
-		jobs = append(jobs, watched{s.Job, ""})
-	default:
-		jobs = append(jobs, watched{s.Job, "the job's launcher (" + launcher + ")"})
-	}
-	if s.Master != nil {
-		jobs = append(jobs, watched{s.Master, "the master"})
-	}
-	if s.Starter != nil {
-		jobs = append(jobs, watched{s.Starter, "the job's starter"})
-	}
-	first := make(chan watched, len(jobs))
+	jobs := s.jobs()
+	first := make(chan namedJob, len(jobs))
 	for _, w := range jobs {
 		go func() {
 			select {

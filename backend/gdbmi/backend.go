@@ -134,6 +134,9 @@ func (b *Backend) Close() error {
 	b.closed = true
 	g, term, out, kill := b.gdb, b.term, b.out, b.attached && b.killOnClose
 	b.mu.Unlock()
+	if g != nil && kill && g.Ended() {
+		b.killWatched() // gdb's end let go of it: it ends with the session still
+	}
 	b.unwatch()
 	out.Stop()
 	if g != nil && kill {

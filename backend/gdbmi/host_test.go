@@ -468,3 +468,31 @@ func TestSharedGDBFinishAfterARunningRanksCondition(t *testing.T) {
 		t.Fatalf("rank 0's finish: %+v, want a stop in main", st)
 	}
 }
+
+// A gdb that dies takes its hold on its ranks' processes with it: closing
+// a rank attached to end with the session (Kill) kills the process at
+// once, rather than waiting for the dead gdb to let go of it.
+func TestSharedGDBDiesUnderAnAttachedRank(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	pool := &gdbmi.Pool{PerGDB: 2, Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start("gdb") }}
+	cmd, done := sleeper(t)
+	r := &rank{t: t, b: gdbmi.NewShared(backend.Config{Rank: 0, Size: 1}, pool, gdbmi.Share{})}
+	t.Cleanup(func() { r.b.Close() })
+	r.must(wire.OpAttach, wire.Attach{Pids: []int{cmd.Process.Pid}, Stop: true, Kill: true}, nil)
+	syscall.Kill(testenv.Child(t, os.Getpid(), "gdb"), syscall.SIGKILL)
+	if _, st := r.next(5*time.Second, wire.EventError); !strings.Contains(st.Reason, "killed") {
+		t.Fatalf("error event: %q", st.Reason)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- r.b.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waits 10s after for the dead gdb to let go of the process")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process, attached to end with the session, still runs 10s after Close")
+	}
+}

@@ -142,8 +142,8 @@ func (v *view) reap(ctx context.Context) bool {
 		}
 	}
 	v.mu.Unlock()
-	if !live {
-		return true
+	if !live || v.h.g.Ended() {
+		return true // nothing to let go of, or gdb let go of all as it ended
 	}
 	if running {
 		// gdb waits for it, but may not look for a while: an
@@ -155,6 +155,8 @@ func (v *view) reap(ctx context.Context) bool {
 		v.h.g.Run(ctx, "-exec-interrupt --thread "+strconv.Itoa(id))
 		select {
 		case <-gone:
+			return true
+		case <-v.h.g.Done():
 			return true
 		case <-time.After(reapWait):
 			return false

@@ -79,6 +79,20 @@ func (b *Backend) watchProcess(g conn, pid int) {
 	}()
 }
 
+// killWatched sends SIGKILL to the watched process, through its pidfd,
+// which never names another process that took its pid.
+func (b *Backend) killWatched() {
+	b.mu.Lock()
+	p := b.proc
+	b.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if rc, err := p.fd.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0) })
+	}
+}
+
 // unwatch stops watching the current process, if any: it was let go, or
 // replaced, or the backend closes.
 func (b *Backend) unwatch() {
