@@ -182,9 +182,10 @@ const waitHelp = `    SECONDS (default: --timeout) bounds the wait. When it runs
 // queuesHelp is what help queues adds: where the operations come from.
 const queuesHelp = `    sdm debug preloads a library of its own into the ranks it launches
     (unless --queues=false) that keeps each MPI call in flight where the
-    rank's server reads it without stopping the rank: the call, its peer and root as world ranks, tag, communicator, size, and how
-    long it has waited. A peer that differs from rank to rank by the same
-    offset reads rank+1 (a ring). A job sdm attached to has none.`
+    rank's server reads it without stopping the rank: the call, its peer
+    and root as world ranks, tag, communicator, size, and how long it has
+    waited. A peer that differs from rank to rank by the same offset reads
+    rank+1 (a ring). A job sdm attached to has none.`
 
 // deadlockHelp is what help deadlock adds: what stacks can and cannot
 // tell.
