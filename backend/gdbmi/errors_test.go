@@ -30,3 +30,22 @@ func TestRefusal(t *testing.T) {
 		}
 	}
 }
+
+// gdb says why it aborts on its log stream, over several records: the
+// internal error's line is what its death names.
+func TestLastWords(t *testing.T) {
+	for _, c := range []struct {
+		log  []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"warning: one\n", "warning: two\n"}, "warning: two"},
+		{[]string{"../../gdb/linux-nat.c:2619: internal-error: lwp_inferior: Assertion `inf != nullptr' failed.\nA problem internal to GDB has been detected,\n",
+			"further debugging may prove unreliable.\n"},
+			"../../gdb/linux-nat.c:2619: internal-error: lwp_inferior: Assertion `inf != nullptr' failed."},
+	} {
+		if got := lastWords(c.log); got != c.want {
+			t.Errorf("lastWords(%q) = %q, want %q", c.log, got, c.want)
+		}
+	}
+}

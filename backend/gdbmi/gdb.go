@@ -49,6 +49,9 @@ type GDB struct {
 	waiting *pending
 	err     error        // why gdb ended, once done is closed
 	stderr  bytes.Buffer // gdb's own complaints, for the error when it dies
+	// lastWords is the end of gdb's log stream: an internal error's text
+	// goes there before gdb aborts.
+	lastWords []string
 	// handled counts the records Async's reader has acted on (Handled);
 	// progress is closed and replaced at each.
 	handled  uint64
@@ -285,6 +288,12 @@ func (g *GDB) read(stdout io.Reader) {
 				p.console.WriteString(r.Text)
 			}
 			g.mu.Unlock()
+		case Log:
+			if strings.TrimSpace(r.Text) != "" {
+				g.mu.Lock()
+				g.lastWords = append(g.lastWords[max(0, len(g.lastWords)-7):], r.Text)
+				g.mu.Unlock()
+			}
 		case Exec, Status, Notify:
 			g.mu.Lock()
 			if p := g.waiting; p != nil {
@@ -298,6 +307,9 @@ func (g *GDB) read(stdout io.Reader) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	msg := strings.TrimSpace(g.stderr.String())
+	if msg == "" && err != nil {
+		msg = lastWords(g.lastWords)
+	}
 	switch {
 	case err != nil && msg != "":
 		g.err = fmt.Errorf("gdb (%s) exited: %v: %s", g.path, err, lastLine(msg))
@@ -344,6 +356,22 @@ func firstWord(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// lastWords picks from the end of gdb's log stream what says why it
+// ended: an internal error's line, else the last line.
+func lastWords(log []string) string {
+	for _, text := range log {
+		for _, line := range strings.Split(text, "\n") {
+			if strings.Contains(line, "internal-error") {
+				return strings.TrimSpace(line)
+			}
+		}
+	}
+	if len(log) == 0 {
+		return ""
+	}
+	return strings.TrimSpace(log[len(log)-1])
 }
 
 func lastLine(s string) string {
