@@ -65,7 +65,7 @@ func (v *view) kill(ctx context.Context) (out string, ok bool, err error) {
 	}
 	// What gdb said of the process before now is known.
 	v.h.g.WaitHandled(ctx, v.h.g.Mark())
-	for !v.reap(ctx) {
+	for !v.reap(ctx, pid) {
 		select {
 		case <-gone:
 		case <-ctx.Done():

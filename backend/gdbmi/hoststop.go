@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/backend/program"
 )
 
 // A view's process stops and runs as a whole, as a gdb of the rank's own
@@ -129,10 +131,18 @@ func (v *view) record(r Record) {
 // reapWait bounds the wait for gdb to reap a process it waits for.
 const reapWait = 5 * time.Second
 
-// reap has gdb let go of the rank's process, which ended, and says
-// whether it has.
-func (v *view) reap(ctx context.Context) bool {
+// reap has gdb let go of the rank's process pid, which ended, and says
+// whether it has. A process the inferior no longer holds (gdb told its
+// end, or the rank runs another) was let go already: a late word of its
+// death must not touch the next process, whose threads gdb may have set
+// running before the view heard of it (a detach then aborts gdb 13:
+// x86_linux_update_debug_registers: Assertion `lwp_is_stopped (lwp)').
+func (v *view) reap(ctx context.Context, pid int) bool {
 	v.mu.Lock()
+	if v.pid != pid {
+		v.mu.Unlock()
+		return true
+	}
 	live, running, gone := len(v.local) > 0, v.othersRunning(0), v.gone
 	id := v.thread
 	for t, run := range v.running {
@@ -144,6 +154,14 @@ func (v *view) reap(ctx context.Context) bool {
 	v.mu.Unlock()
 	if !live || v.h.g.Ended() {
 		return true // nothing to let go of, or gdb let go of all as it ended
+	}
+	if !running {
+		// The view hears of a resume after gdb's answer to it: gdb's own
+		// word on its threads decides.
+		var threads bool
+		if running, id, threads = v.gdbRunning(ctx, id); !threads {
+			return true // gdb has let go of the process
+		}
 	}
 	if running {
 		// gdb waits for it, but may not look for a while: an
@@ -175,11 +193,39 @@ func (v *view) reap(ctx context.Context) bool {
 	}
 }
 
+// gdbRunning says whether gdb holds a thread of the rank's inferior as
+// running, and names one (else id), and whether it holds any.
+func (v *view) gdbRunning(ctx context.Context, id int) (running bool, _ int, threads bool) {
+	r, _, err := v.h.g.Run(ctx, "-list-thread-groups "+v.group)
+	if err != nil {
+		return false, id, true
+	}
+	list := r.Results.Get("threads").Items()
+	for _, t := range list {
+		if t.S("state") == "running" {
+			return true, t.Int("id"), true
+		}
+	}
+	return false, id, len(list) > 0
+}
+
 // reapNow is reap for the process watch, which waits for no command.
-func (v *view) reapNow() {
+// It leaves alone a process that has not ended: gdb may have set its
+// threads running before the view heard of it, and a detach of a running
+// thread aborts gdb 13.
+func (v *view) reapNow(pid int) {
+	if !hasEnded(pid) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), viewTimeout)
 	defer cancel()
-	v.reap(ctx)
+	v.reap(ctx, pid)
+}
+
+// hasEnded says whether process pid is gone or a zombie.
+func hasEnded(pid int) bool {
+	fields := program.StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
+	return len(fields) == 0 || fields[0] == "Z" || fields[0] == "X"
 }
 
 // exited makes sure the end of the rank's process, whose thread group

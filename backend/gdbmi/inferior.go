@@ -47,13 +47,13 @@ type inferior struct {
 	// lastPid names the last one in the words about its death; gone: it
 	// ended, and gdb's records about it are stale until a new one starts;
 	// ending: a command that may end it runs, and deferred is a death it
-	// met; untold: it died without gdb's noticing, and gdb is to let go
-	// of it before its next command.
+	// met; untold: the pid of one that died without gdb's noticing, which
+	// gdb is to let go of before its next command (0: none).
 	proc         *process
 	lastPid      int
 	gone, ending bool
 	deferred     *death
-	untold       bool
+	untold       int
 
 	// Libraries the program loads (solib.go).
 	dl    dlopen.Setting

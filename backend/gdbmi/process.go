@@ -54,7 +54,7 @@ type death struct {
 // place of the one before.
 func (b *Backend) watchProcess(g conn, pid int) {
 	b.mu.Lock()
-	b.lastPid, b.gone, b.untold = pid, false, false
+	b.lastPid, b.gone, b.untold = pid, false, 0
 	b.mu.Unlock()
 	b.unwatch()
 	// A process that ended already is gdb's to report; a kernel without
@@ -135,8 +135,16 @@ func (b *Backend) await(g conn, p *process) {
 	b.died(d)
 }
 
-// died reports a process's end, found out without gdb's help.
+// died reports a process's end, found out without gdb's help, unless
+// the rank has started another since: the end of that one was the news
+// of the command that replaced it.
 func (b *Backend) died(d *death) {
+	b.mu.Lock()
+	stale := b.lastPid != d.p.pid
+	b.mu.Unlock()
+	if stale {
+		return
+	}
 	if !d.known {
 		// gdb reaped it, so gdb reports it; a shared gdb once it lets
 		// go of the process (view.reap).
@@ -144,7 +152,7 @@ func (b *Backend) died(d *death) {
 		v, shared := b.gdb.(*view)
 		b.mu.Unlock()
 		if shared {
-			v.reapNow()
+			v.reapNow(d.p.pid)
 		}
 		return
 	}
@@ -152,7 +160,7 @@ func (b *Backend) died(d *death) {
 	if b.proc == d.p {
 		b.proc = nil
 	}
-	b.untold = true
+	b.untold = d.p.pid
 	b.mu.Unlock()
 	b.exited(d.state)
 	// gdb lets go of the zombie before its next command, or now, when
@@ -167,10 +175,10 @@ func (b *Backend) died(d *death) {
 // meets a process started after the death.
 func (b *Backend) tidy() {
 	b.mu.Lock()
-	g, untold := b.gdb, b.untold
-	b.untold = false
+	g, pid, current := b.gdb, b.untold, b.untold == b.lastPid
+	b.untold = 0
 	b.mu.Unlock()
-	if !untold || g == nil {
+	if pid == 0 || !current || g == nil {
 		return
 	}
 	if v, shared := g.(*view); shared {
@@ -178,7 +186,7 @@ func (b *Backend) tidy() {
 		// or holds one that came while the process was stopped until it
 		// lets go of the process; a kill of a process that is ending can
 		// crash gdb 13 (set_current_inferior: Assertion `inf != NULL').
-		v.reapNow()
+		v.reapNow(pid)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
