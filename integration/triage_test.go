@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,13 +135,19 @@ func TestStacksCommandOnOpenMPI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
-	for _, want := range []string{"[0-2] PMPI_Recv from libmpi.so", "[3] compute at ", "2 classes, biggest first:\n",
-		"progress over 2 samples", "one rank per class: sdm attach --pid " + strconv.Itoa(pid) + " --ranks 0,3\n",
+	for _, want := range []string{"[0-2] PMPI_Recv from libmpi.so", "[3] compute at ", "progress over 2 samples",
 		// The outlier is told by where it parts from the others.
 		"  [3] 1 rank: main at examples/hang/hang.c:25 > compute at examples/hang/hang.c:12  <- outlier\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
+	}
+	// Ranks 0-2 spin in Open MPI's progress loop, and a sample may catch
+	// one of them in a callback of it: a class of its own, under MPI_Recv.
+	classes := regexp.MustCompile(`\n([23]) classes, biggest first:\n`).FindStringSubmatch(out)
+	suggested := regexp.MustCompile(`one rank per class: sdm attach --pid ` + strconv.Itoa(pid) + ` --ranks 0(,[12])?,3\n`).FindStringSubmatch(out)
+	if classes == nil || suggested == nil || (classes[1] == "3") != (suggested[1] != "") {
+		t.Errorf("want the waiting ranks' class (or two, split inside MPI) and rank 3's, one rank of each suggested:\n%s", out)
 	}
 	// The main threads come first, before Open MPI's progress threads.
 	if !strings.HasPrefix(out[strings.Index(out, "\n[")+1:], "[0-2] main at ") {
