@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +37,7 @@ func TestQueuesAndDeadlock(t *testing.T) {
 	} {
 		t.Run(mpi.program, func(t *testing.T) {
 			testenv.RequireTool(t, mpi.tool)
-			args := []string{"debug", "--rm", mpi.rm, "-n", "3", "--timeout", "60s"}
-			if mpi.rm == "openmpi" {
-				args = append(args, "--launcher-arg=--oversubscribe")
-			}
+			args := debugUnder(mpi.rm, 3)
 			dot := filepath.Join(t.TempDir(), "waits.dot")
 			script := []string{"-e", "break PMPI_Recv", "-e", "break PMPI_Barrier", "-e", "run", "-e", "wait",
 				"-e", "[0] where", "-e", "[0] up", "-e", "[0] down", "-e", "stacks", "-e", "queues",
@@ -99,10 +97,7 @@ func TestQueuesAndDeadlock(t *testing.T) {
 	} {
 		t.Run(mpi.program+"-requests", func(t *testing.T) {
 			testenv.RequireTool(t, mpi.tool)
-			args := []string{"debug", "--rm", mpi.rm, "-n", "3", "--timeout", "60s"}
-			if mpi.rm == "openmpi" {
-				args = append(args, "--launcher-arg=--oversubscribe")
-			}
+			args := debugUnder(mpi.rm, 3)
 			// Rank 0 stopped first in a test of the exchange that completes:
 			// finish goes back to the program past the library's wrapper.
 			out, stderr, code := run(t, "", append(args, "-e", "[0] tbreak PMPI_Testall", "-e", "break PMPI_Waitall",
@@ -179,10 +174,7 @@ func TestBreakOnAWrappedRoutine(t *testing.T) {
 	} {
 		t.Run(mpi.program, func(t *testing.T) {
 			testenv.RequireTool(t, mpi.tool)
-			args := []string{"debug", "--rm", mpi.rm, "-n", "2", "--timeout", "60s"}
-			if mpi.rm == "openmpi" {
-				args = append(args, "--launcher-arg=--oversubscribe")
-			}
+			args := debugUnder(mpi.rm, 2)
 			out, stderr, code := run(t, "", append(args, "-e", "[0] break MPI_Send", "-e", "run",
 				"-e", "[0] wait", "-e", "[0] continue", "-e", "[0] wait", "-e", "[0] where",
 				"-e", "[0] delete", "-e", "[0] continue", "-e", "wait", "--", filepath.Join(bin, mpi.program), "2")...)
@@ -206,4 +198,14 @@ func TestBreakOnAWrappedRoutine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// debugUnder is sdm debug's arguments for n ranks under rm's launcher,
+// Open MPI's allowed more ranks than cores.
+func debugUnder(rm string, n int) []string {
+	args := []string{"debug", "--rm", rm, "-n", strconv.Itoa(n), "--timeout", "60s"}
+	if rm == "openmpi" {
+		args = append(args, "--launcher-arg=--oversubscribe")
+	}
+	return args
 }
