@@ -47,6 +47,10 @@ type Options struct {
 	// program did (ProgramExit), for CI: errors of the ranks' answers
 	// then count for nothing.
 	ProgramStatus bool
+	// LiveOutput prints the program's output at the end of its window
+	// even while a wait holds the rest of the news: for a log that a
+	// person tails while a long wait runs (sdm report).
+	LiveOutput bool
 	// Attach is how sdm attach names the running job the session
 	// attached to ("--pid 4242", "--slurm 12.0"; "" for none): stacks
 	// then suggests attaching gdb to one rank per class through it.
@@ -155,12 +159,16 @@ func New(s Tree, out io.Writer, opts Options) *Console {
 func (c *Console) PrintEvents(ctx context.Context) {
 	var b batch
 	var flushAt time.Time
+	var liveAt time.Time // when output held by a wait prints (LiveOutput)
 	for {
 		var wait context.Context
 		var cancel context.CancelFunc
-		if !b.empty() && !c.holding() {
+		switch {
+		case !b.empty() && !c.holding():
 			wait, cancel = context.WithDeadline(ctx, flushAt)
-		} else {
+		case !liveAt.IsZero():
+			wait, cancel = context.WithDeadline(ctx, liveAt)
+		default:
 			wait, cancel = context.WithCancel(ctx)
 		}
 		// A sync request cuts the window short.
@@ -170,6 +178,10 @@ func (c *Console) PrintEvents(ctx context.Context) {
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && c.holding() {
+				if !liveAt.IsZero() {
+					c.printEvents(b.takeOutput())
+					liveAt = time.Time{}
+				}
 				continue // a wait began during the window: it decides when to print
 			}
 			if ctx.Err() == nil && errors.Is(err, context.Canceled) {
@@ -190,6 +202,9 @@ func (c *Console) PrintEvents(ctx context.Context) {
 			flushAt = time.Now().Add(c.opts.Window)
 		}
 		b.add(ev)
+		if ev.Op == wire.EventOutput && c.opts.LiveOutput && liveAt.IsZero() {
+			liveAt = time.Now().Add(c.opts.Window)
+		}
 		if b.full() {
 			c.printFull(&b)
 		}

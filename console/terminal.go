@@ -23,6 +23,9 @@ type Commands struct {
 	Batch  string
 	In     *os.File
 	Errors io.Writer
+	// Drive, when set, runs the session instead: a program that issues
+	// the commands itself (sdm report).
+	Drive func(ctx context.Context, con *Console) error
 }
 
 // IsTerminal reports whether f is a terminal.
@@ -35,6 +38,9 @@ func (c Commands) complain(err error) { fmt.Fprintln(c.Errors, "sdm:", err) }
 
 // run runs the commands on con.
 func (c Commands) run(ctx context.Context, con *Console) error {
+	if c.Drive != nil {
+		return c.Drive(ctx, con)
+	}
 	var failed error
 	if len(c.Exprs) > 0 {
 		err := con.RunScript(ctx, strings.NewReader(strings.Join(c.Exprs, "\n")), "-e", c.complain)

@@ -276,3 +276,31 @@ func (f *floodTree) NextEvent(ctx context.Context) (client.Event, error) {
 		return f.line, nil
 	}
 }
+
+// With LiveOutput, the program's output prints while a wait holds the
+// rest of the news (a report's log shows it as it comes); the stop still
+// waits for the wait's end.
+func TestLiveOutputPrintsDuringAWait(t *testing.T) {
+	f := newFakeTree(2, runningState)
+	c, out := fakeConsole(t, f, Options{LiveOutput: true, Window: 10 * time.Millisecond})
+	errc := execAsync(context.Background(), c, "wait 30")
+	asked(t, f)
+	f.events <- client.Event{Op: wire.EventOutput, Group: wire.Group{Ranks: wire.Single(1), Body: wire.MustEncode(wire.Output{Stream: "tty", Text: "step 1\n"})}}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	for !strings.Contains(out.String(), "[1] step 1") {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("the output did not print during the wait: %q", out.String())
+		}
+	}
+	f.set(wire.All(2), atBreakpoint, wire.EventStopped)
+	if err := result(t, errc); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[1] step 1\n[0-1] stopped in pass at ring.c:10 (breakpoint 1)\n"; out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+}

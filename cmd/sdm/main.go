@@ -13,7 +13,7 @@ import (
 // commands are sdm's subcommands; without one, sdm is a server.
 var commands = map[string]func([]string) error{
 	"debug": runDebug, "attach": runAttach, "stacks": runStacks, "connect": runConnect, "listen": runListen,
-	"requests": runRequests, "routes": runRoutes, "dap": runDAP,
+	"requests": runRequests, "routes": runRoutes, "dap": runDAP, "report": runReport,
 	"help": func([]string) error { fmt.Print(helpFile("sdm")); return nil },
 }
 

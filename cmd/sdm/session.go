@@ -29,14 +29,22 @@ type sessionFlags struct {
 }
 
 func addSessionFlags(fs *pflag.FlagSet) *sessionFlags {
-	f := &sessionFlags{fs: fs}
-	c, cmds, o := &f.front.Console, &f.front.Commands, &f.job
-	fs.StringVar(&f.dlopenMode, "dlopen-mode", string(dlopen.Default().Mode), "what a library load does: auto (stop only while a breakpoint is pending), slow (stop, report, plant breakpoints), medium (report only --dlopen-match), fast (never stop); see below")
-	fs.StringVar(&f.dlopenMatch, "dlopen-match", "", "the colon-separated list of library names whose loads medium and auto mode report, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
+	f := addJobFlags(fs)
+	c, cmds := &f.front.Console, &f.front.Commands
 	fs.StringVar(&cmds.Batch, "batch", "", "run the commands in FILE, one per line, then quit (--batch cmds.txt)")
 	fs.StringArrayVarP(&cmds.Exprs, "eval", "e", nil, "run this command, then quit; repeatable, in order (-e 'break main' -e run)")
 	fs.Var((*console.ExitStatus)(&c.ProgramStatus), "exit-status", "what sdm's exit status tells: sdm (whether every command and answer went well), or program (the ranks' worst exit status, 128+N for a rank signal N ended, for CI)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per line: one reply per command, and the events (docs/JSON.md)")
+	return f
+}
+
+// addJobFlags adds the flags of a session's job and its servers, those of
+// every command that ends in a session but the console's commands.
+func addJobFlags(fs *pflag.FlagSet) *sessionFlags {
+	f := &sessionFlags{fs: fs}
+	c, o := &f.front.Console, &f.job
+	fs.StringVar(&f.dlopenMode, "dlopen-mode", string(dlopen.Default().Mode), "what a library load does: auto (stop only while a breakpoint is pending), slow (stop, report, plant breakpoints), medium (report only --dlopen-match), fast (never stop); see below")
+	fs.StringVar(&f.dlopenMatch, "dlopen-match", "", "the colon-separated list of library names whose loads medium and auto mode report, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
 	fs.IntVar(&o.Fanout, "fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree (--fanout 32 for thousands of ranks)")
 	fs.Var((*server.TreeShape)(&o.RankTree), "tree", "hosts: the ranks of a host share one node of the tree, whose links to it never leave the host; ranks: one node per rank, as PTP's tree")
 	fs.StringVar(&o.Members, "members", server.MembersHand, "with --tree=hosts and --gdb eager: hand (a host's servers hand their ranks to its first, which debugs them all; each starts its rank's gdb as its own child when asked) or serve (each debugs its own rank)")
@@ -99,7 +107,7 @@ func outcome(err error) error {
 // ended before sdm exits; the stop function releases the signals.
 func endContext(f *sessionFlags) (context.Context, func()) {
 	sigs := []os.Signal{syscall.SIGTERM, syscall.SIGHUP}
-	if cmds := f.front.Commands; !console.IsTerminal(os.Stdin) || len(cmds.Exprs) > 0 || cmds.Batch != "" {
+	if cmds := f.front.Commands; !console.IsTerminal(os.Stdin) || len(cmds.Exprs) > 0 || cmds.Batch != "" || cmds.Drive != nil {
 		sigs = append(sigs, syscall.SIGINT)
 	}
 	return exit.Signalled(sigs...)

@@ -72,6 +72,38 @@ func Signalled(sigs ...os.Signal) (context.Context, func()) {
 	}
 }
 
+// SignalledTwice is Signalled for work that ends gently: the first of
+// sigs is handed to first, which asks the work to end; a second signal
+// cancels the context, as Signalled's first does.
+func SignalledTwice(first func(os.Signal), sigs ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	caught := make(chan os.Signal, 2)
+	signal.Notify(caught, sigs...)
+	done := make(chan struct{})
+	go func() {
+		told := false
+		for {
+			select {
+			case sig := <-caught:
+				if !told {
+					told = true
+					first(sig)
+					continue
+				}
+				cancel(signalError{sig.(syscall.Signal)})
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(caught)
+		close(done)
+		cancel(nil)
+	}
+}
+
 // Signal is the signal that ended ctx, if one did (Signalled).
 func Signal(ctx context.Context) (syscall.Signal, bool) {
 	var sig signalError

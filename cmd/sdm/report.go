@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sdm-hpc/sdm/internal/exit"
+	"github.com/sdm-hpc/sdm/report"
+)
+
+// runReport runs a job unattended and writes what happened (package
+// report).
+func runReport(args []string) error {
+	fs := pflag.NewFlagSet("sdm report", pflag.ContinueOnError)
+	l := addLaunchFlags(fs, addJobFlags(fs))
+	var o report.Options
+	var traces []string
+	fs.StringVar(&o.HTML, "out", "", "write the report as one HTML page (--out run.html)")
+	fs.StringVar(&o.JSON, "json", "", "write the report as JSON (--json run.json)")
+	fs.StringArrayVar(&traces, "trace-at", nil, "a tracepoint: LOC[,EXPR...] [if COND]; each rank passing LOC has the expressions compared over the ranks, then goes on; repeatable (--trace-at 'solver.c:42,i,residual if i % 10 == 0')")
+	fs.StringVar(&o.OnCrash, "on-crash", report.Stop, "after a crash's stacks are taken: stop (halt every rank, take its stacks, end the job), kill (take the others' stacks as they run, end the job) or continue (deliver the signal, watch on)")
+	fs.DurationVar(&o.HangAfter, "hang-after", 0, "a hang is no rank's stack changing for this long: stacks, queues and deadlock's diagnosis are taken (--hang-after 5m; 0: never)")
+	fs.StringVar(&o.OnHang, "on-hang", report.Watch, "after a hang is taken: watch (go on, take the next after a change) or kill (end the job)")
+	fs.DurationVar(&o.SnapshotEvery, "snapshot-every", 0, "take every rank's stacks and queues this often (--snapshot-every 10m; 0: never)")
+	if help, err := parseFlags(fs, args, helpFile("report")); help || err != nil {
+		return err
+	}
+	if err := l.check(fs); err != nil {
+		return err
+	}
+	if o.OnCrash != report.Stop && o.OnCrash != report.Kill && o.OnCrash != report.Continue {
+		return exit.Usage(fmt.Errorf("--on-crash %s: want stop, kill or continue", o.OnCrash))
+	}
+	if o.OnHang != report.Watch && o.OnHang != report.Kill {
+		return exit.Usage(fmt.Errorf("--on-hang %s: want watch or kill", o.OnHang))
+	}
+	if o.HTML == "" && o.JSON == "" {
+		return exit.Usage(errors.New("sdm report: say where the report goes: --out FILE.html, --json FILE, or both"))
+	}
+	for _, t := range traces {
+		s, err := report.ParseSpec(t)
+		if err != nil {
+			return exit.Usage(err)
+		}
+		o.Traces = append(o.Traces, s)
+	}
+	front, err := l.ready()
+	if err != nil {
+		return err
+	}
+	requests := make(chan report.Request, 4)
+	o.Requests, o.Program, o.Size, o.Text = requests, fs.Args(), l.job.Size, os.Stdout
+	w := report.New(o)
+	front.Out, front.Console.JSON, front.Console.Color, front.Console.ProgramStatus, front.Console.LiveOutput = w.Writer(), true, false, true, true
+	front.Commands.Drive = w.Drive
+	// SIGUSR1 takes a snapshot (SLURM's --signal=B:USR1@120 before the
+	// allocation ends); SIGTERM, SIGINT or SIGHUP a last one, then the job
+	// ends and the report is written; a second one ends sdm at once.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		for range usr1 {
+			ask(requests, report.Request{Why: "SIGUSR1"})
+		}
+	}()
+	ctx, stop := exit.SignalledTwice(func(sig os.Signal) {
+		ask(requests, report.Request{Why: exit.Name(sig.(syscall.Signal)), End: true})
+	}, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	return outcome(l.start(ctx, front, fs.Args()))
+}
+
+// ask hands a request on, or drops it when as many wait already.
+func ask(requests chan<- report.Request, r report.Request) {
+	select {
+	case requests <- r:
+	default:
+	}
+}
