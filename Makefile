@@ -23,7 +23,7 @@ STARTERS := $(OUT)/mpir-starter $(OUT)/mpir-starter-rank0 $(OUT)/mpir-starter-pa
 STARTER_rank0   := -DRANK0
 STARTER_partial := -DPARTIAL
 STARTER_premain := -DPRE_MAIN
-EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/pending $(OUT)/pending-mpich $(OUT)/pending-f $(OUT)/pending-f-mpich $(OUT)/pending-f08 $(OUT)/pending-f08-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/forks $(OUT)/busy $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
+EXAMPLES := $(OUT)/plain $(OUT)/plain-nodebug $(OUT)/threads $(OUT)/values $(OUT)/flood $(OUT)/ring $(OUT)/ring-mpich $(OUT)/hang $(OUT)/hang-mpich $(OUT)/pending $(OUT)/pending-mpich $(OUT)/pending-f $(OUT)/pending-f-mpich $(OUT)/pending-f08 $(OUT)/pending-f08-mpich $(OUT)/crash $(OUT)/crash-mpich $(OUT)/fault $(OUT)/forks $(OUT)/busy $(OUT)/steps $(OUT)/domain $(OUT)/shapes $(OUT)/dlopen $(OUT)/libplugin.so \
             $(OUT)/dlopen-libs $(STARTERS)
 # How many libraries examples/dlopen may load (`dlopen K`, K up to this).
 DLOPEN_LIBS ?= 1000
@@ -171,6 +171,10 @@ $(OUT)/shapes: examples/shapes/shapes.f90
 	$(FC) $(CFLAGS) -o $@ $<
 
 $(OUT)/busy: examples/busy/busy.c
+	@mkdir -p $(OUT)
+	$(CC) $(CFLAGS) -o $@ $<
+
+$(OUT)/steps: examples/steps/steps.c
 	@mkdir -p $(OUT)
 	$(CC) $(CFLAGS) -o $@ $<
 

@@ -166,7 +166,7 @@ func (c *Console) PrintEvents(ctx context.Context) {
 		switch {
 		case !b.empty() && !c.holding():
 			wait, cancel = context.WithDeadline(ctx, flushAt)
-		case !liveAt.IsZero():
+		case !liveAt.IsZero() && c.holding():
 			wait, cancel = context.WithDeadline(ctx, liveAt)
 		default:
 			wait, cancel = context.WithCancel(ctx)
@@ -188,6 +188,7 @@ func (c *Console) PrintEvents(ctx context.Context) {
 				c.drain(&b)
 			}
 			c.printEvents(b.take())
+			liveAt = time.Time{}
 			c.synced()
 			if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 				continue

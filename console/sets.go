@@ -123,3 +123,6 @@ func runSets(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 	c.println(strings.Join(lines, "\n"))
 	return nil
 }
+
+// Size is the number of ranks of the session's job.
+func (c *Console) Size() int { return c.s.Size() }

@@ -398,3 +398,50 @@ func TestReportUnderSbatchAcrossHosts(t *testing.T) {
 	}
 	noStraysOn(t, c)
 }
+
+// --end-after ends a job that runs on with a last snapshot, as the end of
+// an allocation that no signal announces.
+func TestReportEndAfter(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	plain := filepath.Join(testenv.Examples(t), "plain")
+	dir := t.TempDir()
+	out, stderr, code := run(t, "", append(reportUnder("local", 2, dir, "--end-after", "2s"), "--", plain, "60")...)
+	if code != 128+9 {
+		t.Fatalf("exit %d, want 137 (ranks ended by sdm)\n%s\n%s", code, out, stderr)
+	}
+	r, _ := readReport(t, dir)
+	if r.Outcome != "ended by --end-after 2s" || len(r.Shots) != 1 || r.Seconds < 2 || endsOf(r) != "[0-1] killed" {
+		t.Errorf("outcome %q after %.1f s, %d snapshots, ends %q", r.Outcome, r.Seconds, len(r.Shots), endsOf(r))
+	}
+}
+
+// sdm report --pid watches a job that runs already, as STAT's batch mode
+// does: a snapshot at once, the hang with its diagnosis, and at the end
+// the job left running as it was found, untraced.
+func TestReportAttached(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	bin := testenv.Examples(t)
+	const n = 4
+	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
+	p.lines(t, n, "rank ")
+	dir := t.TempDir()
+	out, stderr, code := run(t, "", "report", "--pid", strconv.Itoa(pid), "--hang-after", "2s", "--end-after", "5s",
+		"--out", filepath.Join(dir, "run.html"), "--json", filepath.Join(dir, "run.json"))
+	r, _ := readReport(t, dir)
+	if len(r.Shots) != 2 || r.Shots[0].Why != "snapshot (at attach)" || len(r.Hangs) != 1 || r.Outcome != "hung" {
+		t.Fatalf("exit %d; snapshots %d, hangs %d, outcome %q\n%s\n%s", code, len(r.Shots), len(r.Hangs), r.Outcome, out, stderr)
+	}
+	if !strings.Contains(classesOf(t, r.Shots[0])["3"], "compute at examples/hang/hang.c:12") {
+		t.Errorf("the snapshot at attach: %v", classesOf(t, r.Shots[0]))
+	}
+	if endsOf(r) != "[0-3] left running as found (detached)" {
+		t.Errorf("ends %q", endsOf(r))
+	}
+	for _, rank := range rankPids(t, pid, n) {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", rank))
+		if err != nil || !strings.Contains(string(status), "\nTracerPid:\t0\n") || strings.Contains(string(status), "\nState:\tT") {
+			t.Errorf("rank process %d after sdm report: %v\n%s", rank, err, status)
+		}
+	}
+}

@@ -42,23 +42,23 @@ type Trace struct {
 	Pending    bool     `json:"pending"`         // its location is in no code loaded yet
 	Error      string   `json:"error,omitempty"` // why it could not be set
 	Hits       []*Hit   `json:"hits"`
-	Dropped    int      `json:"hits_dropped"` // passes past the bound (maxHits), counted only
+	Dropped    int      `json:"hits_dropped"` // ranks' passes past the bound (maxHits), counted only
+	passes     map[int]*passed
 }
 
 // Hit is one pass of a set of ranks through a tracepoint: the n-th of
 // each of them.
 type Hit struct {
-	At     float64 `json:"at"` // seconds since the run
+	At     float64 `json:"at"` // seconds since the run, when the first of them passed
 	Pass   int     `json:"pass"`
 	Ranks  string  `json:"ranks"`
 	Values []Value `json:"values"`
 }
 
-// Value is an expression over a set of ranks, as compare answers it.
+// Value is an expression over the ranks of a hit.
 type Value struct {
-	Expr   string  `json:"expr"`
-	Text   string  `json:"text"` // one line a person reads
-	Groups []group `json:"groups"`
+	Expr string `json:"expr"`
+	Text string `json:"text"` // one line a person reads
 }
 
 // Crash is a fatal signal that stopped ranks, caught at the fault.

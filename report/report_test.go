@@ -71,24 +71,20 @@ func TestRecorderJoinsCutLines(t *testing.T) {
 	}
 }
 
-func TestCompareText(t *testing.T) {
-	rep := func(s string) *record {
-		var r record
-		if err := json.Unmarshal([]byte(s), &r); err != nil {
-			t.Fatal(err)
-		}
-		return &r
-	}
-	for _, c := range []struct{ reply, want string }{
-		{`{"groups":[{"ranks":"0-3","value":{"numbers":{"min":3,"max":3}}}]}`, "i=3"},
-		{`{"groups":[{"ranks":"0-3","value":{"numbers":{"min":1e-6,"max":0.004,"min_ranks":"17","max_ranks":"40","mean":0.001,"nan":"5"}}}]}`,
-			"i min 1e-06 [17] max 0.004 [40] mean 0.001; NaN at [5]"},
-		{`{"groups":[{"ranks":"0-1","value":{"others":[{"value":"\"a\"","ranks":"0"},{"value":"\"b\"","ranks":"1"}]}},{"ranks":"2","error":"No symbol"}]}`,
-			`i: "a" [0], "b" [1]; [2] No symbol`},
-		{`{"error":"no reply"}`, "i: no reply"},
+func TestValueText(t *testing.T) {
+	for _, c := range []struct {
+		vals map[int]string
+		want string
+	}{
+		{map[int]string{0: "3", 1: "3", 2: "3"}, "i=3"},
+		{map[int]string{17: "1e-06", 40: "0.004", 3: "0.001", 5: "nan(0x8000000000000)"}, "i min 1e-06 [17] max 0.004 [40] mean 0.001667; NaN at [5]"},
+		{map[int]string{0: "1", 1: "nan", 2: "1"}, "i min 1 [0,2] max 1 [0,2] mean 1; NaN at [1]"},
+		{map[int]string{0: `"a"`, 1: `"b"`, 2: `"a"`, 3: "<error: No symbol>"}, `i: "a" [0,2], "b" [1], <error: No symbol> [3]`},
+		{map[int]string{0: "a", 1: "b", 2: "c", 3: "d", 4: "e", 5: "e"}, "i: a [0], b [1], c [2], d [3], 1 more"},
+		{nil, "i: no value"},
 	} {
-		if got := compareText("i", rep(c.reply)); got != c.want {
-			t.Errorf("compareText(%s) = %q, want %q", c.reply, got, c.want)
+		if got := valueText("i", c.vals); got != c.want {
+			t.Errorf("valueText(%v) = %q, want %q", c.vals, got, c.want)
 		}
 	}
 }

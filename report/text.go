@@ -173,6 +173,9 @@ func programName(argv []string) string {
 	if len(argv) == 0 {
 		return "the program"
 	}
+	if strings.HasPrefix(argv[0], "the job ") {
+		return argv[0]
+	}
 	return filepath.Base(argv[0])
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"sort"
 	"strings"
 
@@ -82,7 +84,7 @@ func splitTop(s string) ([]string, error) {
 
 // setTrace sets a tracepoint's breakpoint in every rank.
 func (w *Watcher) setTrace(ctx context.Context, s *Spec) {
-	t := &Trace{Spec: s.Text, Location: s.Location, Condition: s.Condition, Exprs: s.Exprs, Hits: []*Hit{}}
+	t := &Trace{Spec: s.Text, Location: s.Location, Condition: s.Condition, Exprs: s.Exprs, Hits: []*Hit{}, passes: map[int]*passed{}}
 	if t.Exprs == nil {
 		t.Exprs = []string{}
 	}
@@ -119,96 +121,147 @@ func (w *Watcher) setTrace(ctx context.Context, s *Spec) {
 }
 
 // pass records what ranks hold as they pass a tracepoint, each at its
-// n-th pass, and lets them go on.
+// n-th pass, and lets them go on. Each expression is evaluated once for
+// all the ranks that stopped together, whatever their passes; the passes
+// are merged over ranks when the report is written (hits).
 func (w *Watcher) pass(ctx context.Context, t *Trace, ranks wire.RankSet) {
 	counts := w.passes[t.Breakpoint]
 	if counts == nil {
 		counts = map[int]int{}
 		w.passes[t.Breakpoint] = counts
 	}
-	byPass := map[int]wire.RankSet{}
+	var kept wire.RankSet
+	at := w.since()
 	ranks.Each(func(r int) bool {
 		counts[r]++
-		byPass[counts[r]] = byPass[counts[r]].Union(wire.Single(r))
+		if p := counts[r]; p > maxHits {
+			t.Dropped++
+		} else {
+			kept = kept.Union(wire.Single(r))
+			if t.passes[p] == nil {
+				t.passes[p] = &passed{at: at, vals: make([]map[int]string, len(t.Exprs))}
+			}
+			t.passes[p].ranks = t.passes[p].ranks.Union(wire.Single(r))
+		}
 		return true
 	})
-	passes := make([]int, 0, len(byPass))
-	for p := range byPass {
-		passes = append(passes, p)
-	}
-	sort.Ints(passes)
-	for _, p := range passes {
-		if len(t.Hits) >= maxHits {
-			t.Dropped++
-			continue
+	for i, e := range t.Exprs {
+		if kept.Empty() {
+			break
 		}
-		h := &Hit{At: w.since(), Pass: p, Ranks: byPass[p].String(), Values: []Value{}}
-		for _, e := range t.Exprs {
-			rep := w.exec(ctx, "[%v] compare %s", byPass[p], e)
-			h.Values = append(h.Values, Value{Expr: e, Text: compareText(e, rep), Groups: rep.Groups})
+		rep := w.exec(ctx, "[%v] print %s", kept, e)
+		for _, g := range rep.Groups {
+			val := g.Error
+			if val == "" {
+				json.Unmarshal(g.Value, &val)
+			} else {
+				val = "<error: " + val + ">"
+			}
+			gr, err := wire.ParseRankSet(g.Ranks)
+			if err != nil {
+				continue
+			}
+			gr.Each(func(r int) bool {
+				p := t.passes[counts[r]]
+				if p.vals[i] == nil {
+					p.vals[i] = map[int]string{}
+				}
+				p.vals[i][r] = val
+				return true
+			})
 		}
-		t.Hits = append(t.Hits, h)
 	}
 	w.cont(ctx, ranks)
 }
 
-// compared is the value of compare (docs/JSON.md), as far as a line says.
-type compared struct {
-	Numbers *struct {
-		Min      float64 `json:"min"`
-		Max      float64 `json:"max"`
-		MinRanks string  `json:"min_ranks"`
-		MaxRanks string  `json:"max_ranks"`
-		Mean     float64 `json:"mean"`
-		NaN      string  `json:"nan"`
-		Inf      string  `json:"inf"`
-	} `json:"numbers"`
-	Others []struct {
-		Value string `json:"value"`
-		Ranks string `json:"ranks"`
-	} `json:"others"`
+// passed is what the ranks held at one pass of a tracepoint: each
+// expression's value by rank.
+type passed struct {
+	at    float64
+	ranks wire.RankSet
+	vals  []map[int]string
 }
 
-// compareText says in one line what compare answered for expr:
-// "i=3", "residual min 1.2e-06 [17] max 0.0041 [40] mean 0.0003".
-func compareText(expr string, rep *record) string {
-	if rep.Error != "" {
-		return expr + ": " + rep.Error
+// hits merges each pass over the ranks that made it.
+func (t *Trace) hits() {
+	passes := make([]int, 0, len(t.passes))
+	for p := range t.passes {
+		passes = append(passes, p)
 	}
-	var parts []string
-	for _, g := range rep.Groups {
-		if g.Error != "" {
-			parts = append(parts, fmt.Sprintf("[%s] %s", g.Ranks, g.Error))
+	sort.Ints(passes)
+	for _, n := range passes {
+		p := t.passes[n]
+		h := &Hit{At: p.at, Pass: n, Ranks: p.ranks.String(), Values: []Value{}}
+		for i, e := range t.Exprs {
+			h.Values = append(h.Values, Value{Expr: e, Text: valueText(e, p.vals[i])})
+		}
+		t.Hits = append(t.Hits, h)
+	}
+}
+
+// valueText says in one line what ranks hold: "i=3" when they agree,
+// "residual min 1.2e-06 [17] max 0.0041 [40] mean 0.0003" for numbers
+// that differ, the distinct values with their ranks for others.
+func valueText(expr string, vals map[int]string) string {
+	if len(vals) == 0 {
+		return expr + ": no value"
+	}
+	by := map[string]wire.RankSet{}
+	numbers, n := true, 0
+	var lo, hi, sum float64
+	var loRanks, hiRanks, nan wire.RankSet
+	for r, v := range vals {
+		one := wire.Single(r)
+		by[v] = by[v].Union(one)
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil && strings.HasPrefix(strings.TrimPrefix(v, "-"), "nan(") {
+			x, err = math.NaN(), nil // gdb's NaN: nan(0x8000000000000)
+		}
+		switch {
+		case err != nil:
+			numbers = false
+			continue
+		case math.IsNaN(x):
+			nan = nan.Union(one)
 			continue
 		}
-		var v compared
-		if json.Unmarshal(g.Value, &v) != nil {
-			continue
+		if n == 0 || x < lo {
+			lo, loRanks = x, one
+		} else if x == lo {
+			loRanks = loRanks.Union(one)
 		}
-		if n := v.Numbers; n != nil {
-			if n.Min == n.Max {
-				parts = append(parts, fmt.Sprintf("%s=%g", expr, n.Min))
-			} else {
-				parts = append(parts, fmt.Sprintf("%s min %g [%s] max %g [%s] mean %g", expr, n.Min, n.MinRanks, n.Max, n.MaxRanks, n.Mean))
-			}
-			if n.NaN != "" {
-				parts = append(parts, "NaN at ["+n.NaN+"]")
-			}
-			if n.Inf != "" {
-				parts = append(parts, "Inf at ["+n.Inf+"]")
-			}
+		if n == 0 || x > hi {
+			hi, hiRanks = x, one
+		} else if x == hi {
+			hiRanks = hiRanks.Union(one)
 		}
-		switch len(v.Others) {
-		case 0:
-		case 1:
-			parts = append(parts, expr+"="+v.Others[0].Value)
-		default:
-			var vals []string
-			for _, o := range v.Others {
-				vals = append(vals, fmt.Sprintf("%s [%s]", o.Value, o.Ranks))
-			}
-			parts = append(parts, expr+": "+strings.Join(vals, ", "))
+		n++
+		sum += x
+	}
+	if len(by) == 1 {
+		for v := range by {
+			return expr + "=" + v
 		}
 	}
-	return strings.Join(parts, "; ")
+	if numbers && n > 0 {
+		text := fmt.Sprintf("%s min %g [%v] max %g [%v] mean %g", expr, lo, loRanks, hi, hiRanks, sum/float64(n))
+		if !nan.Empty() {
+			text += fmt.Sprintf("; NaN at [%v]", nan)
+		}
+		return text
+	}
+	distinct := make([]string, 0, len(by))
+	for v := range by {
+		distinct = append(distinct, v)
+	}
+	sort.Slice(distinct, func(i, j int) bool { return by[distinct[i]].Min() < by[distinct[j]].Min() })
+	parts := make([]string, 0, 4)
+	for i, v := range distinct {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("%d more", len(distinct)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s [%v]", v, by[v]))
+	}
+	return expr + ": " + strings.Join(parts, ", ")
 }

@@ -20,7 +20,10 @@ import (
 // Options say what a watch looks for and what it does when it sees it.
 type Options struct {
 	Program []string
-	Size    int
+	// Attached is a job that ran before the watch: it is not run, a
+	// snapshot is taken at once, and the job is left running (detached)
+	// unless the watch ends it for a crash or a hang.
+	Attached bool
 	Traces  []Spec
 	// OnCrash is what follows a crash once its stacks are taken: stop
 	// (halt the other ranks, take their stacks, end the job), kill (take
@@ -37,6 +40,9 @@ type Options struct {
 	// the job's end (SIGTERM: the allocation ends).
 	SnapshotEvery time.Duration
 	Requests      <-chan Request
+	// EndAfter, when set, ends the job this long after its run, with a
+	// last snapshot: an allocation's end that no signal announces.
+	EndAfter time.Duration
 	HTML, JSON    string    // the files written, "" for none
 	Text          io.Writer // the program's output and the watch's news as they come, then the summary
 }
@@ -74,7 +80,8 @@ type Watcher struct {
 	exits               map[string]wire.RankSet
 	traces              map[int]*Trace
 	passes              map[int]map[int]int // a tracepoint's passes by rank
-	finish              bool                // the job ends now
+	finish              bool                // the watch ends now
+	ending              bool                // and ends the job, even one it attached to
 	first               *Crash
 	delivered           map[string]bool // crashes delivered: ranks, signal, frame
 	still               string          // the stacks of the last sample, to see a hang
@@ -86,8 +93,8 @@ type Watcher struct {
 // New returns a watcher for a job o describes.
 func New(o Options) *Watcher {
 	w := &Watcher{o: o, tails: map[int][]string{}, partial: map[int]string{}, exits: map[string]wire.RankSet{},
-		traces: map[int]*Trace{}, delivered: map[string]bool{}, passes: map[int]map[int]int{}, all: wire.All(o.Size)}
-	w.rep = Report{Version: Version, Program: o.Program, Ranks: o.Size, Traces: []*Trace{}, Crashes: []*Crash{},
+		traces: map[int]*Trace{}, delivered: map[string]bool{}, passes: map[int]map[int]int{}}
+	w.rep = Report{Version: Version, Program: o.Program, Traces: []*Trace{}, Crashes: []*Crash{},
 		Hangs: []*Shot{}, Shots: []*Shot{}, Exits: []Exit{}, Output: []Tail{}, Timeline: []Entry{}}
 	w.rec.seen = w.seen
 	w.start = time.Now()
@@ -102,6 +109,7 @@ func (w *Watcher) Writer() io.Writer { return &w.rec }
 // (console.ProgramExit), or why the report could not be written.
 func (w *Watcher) Drive(ctx context.Context, con *console.Console) error {
 	w.con = con
+	w.all, w.rep.Ranks = wire.All(con.Size()), con.Size()
 	for i := range w.o.Traces {
 		w.setTrace(ctx, &w.o.Traces[i])
 	}
@@ -110,10 +118,14 @@ func (w *Watcher) Drive(ctx context.Context, con *console.Console) error {
 	w.rep.Started = w.start.UTC()
 	w.mu.Unlock()
 	w.lastShot, w.stillSince = w.start, w.start
-	w.exec(ctx, "run")
 	w.running = w.all
+	if w.o.Attached {
+		w.shot(ctx, "at attach")
+	} else {
+		w.exec(ctx, "run")
+	}
 	for ctx.Err() == nil {
-		w.handle(ctx, w.rec.takeEvents())
+		w.handle(ctx, w.gather(ctx, w.rec.takeEvents()))
 		if w.finish || w.live().Empty() || w.running.Empty() {
 			break
 		}
@@ -176,6 +188,9 @@ func (w *Watcher) tick(ctx context.Context) {
 	if w.o.SnapshotEvery > 0 {
 		period = min(period, max(time.Until(w.lastShot.Add(w.o.SnapshotEvery)), 10*time.Millisecond))
 	}
+	if w.o.EndAfter > 0 {
+		period = min(period, max(time.Until(w.start.Add(w.o.EndAfter)), 10*time.Millisecond))
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	asked := make(chan Request, 1)
 	go func() {
@@ -192,13 +207,23 @@ func (w *Watcher) tick(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	if w.o.EndAfter > 0 && time.Since(w.start) >= w.o.EndAfter {
+		select {
+		case asked <- Request{Why: "--end-after " + w.o.EndAfter.String(), End: true}:
+		default:
+		}
+	}
 	select {
 	case req := <-asked:
 		w.shot(ctx, req.Why)
 		if req.End {
 			w.outcome("ended by " + req.Why)
 			w.finish = true
-			w.say(wire.RankSet{}, "%s: the job is ended", req.Why)
+			if w.o.Attached {
+				w.say(wire.RankSet{}, "%s: the job is left running as it was found", req.Why)
+			} else {
+				w.say(wire.RankSet{}, "%s: the job is ended", req.Why)
+			}
 			return
 		}
 	default:
@@ -246,7 +271,7 @@ func (w *Watcher) lookForHang(ctx context.Context) {
 	w.rep.Hangs = append(w.rep.Hangs, s)
 	if w.o.OnHang == Kill {
 		w.outcome("hung")
-		w.finish = true
+		w.finish, w.ending = true, true
 		w.say(wire.RankSet{}, "%s: the job is ended (--on-hang kill)", why)
 	} else {
 		w.say(wire.RankSet{}, "%s: watching on (--on-hang watch)", why)
@@ -416,7 +441,7 @@ func (w *Watcher) crash(ctx context.Context, ranks wire.RankSet, st state) {
 	case Kill:
 		c.Others = w.snapshot(ctx, "at the crash, the others running", false)
 		c.Then = "the job was ended (--on-crash kill)"
-		w.finish = true
+		w.finish, w.ending = true, true
 	default:
 		if others := w.running; !others.Empty() {
 			w.exec(ctx, "[%v] halt", others)
@@ -424,7 +449,7 @@ func (w *Watcher) crash(ctx context.Context, ranks wire.RankSet, st state) {
 		}
 		c.Others = w.snapshot(ctx, "at the crash, every rank halted", false)
 		c.Then = "every rank was halted, its stacks taken, and the job ended (--on-crash stop)"
-		w.finish = true
+		w.finish, w.ending = true, true
 	}
 	if w.first == nil {
 		w.first = c
@@ -442,13 +467,15 @@ func (w *Watcher) end(ctx context.Context) {
 	if ctx.Err() != nil {
 		w.outcome("interrupted")
 	}
-	if live := w.live(); w.finish && !live.Empty() && ctx.Err() == nil {
+	if live := w.live(); w.finish && !live.Empty() && ctx.Err() == nil && (!w.o.Attached || w.ending) {
 		w.exec(ctx, "[%v] kill", live)
 		w.exec(ctx, "[%v] wait 10", live)
 	}
 	w.finish = true // no more actions: the events left are only recorded
 	w.handle(ctx, w.rec.takeEvents())
-	if left := w.live(); !left.Empty() {
+	if left := w.live(); !left.Empty() && w.o.Attached {
+		w.exits["left running as found (detached)"] = left
+	} else if !left.Empty() {
 		w.exits["still running when the report was written"] = left
 	}
 	w.outcome("ended")
@@ -532,4 +559,38 @@ func (w *Watcher) outcome(what string) {
 	if w.rep.Outcome == "" {
 		w.rep.Outcome = what
 	}
+}
+
+// gatherWait bounds how long ranks that still run are waited for once
+// some stopped at a tracepoint.
+const gatherWait = 50 * time.Millisecond
+
+// gather waits a little for the ranks that still run when some of the
+// events are stops at a tracepoint: ranks that run the same loop pass it
+// within moments of each other, and evaluating the expressions once for
+// all of them costs one round trip instead of one per rank.
+func (w *Watcher) gather(ctx context.Context, events []record) []record {
+	running, traced := w.running, false
+	for _, ev := range events {
+		ranks, err := wire.ParseRankSet(ev.Ranks)
+		if err != nil {
+			continue
+		}
+		switch ev.Event {
+		case "running":
+			running = running.Union(ranks)
+		case "stopped":
+			running = running.Minus(ranks)
+			var st state
+			json.Unmarshal(ev.Value, &st)
+			traced = traced || st.Reason == "breakpoint-hit" && w.traces[st.Breakpoint] != nil
+		case "exited", "lost":
+			running = running.Minus(ranks)
+		}
+	}
+	if !traced || running.Empty() || w.finish {
+		return events
+	}
+	w.exec(ctx, "[%v] wait %g", running, gatherWait.Seconds())
+	return append(events, w.rec.takeEvents()...)
 }

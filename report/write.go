@@ -16,6 +16,9 @@ import (
 func (w *Watcher) write() error {
 	r := &w.rep
 	r.Seconds = w.since()
+	for _, t := range r.Traces {
+		t.hits()
+	}
 	r.Exits = exitsOf(w.exits)
 	r.Output = w.tailsOf()
 	status := w.status()

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sdm-hpc/sdm/internal/exit"
+	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/report"
 )
 
@@ -27,10 +28,23 @@ func runReport(args []string) error {
 	fs.DurationVar(&o.HangAfter, "hang-after", 0, "a hang is no rank's stack changing for this long: stacks, queues and deadlock's diagnosis are taken (--hang-after 5m; 0: never)")
 	fs.StringVar(&o.OnHang, "on-hang", report.Watch, "after a hang is taken: watch (go on, take the next after a change) or kill (end the job)")
 	fs.DurationVar(&o.SnapshotEvery, "snapshot-every", 0, "take every rank's stacks and queues this often (--snapshot-every 10m; 0: never)")
+	fs.DurationVar(&o.EndAfter, "end-after", 0, "take a last snapshot and end the job this long after it started running, before an allocation's end that nothing announces (--end-after 55m)")
+	var m launcher.MPIR
+	fs.IntVar(&m.Pid, "pid", 0, "watch a running job instead, acquired through its starter's MPIR (mpirun, srun) by its process id; it is left running when the report is written (--pid 4242)")
+	fs.StringVar(&m.Slurm, "slurm", "", "watch a running SLURM job step instead, by its id, JOBID.STEP or JOBID (--slurm 1234.0)")
 	if help, err := parseFlags(fs, args, helpFile("report")); help || err != nil {
 		return err
 	}
-	if err := l.check(fs); err != nil {
+	o.Attached = fs.Changed("pid") || fs.Changed("slurm")
+	if o.Attached {
+		if err := m.CheckRunning(launcher.Given{Pid: fs.Changed("pid"), Slurm: fs.Changed("slurm")}); err != nil {
+			return exit.Usage(fmt.Errorf("sdm report: %w", err))
+		}
+		if fs.NArg() > 0 {
+			return exit.Usage(fmt.Errorf("sdm report: unexpected %q (the job runs already)", fs.Arg(0)))
+		}
+		l.job.Debugger = "gdb-mi"
+	} else if err := l.check(fs); err != nil {
 		return err
 	}
 	if o.OnCrash != report.Stop && o.OnCrash != report.Kill && o.OnCrash != report.Continue {
@@ -54,7 +68,10 @@ func runReport(args []string) error {
 		return err
 	}
 	requests := make(chan report.Request, 4)
-	o.Requests, o.Program, o.Size, o.Text = requests, fs.Args(), l.job.Size, os.Stdout
+	o.Requests, o.Program, o.Text = requests, fs.Args(), os.Stdout
+	if o.Attached {
+		o.Program = []string{attachedName(m)}
+	}
 	w := report.New(o)
 	front.Out, front.Console.JSON, front.Console.Color, front.Console.ProgramStatus, front.Console.LiveOutput = w.Writer(), true, false, true, true
 	front.Commands.Drive = w.Drive
@@ -73,7 +90,18 @@ func runReport(args []string) error {
 		ask(requests, report.Request{Why: exit.Name(sig.(syscall.Signal)), End: true})
 	}, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	if o.Attached {
+		return outcome(front.Acquire(ctx, l.job, m, nil, false))
+	}
 	return outcome(l.start(ctx, front, fs.Args()))
+}
+
+// attachedName names a running job as its flags do.
+func attachedName(m launcher.MPIR) string {
+	if m.Slurm != "" {
+		return "the job --slurm " + m.Slurm
+	}
+	return fmt.Sprintf("the job --pid %d", m.Pid)
 }
 
 // ask hands a request on, or drops it when as many wait already.
