@@ -124,11 +124,8 @@ func TestAttachMPICHStarter(t *testing.T) {
 // Open MPI's ranks are children of mpirun and carry OMPI_COMM_WORLD_RANK.
 func TestAttachOpenMPIStarter(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
-	bin := testenv.Examples(t)
 	const n = 4
-	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
-	p.lines(t, n, "rank ")
+	pid := hungMpirun(t, n)
 	out, stderr, code := run(t, "", "attach", "--gdb", "eager", "--starter", strconv.Itoa(pid), "-e", "halt", "-e", "wait", "-e", "stacks", "-e", "detach")
 	// Named as ps names it: prterun under Open MPI 5, whose mpirun is it.
 	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,11 +289,8 @@ func hasVariable(vars []godap.Variable, name, value string) bool {
 // neither stopped nor traced.
 func TestDAPAttachPause(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
-	bin := testenv.Examples(t)
 	const n = 4
-	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
-	p.lines(t, n, "rank ")
+	pid := hungMpirun(t, n)
 	c := launchDAP(t, "attach", map[string]any{"pid": pid})
 	threads := pausedAtCompute(t, c, n)
 	if msg := c.failure("stackTrace", map[string]any{"threadId": 99}); !strings.Contains(msg, "no thread 99") {

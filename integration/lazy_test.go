@@ -246,11 +246,8 @@ func TestLazySignals(t *testing.T) {
 // without gdb (the default --gdb lazy): stacks needs no halt, and the
 // ranks run on through it and after the detach.
 func TestAttachLazyOpenMPIRunning(t *testing.T) {
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
-	bin := testenv.Examples(t)
 	const n = 4
-	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
-	p.lines(t, n, "rank ")
+	pid := hungMpirun(t, n)
 	out, stderr, code := run(t, "", "attach", "--starter", strconv.Itoa(pid), "-e", "stacks", "-e", "status", "-e", "detach")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)

@@ -78,6 +78,16 @@ func (p *proc) lines(t testing.TB, n int, what string) {
 	}
 }
 
+// hungMpirun starts n ranks of hang under Open MPI's mpirun, detached,
+// and returns mpirun's pid once every rank has said it runs.
+func hungMpirun(t testing.TB, n int) int {
+	t.Helper()
+	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
+	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(testenv.Examples(t), "hang"))
+	p.lines(t, n, "rank ")
+	return pid
+}
+
 // detached runs argv in the background as a grandchild, not a child: the
 // starter of a job the test attaches to must not be the test's own child,
 // whose wait would take the stops that tracing it causes. It returns the

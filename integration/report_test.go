@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/report"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -420,11 +421,8 @@ func TestReportEndAfter(t *testing.T) {
 // the job left running as it was found, untraced.
 func TestReportAttached(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
-	bin := testenv.Examples(t)
 	const n = 4
-	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
-	p.lines(t, n, "rank ")
+	pid := hungMpirun(t, n)
 	dir := t.TempDir()
 	out, stderr, code := run(t, "", "report", "--pid", strconv.Itoa(pid), "--hang-after", "2s", "--end-after", "5s",
 		"--out", filepath.Join(dir, "run.html"), "--json", filepath.Join(dir, "run.json"))
@@ -439,9 +437,8 @@ func TestReportAttached(t *testing.T) {
 		t.Errorf("ends %q", endsOf(r))
 	}
 	for _, rank := range rankPids(t, pid, n) {
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", rank))
-		if err != nil || !strings.Contains(string(status), "\nTracerPid:\t0\n") || strings.Contains(string(status), "\nState:\tT") {
-			t.Errorf("rank process %d after sdm report: %v\n%s", rank, err, status)
+		if stopped, tracer := mpir.Traced(rank); stopped || tracer != 0 {
+			t.Errorf("rank process %d after sdm report: stopped %v, traced by %d", rank, stopped, tracer)
 		}
 	}
 }

@@ -126,11 +126,8 @@ func TestStacksCommandRefusals(t *testing.T) {
 // suggestion come from samples, without gdb, and the ranks run on,
 // untraced, once it ends.
 func TestStacksCommandOnOpenMPI(t *testing.T) {
-	mpirun := testenv.RequireTool(t, "mpirun.openmpi", "mpirun")
-	bin := testenv.Examples(t)
 	const n = 4
-	p, pid := detached(t, []string{"OMPI_MPIR_DO_NOT_WARN=1"}, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n), filepath.Join(bin, "hang"))
-	p.lines(t, n, "rank ")
+	pid := hungMpirun(t, n)
 	out, stderr, code := run(t, "", "stacks", "--pid", strconv.Itoa(pid), "--samples", "2", "--interval", "20ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
