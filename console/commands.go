@@ -475,3 +475,20 @@ func runHelp(_ context.Context, c *Console, _ wire.RankSet, args string) error {
 		strings.Join(lines, "\n"))
 	return nil
 }
+
+// Reference is every command as help COMMAND explains it, in Markdown,
+// in the order of the table: the command reference's console part.
+func Reference() string {
+	var b strings.Builder
+	for _, cmd := range commands {
+		fmt.Fprintf(&b, "### %s\n\n`[SET] %s`: %s", cmd.name, cmd.usage, cmd.help)
+		if len(cmd.aliases) > 0 {
+			fmt.Fprintf(&b, " (also: `%s`)", strings.Join(cmd.aliases, "`, `"))
+		}
+		b.WriteString("\n\n")
+		if cmd.more != "" {
+			fmt.Fprintf(&b, "```\n%s\n```\n\n", strings.TrimRight(cmd.more, "\n"))
+		}
+	}
+	return b.String()
+}
