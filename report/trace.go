@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sdm-hpc/sdm/wire"

@@ -24,7 +24,7 @@ type Options struct {
 	// snapshot is taken at once, and the job is left running (detached)
 	// unless the watch ends it for a crash or a hang.
 	Attached bool
-	Traces  []Spec
+	Traces   []Spec
 	// OnCrash is what follows a crash once its stacks are taken: stop
 	// (halt the other ranks, take their stacks, end the job), kill (take
 	// the others' stacks as they run, end the job) or continue (deliver
@@ -42,9 +42,9 @@ type Options struct {
 	Requests      <-chan Request
 	// EndAfter, when set, ends the job this long after its run, with a
 	// last snapshot: an allocation's end that no signal announces.
-	EndAfter time.Duration
-	HTML, JSON    string    // the files written, "" for none
-	Text          io.Writer // the program's output and the watch's news as they come, then the summary
+	EndAfter   time.Duration
+	HTML, JSON string    // the files written, "" for none
+	Text       io.Writer // the program's output and the watch's news as they come, then the summary
 }
 
 // OnCrash and OnHang values.
