@@ -52,6 +52,11 @@ func TestBadFlagValuesAreUsageErrors(t *testing.T) {
 		{"debug", "--exit-status", "always", "--debugger", "sim", "--", "ring"},
 		{"attach", "--pid", "1", "--exit-status", "always"},
 		{"listen", "--accept-all", "--exit-status", "always"},
+		{"report", "--on-crash", "maybe", "--out", "x.html", "--", "ring"},
+		{"report", "--on-hang", "stop", "--out", "x.html", "--", "ring"},
+		{"report", "--", "ring"},
+		{"report", "--trace-at", "main,f(x", "--out", "x.html", "--", "ring"},
+		{"report", "--pid", "1", "--slurm", "2.0", "--out", "x.html"},
 	} {
 		_, stderr, code := run(t, "", args...)
 		if code != 2 || stderr == "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,16 +18,8 @@ import (
 func runReport(args []string) error {
 	fs := pflag.NewFlagSet("sdm report", pflag.ContinueOnError)
 	l := addLaunchFlags(fs, addJobFlags(fs))
-	var o report.Options
-	var traces []string
-	fs.StringVar(&o.HTML, "out", "", "write the report as one HTML page (--out run.html)")
-	fs.StringVar(&o.JSON, "json", "", "write the report as JSON (--json run.json)")
-	fs.StringArrayVar(&traces, "trace-at", nil, "a tracepoint: LOC[,EXPR...] [if COND]; each rank passing LOC has the expressions compared over the ranks, then goes on; repeatable (--trace-at 'solver.c:42,i,residual if i % 10 == 0')")
-	fs.StringVar(&o.OnCrash, "on-crash", report.Stop, "after a crash's stacks are taken: stop (halt every rank, take its stacks, end the job), kill (take the others' stacks as they run, end the job) or continue (deliver the signal, watch on)")
-	fs.DurationVar(&o.HangAfter, "hang-after", 0, "a hang is no rank's stack changing for this long: stacks, queues and deadlock's diagnosis are taken (--hang-after 5m; 0: never)")
-	fs.StringVar(&o.OnHang, "on-hang", report.Watch, "after a hang is taken: watch (go on, take the next after a change) or kill (end the job)")
-	fs.DurationVar(&o.SnapshotEvery, "snapshot-every", 0, "take every rank's stacks and queues this often (--snapshot-every 10m; 0: never)")
-	fs.DurationVar(&o.EndAfter, "end-after", 0, "take a last snapshot and end the job this long after it started running, before an allocation's end that nothing announces (--end-after 55m)")
+	rf := report.AddFlags(fs)
+	o := &rf.Options
 	var m launcher.MPIR
 	fs.IntVar(&m.Pid, "pid", 0, "watch a running job instead, acquired through its starter's MPIR (mpirun, srun) by its process id; it is left running when the report is written (--pid 4242)")
 	fs.StringVar(&m.Slurm, "slurm", "", "watch a running SLURM job step instead, by its id, JOBID.STEP or JOBID (--slurm 1234.0)")
@@ -47,21 +38,8 @@ func runReport(args []string) error {
 	} else if err := l.check(fs); err != nil {
 		return err
 	}
-	if o.OnCrash != report.Stop && o.OnCrash != report.Kill && o.OnCrash != report.Continue {
-		return exit.Usage(fmt.Errorf("--on-crash %s: want stop, kill or continue", o.OnCrash))
-	}
-	if o.OnHang != report.Watch && o.OnHang != report.Kill {
-		return exit.Usage(fmt.Errorf("--on-hang %s: want watch or kill", o.OnHang))
-	}
-	if o.HTML == "" && o.JSON == "" {
-		return exit.Usage(errors.New("sdm report: say where the report goes: --out FILE.html, --json FILE, or both"))
-	}
-	for _, t := range traces {
-		s, err := report.ParseSpec(t)
-		if err != nil {
-			return exit.Usage(err)
-		}
-		o.Traces = append(o.Traces, s)
+	if err := rf.Parsed(); err != nil {
+		return exit.Usage(err)
 	}
 	front, err := l.ready()
 	if err != nil {
@@ -72,7 +50,7 @@ func runReport(args []string) error {
 	if o.Attached {
 		o.Program = []string{attachedName(m)}
 	}
-	w := report.New(o)
+	w := report.New(*o)
 	front.Out, front.Console.JSON, front.Console.Color, front.Console.ProgramStatus, front.Console.LiveOutput = w.Writer(), true, false, true, true
 	front.Commands.Drive = w.Drive
 	// SIGUSR1 takes a snapshot (SLURM's --signal=B:USR1@120 before the
