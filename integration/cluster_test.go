@@ -284,24 +284,24 @@ func TestHostCutOff(t *testing.T) {
 	noStraysOn(t, c)
 }
 
-// The README's example across nodes runs as written on the emulated
-// cluster, once its environment is sourced, and prints what the README
-// shows.
-func TestREADMEAcrossNodes(t *testing.T) {
+// The guide's example across nodes (docs/CLUSTERS.md) runs as written on
+// the emulated cluster, once its environment is sourced, and prints what
+// the guide shows.
+func TestGuideAcrossNodes(t *testing.T) {
 	c := testenv.StartCluster(t)
 	bin := testenv.Examples(t)
 	testenv.RequireTool(t, "gdb")
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "CLUSTERS.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "### Across nodes\n")
+	_, section, ok := strings.Cut(string(readme), "## Across nodes\n")
 	_, block, ok2 := strings.Cut(section, "```sh\n")
 	command, rest, ok3 := strings.Cut(block, "```\n")
 	_, shown, ok4 := strings.Cut(rest, "```\n")
 	shown, _, ok5 := strings.Cut(shown, "```\n")
 	if !ok || !ok2 || !ok3 || !ok4 || !ok5 {
-		t.Fatal("README.md has no example across nodes with its output")
+		t.Fatal("docs/CLUSTERS.md has no example across nodes with its output")
 	}
 	command = strings.ReplaceAll(strings.TrimSpace(command), "\\\n", " ")
 	cmd := testenv.Command(t, "sh", "-c", ". "+c.Env+" && cd "+bin+" && "+command)
