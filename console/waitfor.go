@@ -59,63 +59,18 @@ func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
 		}
 		return wire.RankSet{}
 	}
-	// Collectives by communicator (its members) and call, and the
-	// nonblocking ones posted, by theirs.
-	type coll struct{ members, call string }
-	inColl, posted := map[coll]wire.RankSet{}, map[coll]wire.RankSet{}
-	for r, q := range queues {
-		for _, o := range q.Ops {
-			if sends(o) && !receives(o) && o.Peer >= 0 && (o.Request || inCall(o)) {
-				g.sends[r] = append(g.sends[r], sendOp{o, membersOf(r, o)})
-			}
-			if o.Request && postedCollective(o.Call) {
-				k := coll{membersOf(r, o).String(), o.Call}
-				posted[k] = posted[k].Union(wire.Single(r))
-			}
-		}
-		for _, o := range q.Ops {
-			if inCall(o) {
-				g.blocked[r], g.members[r] = o, membersOf(r, o)
-				abs, _ := pendingText(o, r, size)
-				g.what[r] = abs
-				if c, _ := mpiCall(o.Call); c.Kind == "collective" {
-					k := coll{g.members[r].String(), o.Call}
-					inColl[k] = inColl[k].Union(wire.Single(r))
-				}
-				break
-			}
-		}
-	}
+	inColl, posted := g.gather(queues, size, membersOf)
 	for r, o := range g.blocked {
 		c, _ := mpiCall(o.Call)
 		switch {
 		case c.Kind == "collective":
-			missing := g.members[r].Minus(inColl[coll{g.members[r].String(), o.Call}])
+			missing := g.members[r].Minus(inColl[collKey{g.members[r].String(), o.Call}])
 			missing.Each(func(m int) bool {
 				g.and[r] = append(g.and[r], m)
 				return true
 			})
 		case c.Kind == "completion":
-			// The peers of the requests it waits on; a nonblocking
-			// collective's, the members that have not posted it.
-			var peers []int
-			complete := true // every request can complete
-			for _, p := range queues[r].Ops {
-				switch {
-				case p.Request && p.Peer >= 0:
-					peers = append(peers, p.Peer)
-				case p.Request && postedCollective(p.Call):
-					m := membersOf(r, p)
-					m.Minus(posted[coll{m.String(), p.Call}]).Each(func(x int) bool {
-						peers = append(peers, x)
-						return true
-					})
-				case p.Request:
-					complete = false
-				}
-			}
-			slices.Sort(peers)
-			peers = slices.Compact(peers)
+			peers, complete := awaited(r, queues[r].Ops, membersOf, posted)
 			g.underway[r] = complete && len(peers) == 0 && slices.ContainsFunc(queues[r].Ops, func(p wire.MPIOp) bool { return p.Request })
 			if o.Call == "MPI_Waitall" || len(peers) == 1 {
 				g.and[r] = peers
@@ -132,6 +87,64 @@ func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
 		}
 	}
 	return g
+}
+
+// collKey is a collective by its communicator (its members) and call.
+type collKey struct{ members, call string }
+
+// gather notes each rank's sends, the call it blocks in, and the ranks
+// in each collective: those blocked in it, and those that posted a
+// nonblocking one.
+func (g *waitFor) gather(queues map[int]wire.Queues, size int, membersOf func(int, wire.MPIOp) wire.RankSet) (inColl, posted map[collKey]wire.RankSet) {
+	inColl, posted = map[collKey]wire.RankSet{}, map[collKey]wire.RankSet{}
+	for r, q := range queues {
+		for _, o := range q.Ops {
+			if sends(o) && !receives(o) && o.Peer >= 0 && (o.Request || inCall(o)) {
+				g.sends[r] = append(g.sends[r], sendOp{o, membersOf(r, o)})
+			}
+			if o.Request && postedCollective(o.Call) {
+				k := collKey{membersOf(r, o).String(), o.Call}
+				posted[k] = posted[k].Union(wire.Single(r))
+			}
+		}
+		for _, o := range q.Ops {
+			if inCall(o) {
+				g.blocked[r], g.members[r] = o, membersOf(r, o)
+				abs, _ := pendingText(o, r, size)
+				g.what[r] = abs
+				if c, _ := mpiCall(o.Call); c.Kind == "collective" {
+					k := collKey{g.members[r].String(), o.Call}
+					inColl[k] = inColl[k].Union(wire.Single(r))
+				}
+				break
+			}
+		}
+	}
+	return inColl, posted
+}
+
+// awaited are the peers of the requests rank r waits on (a nonblocking
+// collective's: the members that have not posted it), and whether every
+// one of its requests can complete.
+func awaited(r int, ops []wire.MPIOp, membersOf func(int, wire.MPIOp) wire.RankSet, posted map[collKey]wire.RankSet) ([]int, bool) {
+	var peers []int
+	complete := true
+	for _, p := range ops {
+		switch {
+		case p.Request && p.Peer >= 0:
+			peers = append(peers, p.Peer)
+		case p.Request && postedCollective(p.Call):
+			m := membersOf(r, p)
+			m.Minus(posted[collKey{m.String(), p.Call}]).Each(func(x int) bool {
+				peers = append(peers, x)
+				return true
+			})
+		case p.Request:
+			complete = false
+		}
+	}
+	slices.Sort(peers)
+	return slices.Compact(peers), complete
 }
 
 // postedCollective says whether call starts a nonblocking collective

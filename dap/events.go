@@ -9,6 +9,7 @@ import (
 
 	godap "github.com/google/go-dap"
 
+	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/op"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -30,107 +31,127 @@ type stop struct {
 func (a *adapter) pump(j *job) {
 	defer close(j.pumped)
 	defer j.repl.close()
-	var stops []stop
-	var outs []wire.Group
-	var going wire.RankSet // ranks told running, not told to the client yet
-	var flushAt time.Time
-	flush := func() {
-		if !going.Empty() {
-			a.continued(j, going)
-			going = wire.RankSet{}
-		}
-		for _, g := range outs {
-			a.rankOutput(g)
-		}
-		outs = nil
-		if len(stops) > 0 {
-			a.stopped(j, stops)
-			stops = nil
-		}
-	}
-	// What is held goes a window after the last event that added to it,
-	// but no later than ten windows after the first: ranks that stop
-	// one after another show as one stop, however many.
-	var firstAt time.Time
-	hold := func() {
-		now := time.Now()
-		if len(stops) == 0 && len(outs) == 0 && going.Empty() {
-			firstAt = now
-		}
-		flushAt = now.Add(a.opts.Window)
-		if last := firstAt.Add(10 * a.opts.Window); last.Before(flushAt) {
-			flushAt = last
-		}
-	}
+	var h held
 	for {
 		ctx, cancel := a.ctx, context.CancelFunc(func() {})
-		if len(stops) > 0 || len(outs) > 0 || !going.Empty() {
-			ctx, cancel = context.WithDeadline(a.ctx, flushAt)
+		if !h.empty() {
+			ctx, cancel = context.WithDeadline(a.ctx, h.flushAt)
 		}
 		ev, err := j.s.NextEvent(ctx)
 		cancel()
 		if err != nil {
+			a.flush(j, &h)
 			if a.ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				flush()
 				continue
 			}
-			flush()
 			if j.state.terminate() {
 				a.send(&godap.TerminatedEvent{Event: godap.Event{Event: "terminated"}})
 			}
 			return
 		}
-		if ev.Op == wire.EventOutput {
-			hold()
-			outs = mergeOutput(outs, ev.Group)
-			continue
+		a.event(j, &h, ev)
+	}
+}
+
+// held is what the pump holds for a window before it tells the client.
+type held struct {
+	stops            []stop
+	outs             []wire.Group
+	going            wire.RankSet // ranks told running, not told to the client yet
+	firstAt, flushAt time.Time
+}
+
+func (h *held) empty() bool { return len(h.stops) == 0 && len(h.outs) == 0 && h.going.Empty() }
+
+// hold has what is held go a window after the last event that added to
+// it, but no later than ten windows after the first: ranks that stop one
+// after another show as one stop, however many.
+func (h *held) hold(window time.Duration) {
+	now := time.Now()
+	if h.empty() {
+		h.firstAt = now
+	}
+	h.flushAt = now.Add(window)
+	if last := h.firstAt.Add(10 * window); last.Before(h.flushAt) {
+		h.flushAt = last
+	}
+}
+
+// flush tells the client what is held: the ranks that went on, the
+// output, then the stops.
+func (a *adapter) flush(j *job, h *held) {
+	if !h.going.Empty() {
+		a.continued(j, h.going)
+		h.going = wire.RankSet{}
+	}
+	for _, g := range h.outs {
+		a.rankOutput(g)
+	}
+	h.outs = nil
+	if len(h.stops) > 0 {
+		a.stopped(j, h.stops)
+		h.stops = nil
+	}
+}
+
+// event takes one event of the tree: output, stops and ranks that run
+// are held; an end or a loss is told at once, after what was held.
+func (a *adapter) event(j *job, h *held, ev client.Event) {
+	if ev.Op == wire.EventOutput {
+		h.hold(a.opts.Window)
+		h.outs = mergeOutput(h.outs, ev.Group)
+		return
+	}
+	j.repl.feed(ev)
+	switch ev.Op {
+	case wire.EventStopped:
+		st, err := op.Stopped.DecodeBody(ev.Group.Body)
+		if err != nil {
+			a.output("stderr", fmt.Sprintf("[%v] a stop sdm could not read: %v\n", ev.Group.Ranks, err))
+			return
 		}
-		j.repl.feed(ev)
-		if ev.Op == wire.EventStopped {
-			st, err := op.Stopped.DecodeBody(ev.Group.Body)
-			if err != nil {
-				a.output("stderr", fmt.Sprintf("[%v] a stop sdm could not read: %v\n", ev.Group.Ranks, err))
-				continue
-			}
-			if msg, ok := a.bps.logpoint(st.Breakpoint); ok {
-				go a.logAndGo(j, ev.Group.Ranks, msg)
-				continue
-			}
-			hold()
-			stops = addStop(stops, stop{ranks: ev.Group.Ranks, state: st, body: ev.Group.Body})
-			if j.state.stopped(ev.Group.Ranks).Empty() {
-				flush()
-			}
-			continue
+		if msg, ok := a.bps.logpoint(st.Breakpoint); ok {
+			go a.logAndGo(j, ev.Group.Ranks, msg)
+			return
 		}
-		if ev.Op == wire.EventRunning {
-			// The ranks a continue sets going tell it one by one: one
-			// continued event for them all, after the stops held before.
-			if len(stops) > 0 {
-				flush()
-			}
-			hold()
-			j.state.ran(ev.Group.Ranks)
-			a.forget(ev.Group.Ranks)
-			going = going.Union(ev.Group.Ranks)
-			continue
+		h.hold(a.opts.Window)
+		h.stops = addStop(h.stops, stop{ranks: ev.Group.Ranks, state: st, body: ev.Group.Body})
+		if j.state.stopped(ev.Group.Ranks).Empty() {
+			a.flush(j, h)
 		}
-		flush()
-		switch ev.Op {
-		case wire.EventExited:
-			st, _ := op.Exited.DecodeBody(ev.Group.Body)
-			if j.state.exited(ev.Group.Ranks) {
-				a.send(&godap.ExitedEvent{Event: godap.Event{Event: "exited"}, Body: godap.ExitedEventBody{ExitCode: st.Code}})
-				if j.state.terminate() {
-					a.send(&godap.TerminatedEvent{Event: godap.Event{Event: "terminated"}})
-				}
-			}
-		case wire.EventLost, wire.EventError:
-			reason, _ := op.Lost.DecodeBody(ev.Group.Body)
-			a.output("stderr", fmt.Sprintf("[%v] %s: %s\n", ev.Group.Ranks, ev.Op, reason))
-			if ev.Op == wire.EventLost && j.state.exited(ev.Group.Ranks) && j.state.terminate() {
+	case wire.EventRunning:
+		// The ranks a continue sets going tell it one by one: one
+		// continued event for them all, after the stops held before.
+		if len(h.stops) > 0 {
+			a.flush(j, h)
+		}
+		h.hold(a.opts.Window)
+		j.state.ran(ev.Group.Ranks)
+		a.forget(ev.Group.Ranks)
+		h.going = h.going.Union(ev.Group.Ranks)
+	default:
+		a.flush(j, h)
+		a.ended(j, ev)
+	}
+}
+
+// ended tells the client of ranks that exited or were lost, and of the
+// job's end with the last of them.
+func (a *adapter) ended(j *job, ev client.Event) {
+	switch ev.Op {
+	case wire.EventExited:
+		st, _ := op.Exited.DecodeBody(ev.Group.Body)
+		if j.state.exited(ev.Group.Ranks) {
+			a.send(&godap.ExitedEvent{Event: godap.Event{Event: "exited"}, Body: godap.ExitedEventBody{ExitCode: st.Code}})
+			if j.state.terminate() {
 				a.send(&godap.TerminatedEvent{Event: godap.Event{Event: "terminated"}})
 			}
+		}
+	case wire.EventLost, wire.EventError:
+		reason, _ := op.Lost.DecodeBody(ev.Group.Body)
+		a.output("stderr", fmt.Sprintf("[%v] %s: %s\n", ev.Group.Ranks, ev.Op, reason))
+		if ev.Op == wire.EventLost && j.state.exited(ev.Group.Ranks) && j.state.terminate() {
+			a.send(&godap.TerminatedEvent{Event: godap.Event{Event: "terminated"}})
 		}
 	}
 }

@@ -45,70 +45,15 @@ func (n *Node) acceptChildren(ctx context.Context, ln net.Listener, wg *sync.Wai
 // release is called once the handshake is over.
 func (n *Node) admit(ctx context.Context, conn net.Conn, release func()) {
 	peer := conn.RemoteAddr()
-	var link *wire.Link
-	var err error
-	if _, local := conn.(*net.UnixConn); local {
-		link, err = wire.NewLocalLink(conn, false, n.cfg.Link)
-	} else {
-		link, err = wire.NewLink(conn, wire.FromChild(n.cfg.Index, n.servers), n.cfg.Link)
-	}
-	if err != nil {
-		release()
-		n.refusals.Refused(peer, err)
+	link, hello, unwatch, ok := n.handshake(ctx, conn, release)
+	if !ok {
 		return
 	}
-	// Until the child is registered, stopping the node must close the link
-	// here; afterwards shutdown does, after telling the child to quit.
-	unwatch := context.AfterFunc(ctx, func() { link.Close() })
-	hello, err := wire.ReadHello(link, n.handshakeTimeout())
-	release()
-	if err != nil {
-		n.log.Printf("tree port: dropped a connection from %s: %v", peer, err)
+	c, out, name, again, ok := n.register(link, hello, peer, unwatch)
+	if !ok {
 		link.Close()
 		return
 	}
-	n.mu.Lock()
-	c := n.children[hello.Index]
-	switch {
-	case c == nil:
-		n.mu.Unlock()
-		n.log.Printf("tree port: dropped a connection from %s: index %d is not a child of %d", peer, hello.Index, n.cfg.Index)
-		link.Close()
-		return
-	case hello.Size != n.servers:
-		n.mu.Unlock()
-		n.log.Printf("tree port: dropped a connection from %s: child %d thinks the job has %d ranks, not %d", peer, hello.Index, hello.Size, n.servers)
-		link.Close()
-		return
-	}
-	if !unwatch() || n.quitting {
-		n.mu.Unlock()
-		link.Close()
-		return
-	}
-	// A child that dials again holds its old link for broken, whatever
-	// this end thinks of it: its loss is told (once: the old link's reader
-	// may find it first) and the commands waiting on it answered for, as
-	// the child dropped their answers, and the new link replaces it.
-	if old := c.link; old != nil {
-		n.mu.Unlock()
-		n.childLost(c, old, fmt.Sprintf("connection to server %d broken (it dialled again)", c.index))
-		n.mu.Lock()
-		if n.quitting || c.link != nil {
-			n.mu.Unlock()
-			link.Close()
-			return
-		}
-	}
-	again := c.connected
-	out := newOutbox(link)
-	c.link, c.out, c.quiet, c.joined, c.connected = link, out, false, wire.RankSet{}, true
-	c.host = hello.Host
-	if c.host == "" {
-		c.host, _, _ = net.SplitHostPort(peer.String())
-	}
-	name := c.name()
-	n.mu.Unlock()
 	if again {
 		n.log.Printf("server %d rejoined from %s", c.index, peer)
 	}
@@ -124,6 +69,75 @@ func (n *Node) admit(ctx context.Context, conn net.Conn, release func()) {
 	}()
 	n.serveChild(c, link, name)
 	<-sent
+}
+
+// handshake authenticates conn and reads its hello. Until the child is
+// registered, stopping the node must close the link here (unwatch stops
+// that); afterwards shutdown does, after telling the child to quit.
+func (n *Node) handshake(ctx context.Context, conn net.Conn, release func()) (*wire.Link, wire.Hello, func() bool, bool) {
+	peer := conn.RemoteAddr()
+	var link *wire.Link
+	var err error
+	if _, local := conn.(*net.UnixConn); local {
+		link, err = wire.NewLocalLink(conn, false, n.cfg.Link)
+	} else {
+		link, err = wire.NewLink(conn, wire.FromChild(n.cfg.Index, n.servers), n.cfg.Link)
+	}
+	if err != nil {
+		release()
+		n.refusals.Refused(peer, err)
+		return nil, wire.Hello{}, nil, false
+	}
+	unwatch := context.AfterFunc(ctx, func() { link.Close() })
+	hello, err := wire.ReadHello(link, n.handshakeTimeout())
+	release()
+	if err != nil {
+		n.log.Printf("tree port: dropped a connection from %s: %v", peer, err)
+		link.Close()
+		return nil, wire.Hello{}, nil, false
+	}
+	return link, hello, unwatch, true
+}
+
+// register makes link the link of the child hello names, and returns the
+// child, the outbox of its link, its name, and whether it had joined
+// before; not ok when the link is not to be served (the caller closes
+// it).
+func (n *Node) register(link *wire.Link, hello wire.Hello, peer net.Addr, unwatch func() bool) (c *child, out *outbox, name string, again, ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c = n.children[hello.Index]
+	switch {
+	case c == nil:
+		n.log.Printf("tree port: dropped a connection from %s: index %d is not a child of %d", peer, hello.Index, n.cfg.Index)
+		return nil, nil, "", false, false
+	case hello.Size != n.servers:
+		n.log.Printf("tree port: dropped a connection from %s: child %d thinks the job has %d ranks, not %d", peer, hello.Index, hello.Size, n.servers)
+		return nil, nil, "", false, false
+	}
+	if !unwatch() || n.quitting {
+		return nil, nil, "", false, false
+	}
+	// A child that dials again holds its old link for broken, whatever
+	// this end thinks of it: its loss is told (once: the old link's reader
+	// may find it first) and the commands waiting on it answered for, as
+	// the child dropped their answers, and the new link replaces it.
+	if old := c.link; old != nil {
+		n.mu.Unlock()
+		n.childLost(c, old, fmt.Sprintf("connection to server %d broken (it dialled again)", c.index))
+		n.mu.Lock()
+		if n.quitting || c.link != nil {
+			return nil, nil, "", false, false
+		}
+	}
+	again = c.connected
+	out = newOutbox(link)
+	c.link, c.out, c.quiet, c.joined, c.connected = link, out, false, wire.RankSet{}, true
+	c.host = hello.Host
+	if c.host == "" {
+		c.host, _, _ = net.SplitHostPort(peer.String())
+	}
+	return c, out, c.name(), again, true
 }
 
 func (n *Node) handshakeTimeout() time.Duration {

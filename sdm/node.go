@@ -186,53 +186,15 @@ func (n *Node) serverName(index int) string {
 
 // New checks cfg and prepares a node; Run brings it up.
 func New(cfg Config) (*Node, error) {
-	if err := cfg.Tree.Verify(); err != nil {
-		return nil, err
-	}
-	if !cfg.Tree.Valid(cfg.Index) {
-		return nil, fmt.Errorf("index %d is not in a tree of %d servers", cfg.Index, cfg.Tree.Size)
-	}
-	if cfg.DialUp == nil && cfg.AcceptUp == nil {
-		return nil, errors.New("sdm: Config.DialUp or AcceptUp is required")
-	}
-	if cfg.Adopt != nil && cfg.Layout != nil {
-		return nil, errors.New("sdm: a node with a layout adopts no ranks")
-	}
-	if cfg.Layout != nil {
-		if len(cfg.Layout) != cfg.Tree.Size {
-			return nil, fmt.Errorf("sdm: a layout of %d servers for a tree of %d", len(cfg.Layout), cfg.Tree.Size)
-		}
-		if err := cfg.Layout.Verify(); err != nil {
-			return nil, err
-		}
-	}
 	master := cfg.Index == cfg.Tree.Master()
-	if err := cfg.checkBackends(master); err != nil {
+	if err := cfg.check(master); err != nil {
 		return nil, err
 	}
-	kids := cfg.Tree.Children(cfg.Index)
-	var members wire.Builder
-	if cfg.Adopt != nil {
-		kids = slices.DeleteFunc(slices.Clone(kids), func(k int) bool {
-			if cfg.Tree.Local(k) {
-				members.Add(k)
-				return true
-			}
-			return false
-		})
-	}
-	if (len(kids) > 0 || !members.Set().Empty()) && cfg.Listener == nil && cfg.Local == nil {
+	kids, members := cfg.split()
+	if (len(kids) > 0 || !members.Empty()) && cfg.Listener == nil && cfg.Local == nil {
 		return nil, fmt.Errorf("sdm: index %d has children %v but no listener", cfg.Index, kids)
 	}
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = 60 * time.Second
-	}
-	if cfg.EventWindow <= 0 {
-		cfg.EventWindow = DefaultEventWindow
-	}
-	if cfg.NotResponding <= 0 {
-		cfg.NotResponding = DefaultNotResponding
-	}
+	cfg.defaults()
 	n := &Node{
 		cfg:      cfg,
 		children: make(map[int]*child, len(kids)),
@@ -242,7 +204,7 @@ func New(cfg Config) (*Node, error) {
 		quitAcks: make(chan int, len(kids)),
 		answered: make(map[int]chan func(), len(cfg.Backends)),
 		size:     cfg.Layout.Size(cfg.Tree.Size),
-		members:  members.Set(),
+		members:  members,
 		ranks:    make(map[int]*served, len(cfg.Backends)),
 		absent:   make(map[int]string),
 	}
@@ -250,6 +212,86 @@ func New(cfg Config) (*Node, error) {
 		n.log = log.New(io.Discard, "", 0)
 	}
 	n.refusals = wire.Refusals{Log: n.log.Printf, What: "tree port"}
+	n.place(kids, master)
+	// The node keeps what it needs of the tree and lets go of the rest:
+	// its hosts (every server's host, every host's servers) are
+	// megabytes in each of a host's servers at 100k ranks.
+	n.servers, n.parent = cfg.Tree.Size, cfg.Tree.Parent(cfg.Index)
+	n.cfg.Tree = routing.Tree{}
+	// A leaf of one rank has no one to merge with, so it sends at once.
+	window := cfg.EventWindow
+	if len(kids) == 0 && n.self.Count() <= 1 {
+		window = 0
+	}
+	// Output goes up a stream of its own, at the pace the parent takes
+	// it; events never wait for it. A mark in the output stream tells the
+	// front end where the output before each stop ends.
+	n.output = newOutputStream(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).SendOutput) }, n.stopped)
+	n.events = newBatcher(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).Send) })
+	return n, nil
+}
+
+// check refuses a Config that cannot make a node.
+func (cfg *Config) check(master bool) error {
+	if err := cfg.Tree.Verify(); err != nil {
+		return err
+	}
+	if !cfg.Tree.Valid(cfg.Index) {
+		return fmt.Errorf("index %d is not in a tree of %d servers", cfg.Index, cfg.Tree.Size)
+	}
+	if cfg.DialUp == nil && cfg.AcceptUp == nil {
+		return errors.New("sdm: Config.DialUp or AcceptUp is required")
+	}
+	if cfg.Adopt != nil && cfg.Layout != nil {
+		return errors.New("sdm: a node with a layout adopts no ranks")
+	}
+	if cfg.Layout != nil {
+		if len(cfg.Layout) != cfg.Tree.Size {
+			return fmt.Errorf("sdm: a layout of %d servers for a tree of %d", len(cfg.Layout), cfg.Tree.Size)
+		}
+		if err := cfg.Layout.Verify(); err != nil {
+			return err
+		}
+	}
+	return cfg.checkBackends(master)
+}
+
+// split parts the node's children in the tree into those that link to
+// it and, for a node that adopts its host's ranks, the members that hand
+// their ranks over.
+func (cfg *Config) split() ([]int, wire.RankSet) {
+	kids := cfg.Tree.Children(cfg.Index)
+	if cfg.Adopt == nil {
+		return kids, wire.RankSet{}
+	}
+	var members wire.Builder
+	kids = slices.DeleteFunc(slices.Clone(kids), func(k int) bool {
+		if cfg.Tree.Local(k) {
+			members.Add(k)
+			return true
+		}
+		return false
+	})
+	return kids, members.Set()
+}
+
+// defaults fills in the durations left zero.
+func (cfg *Config) defaults() {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 60 * time.Second
+	}
+	if cfg.EventWindow <= 0 {
+		cfg.EventWindow = DefaultEventWindow
+	}
+	if cfg.NotResponding <= 0 {
+		cfg.NotResponding = DefaultNotResponding
+	}
+}
+
+// place sets up the ranks the node serves itself, those its members
+// will hand it, and those under each child: what it reaches.
+func (n *Node) place(kids []int, master bool) {
+	cfg := &n.cfg
 	var reach wire.Builder
 	if !master {
 		n.self = cfg.Layout.Ranks(cfg.Index).Union(n.members)
@@ -272,22 +314,6 @@ func New(cfg Config) (*Node, error) {
 		n.children[k] = c
 	}
 	n.reach = reach.Set()
-	// The node keeps what it needs of the tree and lets go of the rest:
-	// its hosts (every server's host, every host's servers) are
-	// megabytes in each of a host's servers at 100k ranks.
-	n.servers, n.parent = cfg.Tree.Size, cfg.Tree.Parent(cfg.Index)
-	n.cfg.Tree = routing.Tree{}
-	// A leaf of one rank has no one to merge with, so it sends at once.
-	window := cfg.EventWindow
-	if len(kids) == 0 && n.self.Count() <= 1 {
-		window = 0
-	}
-	// Output goes up a stream of its own, at the pace the parent takes
-	// it; events never wait for it. A mark in the output stream tells the
-	// front end where the output before each stop ends.
-	n.output = newOutputStream(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).SendOutput) }, n.stopped)
-	n.events = newBatcher(window, n.reach, func(m *wire.Message) { n.sendUp(m, (*wire.Link).Send) })
-	return n, nil
 }
 
 // Run connects the node and serves until the session ends or ctx does.

@@ -84,29 +84,9 @@ func (o ServerOptions) Name() string {
 }
 
 func (o ServerOptions) serve(ctx context.Context) error {
-	routes, ln, err := o.RoutesFrom.open(o.Index, o.RoutingFile, o.Listener)
+	tree, table, ln, err := o.routes(ctx)
 	if err != nil {
 		return err
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
-	table, err := routes(waitCtx)
-	cancel()
-	if err != nil {
-		return err
-	}
-	tree := routing.NewTree(table, o.Fanout, !o.RankTree)
-	if err := tree.Verify(); err != nil {
-		return err
-	}
-	if o.Index >= table.Size() {
-		what := "ranks" // one per server
-		if o.Layout != nil {
-			what = "servers"
-		}
-		return fmt.Errorf("routing file %s has only %s 0-%d", o.RoutingFile, what, table.Size()-1)
-	}
-	if o.Layout != nil && len(o.Layout) != table.Size() {
-		return fmt.Errorf("routing file %s has %d servers, the layout %d", o.RoutingFile, table.Size(), len(o.Layout))
 	}
 	handing := o.Handover != nil && !o.RankTree && o.Layout == nil
 	if handing && tree.Local(o.Index) {
@@ -131,29 +111,7 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		closeListeners()
 		return err
 	}
-	// A member dials its host's leader on the host; the others dial
-	// their parent's routing entry (the master's in the master file).
-	var dial func(context.Context) (net.Conn, error)
-	if tree.Local(o.Index) {
-		dial = DialLocal(wire.LocalAddress(o.Link.Key, parent))
-	} else {
-		// The closure keeps the parent's entry, not the table: megabytes
-		// at 100k ranks.
-		parentEntry, _ := table.Lookup(parent)
-		master, size := parent == tree.Master(), tree.Size
-		dial = func(ctx context.Context) (net.Conn, error) {
-			entry := parentEntry
-			if master {
-				// Read afresh on every attempt: a master file left over from an
-				// earlier run is replaced when this run's master starts.
-				var err error
-				if entry, err = routing.ReadMaster(o.RoutingFile, size); err != nil {
-					return nil, err
-				}
-			}
-			return DialTCP(net.JoinHostPort(dialHost(entry.Host), strconv.Itoa(entry.Port)))(ctx)
-		}
-	}
+	dial := o.dialParent(tree, table, parent)
 	backends, err := o.backends(o.Layout.Size(tree.Size), o.Layout.Ranks(o.Index))
 	if err != nil {
 		closeListeners()
@@ -176,6 +134,67 @@ func (o ServerOptions) serve(ctx context.Context) error {
 		return err
 	}
 	return node.Run(ctx)
+}
+
+// routes waits for the server's routing table and makes its tree; ln
+// is the port it was handed or bound, if any.
+func (o ServerOptions) routes(ctx context.Context) (routing.Tree, *routing.Table, net.Listener, error) {
+	routes, ln, err := o.RoutesFrom.open(o.Index, o.RoutingFile, o.Listener)
+	if err != nil {
+		return routing.Tree{}, nil, nil, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	table, err := routes(waitCtx)
+	cancel()
+	fail := func(err error) (routing.Tree, *routing.Table, net.Listener, error) {
+		if ln != nil {
+			ln.Close()
+		}
+		return routing.Tree{}, nil, nil, err
+	}
+	if err != nil {
+		return fail(err)
+	}
+	tree := routing.NewTree(table, o.Fanout, !o.RankTree)
+	if err := tree.Verify(); err != nil {
+		return fail(err)
+	}
+	if o.Index >= table.Size() {
+		what := "ranks" // one per server
+		if o.Layout != nil {
+			what = "servers"
+		}
+		return fail(fmt.Errorf("routing file %s has only %s 0-%d", o.RoutingFile, what, table.Size()-1))
+	}
+	if o.Layout != nil && len(o.Layout) != table.Size() {
+		return fail(fmt.Errorf("routing file %s has %d servers, the layout %d", o.RoutingFile, table.Size(), len(o.Layout)))
+	}
+	return tree, table, ln, nil
+}
+
+// dialParent is how the server reaches its parent: a member dials its
+// host's leader on the host; the others dial their parent's routing
+// entry (the master's in the master file).
+func (o ServerOptions) dialParent(tree routing.Tree, table *routing.Table, parent int) func(context.Context) (net.Conn, error) {
+	if tree.Local(o.Index) {
+		return DialLocal(wire.LocalAddress(o.Link.Key, parent))
+	}
+	// The closure keeps the parent's entry, not the table: megabytes at
+	// 100k ranks.
+	parentEntry, _ := table.Lookup(parent)
+	master, size := parent == tree.Master(), tree.Size
+	return func(ctx context.Context) (net.Conn, error) {
+		entry := parentEntry
+		if master {
+			// Read afresh on every attempt: a master file left over from an
+			// earlier run is replaced when this run's master starts.
+			var err error
+			if entry, err = routing.ReadMaster(o.RoutingFile, size); err != nil {
+				return nil, err
+			}
+		}
+		return DialTCP(net.JoinHostPort(dialHost(entry.Host), strconv.Itoa(entry.Port)))(ctx)
+	}
 }
 
 // listen opens what the server's children reach it on: ln, the TCP port

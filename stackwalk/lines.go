@@ -135,30 +135,34 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 		u.lr = lr
 		u.files = lr.Files()
 	}
-	// The function tree: subprograms and the inlined calls inside them,
-	// through lexical blocks; other entries are skipped whole.
-	type open struct{ s *scope }
-	var stack []open
+	if cu.Children {
+		u.readScopes(r)
+	}
+	return u
+}
+
+// readScopes reads the function tree of the unit r is in: subprograms
+// and the inlined calls inside them, through lexical blocks; other
+// entries are skipped whole.
+func (u *unit) readScopes(r *dwarf.Reader) {
+	var stack []*scope // the open entries: nil for a transparent one
 	add := func(s *scope) {
 		for k := len(stack) - 1; k >= 0; k-- {
-			if stack[k].s != nil {
-				stack[k].s.children = append(stack[k].s.children, s)
+			if stack[k] != nil {
+				stack[k].children = append(stack[k].children, s)
 				return
 			}
 		}
 		u.scopes = append(u.scopes, s)
 	}
-	if !cu.Children {
-		return u
-	}
 	for {
 		e, err := r.Next()
 		if err != nil || e == nil {
-			break
+			return
 		}
 		if e.Tag == 0 {
 			if len(stack) == 0 {
-				break // the compile unit's end
+				return // the compile unit's end
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -166,21 +170,11 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 		var s *scope
 		switch e.Tag {
 		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
-			rs, _ := d.Ranges(e)
-			if len(rs) == 0 {
+			if s = u.scope(e); s == nil {
 				if e.Children {
 					r.SkipChildren()
 				}
 				continue
-			}
-			s = &scope{ranges: rs, name: u.name(e), inlined: e.Tag == dwarf.TagInlinedSubroutine}
-			if s.inlined {
-				if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && int(f) < len(u.files) && u.files[f] != nil {
-					s.callFile = u.path(u.files[f])
-				}
-				if l, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
-					s.callLine = int(l)
-				}
 			}
 			add(s)
 		case dwarf.TagLexDwarfBlock, dwarf.TagNamespace, dwarf.TagClassType, dwarf.TagStructType:
@@ -192,10 +186,28 @@ func (x *lineIndex) unit(off dwarf.Offset) *unit {
 			continue
 		}
 		if e.Children {
-			stack = append(stack, open{s})
+			stack = append(stack, s)
 		}
 	}
-	return u
+}
+
+// scope is a function's or an inlined call's scope, nil for one without
+// code.
+func (u *unit) scope(e *dwarf.Entry) *scope {
+	rs, _ := u.d.Ranges(e)
+	if len(rs) == 0 {
+		return nil
+	}
+	s := &scope{ranges: rs, name: u.name(e), inlined: e.Tag == dwarf.TagInlinedSubroutine}
+	if s.inlined {
+		if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && int(f) < len(u.files) && u.files[f] != nil {
+			s.callFile = u.path(u.files[f])
+		}
+		if l, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+			s.callLine = int(l)
+		}
+	}
+	return s
 }
 
 // name is a function's name: the demangled linkage name when there is one
