@@ -442,3 +442,17 @@ func TestReportAttached(t *testing.T) {
 		}
 	}
 }
+
+// A job that does not come up still leaves its report, saying why: a
+// batch script's report is there whatever happened.
+func TestReportOfAJobThatDidNotStart(t *testing.T) {
+	dir := t.TempDir()
+	out, stderr, code := run(t, "", append(reportUnder("local", 2, dir), "--", filepath.Join(dir, "no-such-program"))...)
+	if code == 0 {
+		t.Fatalf("exit 0 for a program that is not there\n%s\n%s", out, stderr)
+	}
+	r, page := readReport(t, dir)
+	if !strings.HasPrefix(r.Outcome, "not started: ") || !strings.Contains(r.Error, "no-such-program") || !strings.Contains(page, "Why the job did not start") {
+		t.Errorf("outcome %q, error %q", r.Outcome, r.Error)
+	}
+}

@@ -18,10 +18,11 @@ type Report struct {
 	Program  []string  `json:"program"`
 	Ranks    int       `json:"ranks"`
 	Started  time.Time `json:"started"`
-	Seconds  float64   `json:"seconds"` // from the run to the report
-	Outcome  string    `json:"outcome"` // ended, crashed, hung, interrupted
-	Status   int       `json:"status"`  // sdm report's exit status: the program's
-	Summary  []string  `json:"summary"` // the text summary, line by line
+	Seconds  float64   `json:"seconds"`         // from the run to the report
+	Outcome  string    `json:"outcome"`         // ended, crashed, hung, interrupted
+	Status   int       `json:"status"`          // sdm report's exit status: the program's
+	Error    string    `json:"error,omitempty"` // why a job that did not start did not
+	Summary  []string  `json:"summary"`         // the text summary, line by line
 	Traces   []*Trace  `json:"tracepoints"`
 	Crashes  []*Crash  `json:"crashes"`
 	Hangs    []*Shot   `json:"hangs"`

@@ -64,7 +64,11 @@ func traceOf(g group) wire.Trace {
 func summary(r *Report) []string {
 	var l []string
 	add := func(format string, args ...any) { l = append(l, fmt.Sprintf(format, args...)) }
-	add("%d %s of %s, %.1f s: %s (exit status %d)", r.Ranks, plural(r.Ranks, "rank", "ranks"), programName(r.Program), r.Seconds, r.Outcome, r.Status)
+	if r.Ranks == 0 {
+		add("%s, %.1f s: %s", programName(r.Program), r.Seconds, r.Outcome)
+	} else {
+		add("%d %s of %s, %.1f s: %s (exit status %d)", r.Ranks, plural(r.Ranks, "rank", "ranks"), programName(r.Program), r.Seconds, r.Outcome, r.Status)
+	}
 	for _, c := range r.Crashes {
 		add("crash at %.1f s: [%s] %s in %s", c.At, c.Ranks, c.Signal, frameText(c.Frame))
 		for _, g := range c.Stack {
@@ -130,7 +134,9 @@ func summary(r *Report) []string {
 	for _, e := range r.Exits {
 		exits = append(exits, fmt.Sprintf("[%s] %s", e.Ranks, e.What))
 	}
-	add("ends: %s", strings.Join(exits, "; "))
+	if len(exits) > 0 {
+		add("ends: %s", strings.Join(exits, "; "))
+	}
 	return l
 }
 

@@ -71,6 +71,7 @@ type Watcher struct {
 	rep Report
 
 	mu      sync.Mutex // the news the console's printer hands over
+	driven  bool       // Drive has begun
 	start   time.Time
 	tails   map[int][]string
 	partial map[int]string
@@ -114,6 +115,7 @@ func (w *Watcher) Drive(ctx context.Context, con *console.Console) error {
 		w.setTrace(ctx, &w.o.Traces[i])
 	}
 	w.mu.Lock()
+	w.driven = true
 	w.start = time.Now()
 	w.rep.Started = w.start.UTC()
 	w.mu.Unlock()

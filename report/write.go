@@ -85,3 +85,20 @@ func writeFile(path string, data []byte) error {
 	}
 	return nil
 }
+
+// Unstarted writes the report of a job that never came up (its launch
+// failed, or the job it was to watch could not be taken), saying why,
+// so that a batch script's report is there whatever happened. It is
+// nothing once Drive has run.
+func (w *Watcher) Unstarted(why error) error {
+	w.mu.Lock()
+	driven := w.driven
+	w.mu.Unlock()
+	if driven || why == nil {
+		return nil
+	}
+	w.rep.Started = w.start.UTC()
+	first, _, _ := strings.Cut(why.Error(), "\n")
+	w.rep.Outcome, w.rep.Error = "not started: "+strings.TrimSuffix(first, ":"), why.Error()
+	return w.write()
+}

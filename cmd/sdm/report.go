@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -69,9 +70,14 @@ func runReport(args []string) error {
 	}, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	if o.Attached {
-		return outcome(front.Acquire(ctx, l.job, m, nil, false))
+		err = front.Acquire(ctx, l.job, m, nil, false)
+	} else {
+		err = l.start(ctx, front, fs.Args())
 	}
-	return outcome(l.start(ctx, front, fs.Args()))
+	if werr := w.Unstarted(err); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return outcome(err)
 }
 
 // attachedName names a running job as its flags do.
