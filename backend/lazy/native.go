@@ -82,12 +82,15 @@ func (n native) Run(ctx context.Context) (wire.State, error) {
 			return wire.State{}, err
 		}
 	}
-	if _, err := b.startProcess(*loaded); err != nil {
+	p, err := b.startProcess(*loaded)
+	if err != nil {
 		return wire.State{}, err
 	}
 	st := wire.State{State: wire.StateRunning}
 	b.mu.Lock()
-	b.state = st
+	if b.proc == p { // a program that ended at once has told its end already
+		b.state = st
+	}
 	b.mu.Unlock()
 	return st, nil
 }
@@ -183,7 +186,9 @@ func (n native) Continue(ctx context.Context) (wire.State, error) {
 	st = wire.State{State: wire.StateRunning}
 	b.mu.Lock()
 	p.held, p.fault, p.resumed = false, nil, true
-	b.state = st
+	if b.proc == p { // one that ended at once has told its end already
+		b.state = st
+	}
 	b.mu.Unlock()
 	return st, nil
 }
