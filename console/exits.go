@@ -63,6 +63,19 @@ func WorseExit(a, b error) error {
 	return b
 }
 
+// ExitCode is the exit status of a program that ended as st says: its
+// code, or 128 + the number of the signal that ended it (SIGKILL's for
+// one the kill command or gdb's end killed).
+func ExitCode(st wire.State) int {
+	switch {
+	case st.Signal != "":
+		return 128 + int(unix.SignalNum(st.Signal))
+	case st.Reason == "killed":
+		return 128 + int(unix.SIGKILL)
+	}
+	return st.Code
+}
+
 // exits are the ends of the ranks' programs as the events told them,
 // for Options.ProgramStatus.
 type exits struct {
@@ -76,13 +89,7 @@ func (c *Console) recordExit(ev client.Event) {
 	if ev.Op != wire.EventExited || wire.Decode(ev.Group.Body, &st) != nil {
 		return
 	}
-	code, what := st.Code, stateText(st)
-	switch {
-	case st.Signal != "":
-		code = 128 + int(unix.SignalNum(st.Signal))
-	case st.Reason == "killed": // by the kill command, or gdb's end
-		code = 128 + int(unix.SIGKILL)
-	}
+	code, what := ExitCode(st), stateText(st)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.exits.ended = c.exits.ended.Union(ev.Group.Ranks)

@@ -79,6 +79,7 @@ type Watcher struct {
 
 	all, running, ended wire.RankSet
 	exits               map[string]wire.RankSet
+	codes               map[string]int // the exit status of each end in exits
 	traces              map[int]*Trace
 	passes              map[int]map[int]int // a tracepoint's passes by rank
 	finish              bool                // the watch ends now
@@ -93,7 +94,7 @@ type Watcher struct {
 
 // New returns a watcher for a job o describes.
 func New(o Options) *Watcher {
-	w := &Watcher{o: o, tails: map[int][]string{}, partial: map[int]string{}, exits: map[string]wire.RankSet{},
+	w := &Watcher{o: o, tails: map[int][]string{}, partial: map[int]string{}, exits: map[string]wire.RankSet{}, codes: map[string]int{},
 		traces: map[int]*Trace{}, delivered: map[string]bool{}, passes: map[int]map[int]int{}}
 	w.rep = Report{Version: Version, Program: o.Program, Traces: []*Trace{}, Crashes: []*Crash{},
 		Hangs: []*Shot{}, Shots: []*Shot{}, Exits: []Exit{}, Output: []Tail{}, Timeline: []Entry{}}
@@ -363,11 +364,11 @@ func (w *Watcher) handle(ctx context.Context, events []record) {
 				others = others.Union(ranks)
 			}
 		case "exited":
-			w.gone(ranks, exitText(st))
+			w.gone(ranks, exitText(st), console.ExitCode(wire.State{Signal: st.Signal, Reason: st.Reason, Code: st.Code}))
 		case "lost":
 			var why string
 			json.Unmarshal(ev.Value, &why)
-			w.gone(ranks, "lost: "+why)
+			w.gone(ranks, "lost: "+why, 1)
 		}
 	}
 	if w.finish {
@@ -394,13 +395,14 @@ func (w *Watcher) handle(ctx context.Context, events []record) {
 	}
 }
 
-// gone notes the end of ranks' programs.
-func (w *Watcher) gone(ranks wire.RankSet, what string) {
+// gone notes the end of ranks' programs, and its exit status.
+func (w *Watcher) gone(ranks wire.RankSet, what string, code int) {
 	ranks = ranks.Minus(w.ended)
 	w.ended = w.ended.Union(ranks)
 	w.running = w.running.Minus(ranks)
 	if !ranks.Empty() {
 		w.exits[what] = w.exits[what].Union(ranks)
+		w.codes[what] = code
 		w.print(fmt.Sprintf("sdm report: %s%s\n", prefix(ranks), what))
 	}
 }
@@ -476,9 +478,9 @@ func (w *Watcher) end(ctx context.Context) {
 	w.finish = true // no more actions: the events left are only recorded
 	w.handle(ctx, w.rec.takeEvents())
 	if left := w.live(); !left.Empty() && w.o.Attached {
-		w.exits["left running as found (detached)"] = left
+		w.exits["left running as found (detached)"], w.codes["left running as found (detached)"] = left, 1
 	} else if !left.Empty() {
-		w.exits["still running when the report was written"] = left
+		w.exits["still running when the report was written"], w.codes["still running when the report was written"] = left, 1
 	}
 	w.outcome("ended")
 }
@@ -503,14 +505,7 @@ func (w *Watcher) status() *console.ProgramExit {
 	}
 	var worst *console.ProgramExit
 	for what, ranks := range w.exits {
-		code, n := 1, 0
-		if _, err := fmt.Sscanf(what, "exited with code %d", &n); err == nil {
-			code = n
-		} else if what == "killed" {
-			code = 128 + int(unix.SIGKILL)
-		} else if sig, ok := strings.CutPrefix(what, "killed by "); ok {
-			code = 128 + int(unix.SignalNum(sig))
-		}
+		code := w.codes[what]
 		if worst == nil || code > worst.Code || code == worst.Code && ranks.Min() < worst.Ranks.Min() {
 			worst = &console.ProgramExit{Code: code, Ranks: ranks, What: what}
 		}
