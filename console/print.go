@@ -331,6 +331,9 @@ func breakpointText(bp wire.Breakpoint) string {
 	default:
 		text += " on " + bp.Location
 	}
+	if len(bp.Trace) > 0 {
+		text += ", logs " + strings.Join(bp.Trace, ", ")
+	}
 	if bp.Condition != "" {
 		text += " if " + bp.Condition
 	}

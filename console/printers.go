@@ -119,6 +119,7 @@ var printers = map[string]printer{
 	op.Loaded.Name: event(op.Loaded, func(l wire.Loaded) (any, []string) {
 		return l, []string{"loaded " + strings.Join(l.Libraries, ", ")}
 	}),
+	op.Traced.Name: event(op.Traced, func(t wire.Traced) (any, []string) { return t, []string{tracedText(t)} }),
 	op.Output.Name: event(op.Output, func(o wire.Output) (any, []string) {
 		// The terminal gets the rank's text without the control bytes it
 		// would act on; JSON all of it, escaped.

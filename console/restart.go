@@ -324,8 +324,9 @@ func remake(bp wire.Breakpoint) (op string, body []byte, ok bool) {
 		where = bp.Location
 	}
 	switch {
-	case bp.Type == "breakpoint":
-		return wire.OpBreak, wire.MustEncode(wire.Break{Location: where, Condition: bp.Condition, Temporary: bp.Temporary, Ignore: bp.Ignore}), true
+	case bp.Type == "breakpoint" || bp.Type == "tracepoint":
+		return wire.OpBreak, wire.MustEncode(wire.Break{Location: where, Condition: bp.Condition, Temporary: bp.Temporary, Ignore: bp.Ignore,
+			Tracepoint: bp.Type == "tracepoint", Trace: bp.Trace}), true
 	case strings.HasSuffix(bp.Type, "watchpoint"):
 		mode := "write"
 		switch {

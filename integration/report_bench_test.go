@@ -14,7 +14,7 @@ import (
 // 1000 times: the whole command, from its start to its end, run without
 // sdm (the 64 processes started at once), under sdm report without a
 // tracepoint, under sdm report with a tracepoint there logging i and
-// rank, and under sdm debug with a breakpoint there that a script
+// rank (the default gdbs of 16 ranks, then a gdb per rank), and under sdm debug with a breakpoint there that a script
 // continues 1000 times (what a tracepoint saves a person from typing).
 func BenchmarkTracepoint64(b *testing.B) {
 	testenv.RequireTool(b, "gdb")
@@ -33,6 +33,7 @@ func BenchmarkTracepoint64(b *testing.B) {
 		{"without-sdm", nil},
 		{"report", report},
 		{"report-tracepoint", append(report[:len(report):len(report)], "--trace-at", "steps.c:12,i,rank")},
+		{"report-tracepoint-gdb-per-rank", append(report[:len(report):len(report)], "--ranks-per-gdb", "1", "--trace-at", "steps.c:12,i,rank")},
 		{"breakpoint-continued", script},
 	} {
 		b.Run(c.name, func(b *testing.B) {

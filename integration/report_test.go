@@ -193,13 +193,13 @@ func TestReportHang(t *testing.T) {
 
 // Tracepoints log values without a stop a person sees: each rank's n-th
 // pass is merged with the others' n-th, the expressions compared over
-// them; a location in no code is said to be pending; the program runs to
+// them (the ranks over a limit named); a location in no code is said to be pending; the program runs to
 // its end and sdm report exits 0 as it did.
 func TestReportTracepoints(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	plain := filepath.Join(testenv.Examples(t), "plain")
 	dir := t.TempDir()
-	out, stderr, code := run(t, "", append(reportUnder("local", 4, dir, "--trace-at", "compute,rank,greeting", "--trace-at", "plain.c:30,i if i < 5", "--trace-at", "nosuch"), "--", plain, "1")...)
+	out, stderr, code := run(t, "", append(reportUnder("local", 4, dir, "--trace-at", "compute,rank,greeting", "--trace-at", "plain.c:30,i if i < 5", "--trace-at", "nosuch", "--trace-limit", "rank=1"), "--", plain, "1")...)
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, stderr)
 	}
@@ -209,7 +209,7 @@ func TestReportTracepoints(t *testing.T) {
 	}
 	compute := r.Traces[0]
 	if len(compute.Hits) != 1 || compute.Hits[0].Ranks != "0-2" || len(compute.Hits[0].Values) != 2 ||
-		compute.Hits[0].Values[0].Text != "rank min 0 [0] max 2 [2] mean 1" || !strings.Contains(compute.Hits[0].Values[1].Text, `greeting=0x`) {
+		compute.Hits[0].Values[0].Text != "rank min 0 [0] max 2 [2] mean 1; ranks 2 over 1" || !strings.Contains(compute.Hits[0].Values[1].Text, `greeting=0x`) {
 		t.Errorf("compute's passes: %s", hitsText(compute))
 	}
 	// The loop's tracepoint: five passes (its condition) of every rank,

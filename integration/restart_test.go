@@ -204,6 +204,7 @@ func TestRestartKeepsBreakpoints(t *testing.T) {
 		"-e", "tbreak main", // 3, hit before the restart
 		"-e", "watch counter", // 4
 		"-e", "disable 4", "-e", "delete 2",
+		"-e", "trace compute,rank", // 5
 		"-e", "run", "-e", "wait", "-e", "kill", "-e", "run", "-e", "wait",
 		"-e", "[0-1] set dlopen medium libplugin.so", "-e", "defset odd 1,3", "-e", "focus odd",
 		"-e", "restart", "-e", "[all] wait", "-e", "[all] breakpoints", "-e", "[all] show dlopen", "-e", "sets", "-e", "break rest",
@@ -214,13 +215,14 @@ func TestRestartKeepsBreakpoints(t *testing.T) {
 	stop := "[1] stopped in compute at examples/plain/plain.c:15 (breakpoint 1)\n"
 	for _, want := range []string{
 		"[0-3] stopped in main at examples/plain/plain.c:35 (breakpoint 3)\n",
-		"restarted: 4 ranks under the local launcher; 2 breakpoints planted\n",
+		"restarted: 4 ranks under the local launcher; 3 breakpoints planted\n",
 		"[0-3] breakpoint 1 at examples/plain/plain.c:15 in compute if rank == 1\n" +
-			"      hw watchpoint 4 on counter, disabled\n",
+			"      hw watchpoint 4 on counter, disabled\n" +
+			"      tracepoint 5 at examples/plain/plain.c:15 in compute, logs rank\n",
 		"[0-1] dlopen medium: every load stops, loads of libplugin.so are reported\n" +
 			"[2-3] dlopen auto: loads stop only while a breakpoint is pending, which the rank plants itself\n",
 		"focus = [1,3]\nodd = [1,3]\n",
-		"[1,3] breakpoint 5 at examples/plain/plain.c:29 in rest\n",
+		"[1,3] breakpoint 6 at examples/plain/plain.c:29 in rest\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
@@ -229,6 +231,11 @@ func TestRestartKeepsBreakpoints(t *testing.T) {
 	// Once after kill and run, once after restart; the first run stopped in main.
 	if n := strings.Count(out, stop); n != 2 {
 		t.Errorf("rank 1 stopped at compute %d times, want 2", n)
+	}
+	// The tracepoint, kept, counts each process's passes from 1: rank 2
+	// passes compute once in the run after kill and once after restart.
+	if n := strings.Count(out, "[2] trace 5, pass 1: rank = 2\n"); n != 2 {
+		t.Errorf("rank 2's pass through the tracepoint told %d times, want 2", n)
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s\nstderr:\n%s", out, stderr)

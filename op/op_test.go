@@ -2,6 +2,7 @@ package op_test
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/sdm-hpc/sdm/op"
@@ -41,9 +42,9 @@ func TestNoneTravelsAsNoBytes(t *testing.T) {
 }
 
 func TestBodiesAndAnswersRoundTrip(t *testing.T) {
-	br := wire.Break{Location: "plain.c:15", Condition: "i > 2", Temporary: true}
+	br := wire.Break{Location: "plain.c:15", Condition: "i > 2", Tracepoint: true, Trace: []string{"i", "a[i]"}}
 	got, err := op.Break.DecodeBody(op.Break.Body(br))
-	if err != nil || got != br {
+	if err != nil || !reflect.DeepEqual(got, br) {
 		t.Fatalf("break body came back as %+v, %v", got, err)
 	}
 	// No bytes are the zero body: step without a count.
@@ -145,7 +146,7 @@ func TestEventTable(t *testing.T) {
 	}
 	for _, name := range []string{wire.EventConnected, wire.EventLost, wire.EventRejoined, wire.EventRunning,
 		wire.EventStopped, wire.EventExited, wire.EventOutput, wire.EventOutputMark, wire.EventOutputEnd, wire.EventError,
-		wire.EventLoaded, wire.EventWarning} {
+		wire.EventLoaded, wire.EventWarning, wire.EventTraced} {
 		if !seen[name] {
 			t.Errorf("event %s is not in the table", name)
 		}

@@ -101,10 +101,12 @@ var (
 	Error      = Event[Reason]{Name: wire.EventError}
 	Loaded     = Event[wire.Loaded]{Name: wire.EventLoaded}
 	Warning    = Event[Reason]{Name: wire.EventWarning}
+	Traced     = Event[wire.Traced]{Name: wire.EventTraced}
 )
 
 // Events lists every event.
 var Events = []EventSpec{
 	Connected.Spec(), Lost.Spec(), Rejoined.Spec(), Running.Spec(), Stopped.Spec(), Exited.Spec(),
 	Output.Spec(), OutputMark.Spec(), OutputEnd.Spec(), Error.Spec(), Loaded.Spec(), Warning.Spec(),
+	Traced.Spec(),
 }

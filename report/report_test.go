@@ -9,49 +9,6 @@ import (
 	"time"
 )
 
-func TestParseSpec(t *testing.T) {
-	for _, c := range []struct {
-		in        string
-		loc, cond string
-		exprs     []string
-	}{
-		{"compute", "compute", "", nil},
-		{"solver.c:42,i,residual", "solver.c:42", "", []string{"i", "residual"}},
-		{"solver.c:42, f(a, b), x[1,2] if i > 3 && j", "solver.c:42", "i > 3 && j", []string{"f(a, b)", "x[1,2]"}},
-		{`main,"a,b",'c'`, "main", "", []string{`"a,b"`, `'c'`}},
-	} {
-		s, err := ParseSpec(c.in)
-		if err != nil || s.Location != c.loc || s.Condition != c.cond || strings.Join(s.Exprs, "|") != strings.Join(c.exprs, "|") {
-			t.Errorf("ParseSpec(%q) = %+v, %v; want %q %q %q", c.in, s, err, c.loc, c.exprs, c.cond)
-		}
-	}
-	for _, bad := range []string{"", ",x", "main,", "main,f(x", "main,x)", "main if ", `main,"open`, "two words"} {
-		if s, err := ParseSpec(bad); err == nil {
-			t.Errorf("ParseSpec(%q) = %+v, want an error", bad, s)
-		}
-	}
-}
-
-func FuzzParseSpec(f *testing.F) {
-	for _, s := range []string{"compute,value", "a.c:1,f(x,y) if i", `m,"\",",x`, "x if", "(,)"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		s, err := ParseSpec(in)
-		if err != nil {
-			return
-		}
-		if s.Location == "" {
-			t.Errorf("ParseSpec(%q): no location and no error", in)
-		}
-		for _, e := range s.Exprs {
-			if strings.TrimSpace(e) == "" {
-				t.Errorf("ParseSpec(%q): an empty expression", in)
-			}
-		}
-	})
-}
-
 // The recorder takes the console's lines however the writes cut them.
 func TestRecorderJoinsCutLines(t *testing.T) {
 	var seen []string
@@ -72,18 +29,27 @@ func TestRecorderJoinsCutLines(t *testing.T) {
 }
 
 func TestValueText(t *testing.T) {
+	limit := 1e-3
+	many := map[int]string{}
+	for r := range 20 {
+		many[r] = "1"
+	}
+	many[7] = "100"
 	for _, c := range []struct {
-		vals map[int]string
-		want string
+		vals  map[int]string
+		limit *float64
+		want  string
 	}{
-		{map[int]string{0: "3", 1: "3", 2: "3"}, "i=3"},
-		{map[int]string{17: "1e-06", 40: "0.004", 3: "0.001", 5: "nan(0x8000000000000)"}, "i min 1e-06 [17] max 0.004 [40] mean 0.001667; NaN at [5]"},
-		{map[int]string{0: "1", 1: "nan", 2: "1"}, "i min 1 [0,2] max 1 [0,2] mean 1; NaN at [1]"},
-		{map[int]string{0: `"a"`, 1: `"b"`, 2: `"a"`, 3: "<error: No symbol>"}, `i: "a" [0,2], "b" [1], <error: No symbol> [3]`},
-		{map[int]string{0: "a", 1: "b", 2: "c", 3: "d", 4: "e", 5: "e"}, "i: a [0], b [1], c [2], d [3], 1 more"},
-		{nil, "i: no value"},
+		{vals: map[int]string{0: "3", 1: "3", 2: "3"}, want: "i=3"},
+		{vals: many, want: "i min 1 [0-6,8-19] max 100 [7] mean 5.95; outliers [7] (over 3 sd from the mean)"},
+		{map[int]string{17: "1e-06", 40: "0.004", 3: "0.001", 5: "0.002"}, &limit, "i min 1e-06 [17] max 0.004 [40] mean 0.00175025; ranks 5,40 over 0.001"},
+		{vals: map[int]string{17: "1e-06", 40: "0.004", 3: "0.001", 5: "nan(0x8000000000000)"}, want: "i min 1e-06 [17] max 0.004 [40] mean 0.001667; NaN at [5]"},
+		{vals: map[int]string{0: "1", 1: "nan", 2: "1"}, want: "i min 1 [0,2] max 1 [0,2] mean 1; NaN at [1]"},
+		{vals: map[int]string{0: `"a"`, 1: `"b"`, 2: `"a"`, 3: "<error: No symbol>"}, want: `i: "a" [0,2], "b" [1], <error: No symbol> [3]`},
+		{vals: map[int]string{0: "a", 1: "b", 2: "c", 3: "d", 4: "e", 5: "e"}, want: "i: a [0], b [1], c [2], d [3], 1 more"},
+		{want: "i: no value"},
 	} {
-		if got := valueText("i", c.vals); got != c.want {
+		if got := valueText("i", c.vals, c.limit); got != c.want {
 			t.Errorf("valueText(%v) = %q, want %q", c.vals, got, c.want)
 		}
 	}

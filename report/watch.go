@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +24,9 @@ type Options struct {
 	// unless the watch ends it for a crash or a hang.
 	Attached bool
 	Traces   []Spec
+	// Limits name, for a traced expression, the value over which the
+	// ranks that pass with more are named in each pass.
+	Limits map[string]float64
 	// OnCrash is what follows a crash once its stacks are taken: stop
 	// (halt the other ranks, take their stacks, end the job), kill (take
 	// the others' stacks as they run, end the job) or continue (deliver
@@ -81,9 +83,8 @@ type Watcher struct {
 	exits               map[string]wire.RankSet
 	codes               map[string]int // the exit status of each end in exits
 	traces              map[int]*Trace
-	passes              map[int]map[int]int // a tracepoint's passes by rank
-	finish              bool                // the watch ends now
-	ending              bool                // and ends the job, even one it attached to
+	finish              bool // the watch ends now
+	ending              bool // and ends the job, even one it attached to
 	first               *Crash
 	delivered           map[string]bool // crashes delivered: ranks, signal, frame
 	still               string          // the stacks of the last sample, to see a hang
@@ -95,7 +96,7 @@ type Watcher struct {
 // New returns a watcher for a job o describes.
 func New(o Options) *Watcher {
 	w := &Watcher{o: o, tails: map[int][]string{}, partial: map[int]string{}, exits: map[string]wire.RankSet{}, codes: map[string]int{},
-		traces: map[int]*Trace{}, delivered: map[string]bool{}, passes: map[int]map[int]int{}}
+		traces: map[int]*Trace{}, delivered: map[string]bool{}}
 	w.rep = Report{Version: Version, Program: o.Program, Traces: []*Trace{}, Crashes: []*Crash{},
 		Hangs: []*Shot{}, Shots: []*Shot{}, Exits: []Exit{}, Output: []Tail{}, Timeline: []Entry{}}
 	w.rec.seen = w.seen
@@ -128,7 +129,7 @@ func (w *Watcher) Drive(ctx context.Context, con *console.Console) error {
 		w.exec(ctx, "run")
 	}
 	for ctx.Err() == nil {
-		w.handle(ctx, w.gather(ctx, w.rec.takeEvents()))
+		w.handle(ctx, w.rec.takeEvents())
 		if w.finish || w.live().Empty() || w.running.Empty() {
 			break
 		}
@@ -342,7 +343,6 @@ func (w *Watcher) handle(ctx context.Context, events []record) {
 	}
 	var crashes []crash
 	var others wire.RankSet
-	passed := map[int]wire.RankSet{}
 	for _, ev := range events {
 		ranks, err := wire.ParseRankSet(ev.Ranks)
 		if err != nil {
@@ -356,12 +356,15 @@ func (w *Watcher) handle(ctx context.Context, events []record) {
 		case "stopped":
 			w.running = w.running.Minus(ranks)
 			switch {
-			case st.Reason == "breakpoint-hit" && w.traces[st.Breakpoint] != nil:
-				passed[st.Breakpoint] = passed[st.Breakpoint].Union(ranks)
 			case st.Reason == "signal-received" && fatal[st.Signal]:
 				crashes = append(crashes, crash{ranks, st})
 			default:
 				others = others.Union(ranks)
+			}
+		case "traced":
+			var tr wire.Traced
+			if json.Unmarshal(ev.Value, &tr) == nil {
+				w.pass(ranks, tr)
 			}
 		case "exited":
 			w.gone(ranks, exitText(st), console.ExitCode(wire.State{Signal: st.Signal, Reason: st.Reason, Code: st.Code}))
@@ -381,14 +384,6 @@ func (w *Watcher) handle(ctx context.Context, events []record) {
 	}
 	if w.finish {
 		return
-	}
-	bps := make([]int, 0, len(passed))
-	for bp := range passed {
-		bps = append(bps, bp)
-	}
-	sort.Ints(bps)
-	for _, bp := range bps {
-		w.pass(ctx, w.traces[bp], passed[bp])
 	}
 	if !others.Empty() {
 		w.cont(ctx, others)
@@ -556,38 +551,4 @@ func (w *Watcher) outcome(what string) {
 	if w.rep.Outcome == "" {
 		w.rep.Outcome = what
 	}
-}
-
-// gatherWait bounds how long ranks that still run are waited for once
-// some stopped at a tracepoint.
-const gatherWait = 50 * time.Millisecond
-
-// gather waits a little for the ranks that still run when some of the
-// events are stops at a tracepoint: ranks that run the same loop pass it
-// within moments of each other, and evaluating the expressions once for
-// all of them costs one round trip instead of one per rank.
-func (w *Watcher) gather(ctx context.Context, events []record) []record {
-	running, traced := w.running, false
-	for _, ev := range events {
-		ranks, err := wire.ParseRankSet(ev.Ranks)
-		if err != nil {
-			continue
-		}
-		switch ev.Event {
-		case "running":
-			running = running.Union(ranks)
-		case "stopped":
-			running = running.Minus(ranks)
-			var st state
-			json.Unmarshal(ev.Value, &st)
-			traced = traced || st.Reason == "breakpoint-hit" && w.traces[st.Breakpoint] != nil
-		case "exited", "lost":
-			running = running.Minus(ranks)
-		}
-	}
-	if !traced || running.Empty() || w.finish {
-		return events
-	}
-	w.exec(ctx, "[%v] wait %g", running, gatherWait.Seconds())
-	return append(events, w.rec.takeEvents()...)
 }

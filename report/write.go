@@ -17,7 +17,7 @@ func (w *Watcher) write() error {
 	r := &w.rep
 	r.Seconds = w.since()
 	for _, t := range r.Traces {
-		t.hits()
+		t.hits(w.o.Limits)
 	}
 	r.Exits = exitsOf(w.exits)
 	r.Output = w.tailsOf()

@@ -95,6 +95,7 @@ const (
 	// setting reports, and wait for the front end's OpPlant. B: Loaded.
 	EventLoaded  = "library-loaded"
 	EventWarning = "warning" // B: text: something the user should know, such as a setting that leaves out CUDA
+	EventTraced  = "traced"  // B: Traced: the ranks passed a tracepoint, which did not stop them
 	// EventOutputMark travels on the output stream, never on the control
 	// stream: it follows the output the ranks wrote before their latest
 	// stop or exit, so that the front end can print that news after it
@@ -225,6 +226,22 @@ type Break struct {
 	Temporary bool
 	Ignore    int
 	Thread    int
+	// Tracepoint makes it a breakpoint that never stops the rank for
+	// longer than its debugger takes to evaluate Trace, the expressions
+	// logged at each pass: it tells them (EventTraced) and lets the rank
+	// go on, without a stop told to anyone.
+	Tracepoint bool
+	Trace      []string
+}
+
+// Traced is what a rank held at its Pass-th pass (from 1) through the
+// tracepoint Breakpoint: the value of each of its expressions, Exprs, or
+// the error within <error: …>.
+type Traced struct {
+	Breakpoint int      `json:"breakpoint"`
+	Pass       int      `json:"pass"`
+	Exprs      []string `json:"exprs"`
+	Values     []string `json:"values"`
 }
 
 // Watch asks for a watchpoint on Expr; Mode is "write", "read" or "access".
@@ -248,7 +265,7 @@ type Ignore struct {
 // Breakpoint describes a breakpoint or watchpoint as it stands.
 type Breakpoint struct {
 	Number    int    `json:"number"`
-	Type      string `json:"type"`     // breakpoint, watchpoint, read watchpoint, acc watchpoint
+	Type      string `json:"type"`     // breakpoint, tracepoint, watchpoint, read watchpoint, acc watchpoint
 	Location  string `json:"location"` // file:line, or the pending location, or the watched expression
 	Func      string `json:"func"`
 	Enabled   bool   `json:"enabled"`
@@ -259,6 +276,8 @@ type Breakpoint struct {
 	// Original is the location as it was asked for (a function name, say),
 	// which is how the breakpoint is made again in a new debugger.
 	Original string `json:"original"`
+	// Trace holds a tracepoint's expressions (Break.Trace).
+	Trace []string `json:"trace,omitempty"`
 }
 
 // Var is a variable and its value: an aggregate's whole value, a

@@ -255,6 +255,7 @@ const announceWait = 10 * time.Second
 func (b *Backend) halt() (wire.State, error) {
 	b.mu.Lock()
 	state, pid := b.state, b.pid
+	b.lateInterrupt = time.Time{} // the SIGINT stop to come is the halt's
 	b.mu.Unlock()
 	if state.State == wire.StateRunning && pid > 0 {
 		if err := unix.Tgkill(pid, pid, unix.SIGINT); err != nil {

@@ -67,6 +67,7 @@ func (b *Backend) record(g conn, r Record) {
 		// A quiet continue's *running not met is the old process's: a
 		// shared gdb's view does not tell one while it reaps.
 		b.pid, b.quietRuns = pid, 0
+		b.newProcess()
 		b.mu.Unlock()
 		b.watchProcess(g, pid)
 	case r.Type == Notify && r.Class == "thread-group-exited":
@@ -128,6 +129,14 @@ func (b *Backend) stopped(g conn, res Value) {
 	if id, addr, ok := wrapperHit(res, st.Frame.From); ok {
 		if err := b.keepToWrapper(g, id, addr); err != nil {
 			b.emit(wire.EventWarning, []byte(fmt.Sprintf("breakpoint %d stops in MPI's own routine too: %v", st.Breakpoint, err)))
+		}
+	}
+	if b.pass(g, st) {
+		return
+	}
+	if b.lateStop(st) {
+		if err := b.continueQuietly(g); err == nil {
+			return
 		}
 	}
 	// The news goes out before the state changes: an answer that says

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/wire"
@@ -32,7 +33,14 @@ type inferior struct {
 	// peeking: a where of a running rank stops it for its stack and lets
 	// it go on; neither is news (peek.go).
 	peeking bool
-	exiting bool // the end is being reported (exited)
+	// lookWaits says whether a look waits for its interrupt's stop, and
+	// whether a pass through a tracepoint was handed to it instead;
+	// lateInterrupt is when one was: the interrupt may still stop the
+	// rank after the look let it go on (gdb in all-stop mode signals the
+	// process), and such a stop soon after is the look's, no news.
+	lookWaits     lookWait
+	lateInterrupt time.Time
+	exiting       bool // the end is being reported (exited)
 	// announcing counts stops and ends sent as events whose state is
 	// not set yet: status waits for them, so that it never contradicts
 	// news that went out before it.
@@ -71,8 +79,9 @@ type inferior struct {
 	loadStops int
 	// cuda is the CUDA driver's path once loaded; cudaWarned says the
 	// current setting has been warned about leaving it out.
-	cuda       string
-	cudaWarned bool
+	cuda        string
+	cudaWarned  bool
+	tracepoints // (trace.go)
 }
 
 // newInferior is a program not loaded yet, with the default dlopen

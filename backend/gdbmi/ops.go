@@ -180,6 +180,12 @@ func (b *Backend) Break(ctx context.Context, br wire.Break) (wire.Breakpoint, er
 	b.mu.Unlock()
 	bp, err := breakInsert(run, br, loaded)
 	if err == nil {
+		b.mu.Lock()
+		b.setTrace(bp.Number, br.Tracepoint, br.Trace)
+		bp = b.traced(bp)
+		b.mu.Unlock()
+	}
+	if err == nil {
 		b.breakpointsChanged(g)
 	}
 	return bp, err
@@ -243,6 +249,11 @@ func (b *Backend) breakIDs(ctx context.Context, op string, ids wire.IDs) error {
 	if err != nil {
 		return err
 	}
+	if op == wire.OpDelete {
+		b.mu.Lock()
+		b.dropTraces(ids.IDs)
+		b.mu.Unlock()
+	}
 	b.breakpointsChanged(g)
 	// gdb acts on the numbers it has and only says so of the others,
 	// in words ("No breakpoint number 9."), with a ^done.
@@ -292,8 +303,10 @@ func (b *Backend) Breakpoints(ctx context.Context) ([]wire.Breakpoint, error) {
 		return nil, err
 	}
 	var list []wire.Breakpoint
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, v := range r.Results.Get("BreakpointTable").Get("body").Items() {
-		list = append(list, breakpoint(v))
+		list = append(list, b.traced(breakpoint(v)))
 	}
 	return list, nil
 }

@@ -15,7 +15,10 @@ import (
 // and it goes on; none of it is news: the rank is not told stopped, nor
 // running again. A stop that is not the interrupt's (a breakpoint hit
 // just then) is the program's own: it is told, read looks at it, and the
-// rank stays there.
+// rank stays there; but a pass through a tracepoint is handed to the look
+// (pass), which takes the rank there: gdb drops an interrupt that finds
+// the rank stopped, and a rank that passes a tracepoint all the time is
+// stopped at it almost whenever gdb reads the interrupt.
 func (b *Backend) look(ctx context.Context, op string, read func(run func(string) (Record, string, error)) error) error {
 	_, run, err := b.session(ctx, op)
 	if err != nil {
@@ -33,14 +36,22 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 	}
 	running := b.state.State == wire.StateRunning && !b.held
 	if running {
-		b.peeking = true
+		b.peeking, b.lookWaits = true, waiting
 	}
 	b.mu.Unlock()
 	if !running {
 		return read(run)
 	}
 	st, err := b.interrupt(ctx, run)
-	ours := err == nil && st.State == wire.StateStopped && st.Reason == "signal-received" && st.Signal == "SIGINT"
+	b.mu.Lock()
+	passed := b.lookWaits == handed
+	b.lookWaits = notWaiting
+	if passed {
+		st, err = b.state, nil
+		b.lateInterrupt = time.Now()
+	}
+	b.mu.Unlock()
+	ours := err == nil && st.State == wire.StateStopped && (passed || st.Reason == "signal-received" && st.Signal == "SIGINT")
 	switch {
 	case ours:
 		if _, _, err = run("-thread-select 1"); err == nil {
