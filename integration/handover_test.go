@@ -32,7 +32,7 @@ func TestMembersHandTheirGDBsOver(t *testing.T) {
 			master := s.master()
 			serverArgs := []string{sdmBin, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=gdb-mi", "--members=" + members, "--debug"}
 			if members == "lean" {
-				serverArgs = []string{filepath.Join(filepath.Dir(sdmBin), "sdm-rank"), "--routing_file=" + s.routes, "--key-file=" + s.keyFile}
+				serverArgs = []string{filepath.Join(filepath.Dir(sdmBin), "sdm-rank"), "--members=hand", "--routing_file=" + s.routes, "--key-file=" + s.keyFile}
 			}
 			servers := start(t, testenv.Command(t, mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, serverArgs...)...))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -189,11 +189,11 @@ func (s *session) master() *proc {
 // the tree whose members hand their ranks over (tree "hosts") sdm-rank,
 // as sdm's launchers start them.
 func (s *session) serverArgs() []string {
-	exe := sdmBin
+	args := []string{sdmBin}
 	if s.tree == "hosts" {
-		exe = filepath.Join(filepath.Dir(sdmBin), "sdm-rank")
+		args = []string{filepath.Join(filepath.Dir(sdmBin), "sdm-rank"), "--members=hand"}
 	}
-	return append([]string{exe, "--routing_file=" + s.routes, "--key-file=" + s.keyFile, "--debugger=sim"}, s.treeArgs()...)
+	return append(append(args, "--routing_file="+s.routes, "--key-file="+s.keyFile, "--debugger=sim"), s.treeArgs()...)
 }
 
 func (s *session) treeArgs() []string {

@@ -39,8 +39,8 @@ type Options struct {
 	RankTree bool             // one tree node per server, not per host (routing.Hosts)
 	Debugger backend.Debugger // the servers' debugger
 	GDB      backend.GDBStart // when their gdb starts ("": the servers' default, eager)
-	// Members is the servers' --members: hand or serve ("": their
-	// default, hand).
+	// Members is hand or serve, the servers' --members as the user asked
+	// ("": hand); the servers are given the decision (handing).
 	Members string
 	// RanksPerGDB is the servers' --ranks-per-gdb (0: their default).
 	RanksPerGDB int
@@ -221,6 +221,9 @@ func (o Options) ready(ctx context.Context) (Options, rm.Adapter, target, error)
 	if o.SDM == "" {
 		return o, nil, target{}, errors.New("sdm's own executable is not known (os.Executable failed): give it as Options.SDM")
 	}
+	if _, err := routing.Hands(o.Members, o.RankTree, o.Layout != nil); err != nil {
+		return o, nil, target{}, &RefusedError{err.Error()}
+	}
 	adapter, why, args, err := Choose(o)
 	if err != nil {
 		return o, nil, target{}, err
@@ -292,9 +295,14 @@ func jobSpec(o Options, adapter rm.Adapter, t target, dir, files, keyFile, clien
 	if o.Debug {
 		serverArgs = append(serverArgs, "--debug")
 	}
-	if o.Members != "" {
-		serverArgs = append(serverArgs, "--members="+o.Members)
+	// The plan decides whether the servers hand their ranks over, once
+	// (handing), and every server, sdm-rank's start first, takes it as it
+	// is.
+	members := routing.MembersServe
+	if o.handing() {
+		members = routing.MembersHand
 	}
+	serverArgs = append(serverArgs, "--members="+members)
 	if o.RanksPerGDB > 0 {
 		serverArgs = append(serverArgs, "--ranks-per-gdb="+strconv.Itoa(o.RanksPerGDB))
 	}
@@ -647,7 +655,9 @@ func serverBinary(o Options, t target) string {
 }
 
 // handing says whether the job's servers hand their ranks to their
-// hosts' first servers (the servers' --members=hand).
+// hosts' first servers (the servers' --members=hand): the job's one
+// decision of it (ready refuses a Members that is neither).
 func (o Options) handing() bool {
-	return (o.Members == "" || o.Members == "hand") && !o.RankTree && o.Layout == nil
+	hands, _ := routing.Hands(o.Members, o.RankTree, o.Layout != nil)
+	return hands
 }

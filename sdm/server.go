@@ -48,7 +48,8 @@ type ServerOptions struct {
 	// Handover, when set, has the servers of a host other than its leader
 	// hand their ranks to the leader, which serves them (Config.Adopt),
 	// where otherwise each serves its own rank as the leader's child.
-	// Every server of a job must agree. Not with RankTree or a Layout.
+	// Every server of a job must agree (routing.Hands decides); Serve
+	// refuses it with RankTree or a Layout.
 	Handover *Handover
 }
 
@@ -88,7 +89,13 @@ func (o ServerOptions) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	handing := o.Handover != nil && !o.RankTree && o.Layout == nil
+	handing := o.Handover != nil
+	if handing && (o.RankTree || o.Layout != nil) {
+		if ln != nil {
+			ln.Close()
+		}
+		return errors.New("a server hands its rank over only in a tree of hosts whose servers start with a rank each (routing.Hands)")
+	}
 	if handing && tree.Local(o.Index) {
 		if ln != nil {
 			ln.Close()

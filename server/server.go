@@ -225,23 +225,15 @@ func (c *Config) rankServer(index int) (sdm.ServerOptions, error) {
 	}, nil
 }
 
-// Members' values (Config.Members).
-const (
-	MembersHand  = "hand"
-	MembersServe = "serve"
-)
-
 // handover is how the servers of a host hand their ranks to its first
-// one, as --members says: nil for serve. sampler, when gdb starts lazily,
-// samples the stacks of every rank the first server adopts, whose
-// programs it starts itself as the members would (lazy.Origin).
+// one, when they do (routing.Hands): nil when not. sampler, when gdb
+// starts lazily, samples the stacks of every rank the first server
+// adopts, whose programs it starts itself as the members would
+// (lazy.Origin).
 func (c *Config) handover(debugger backend.Debugger, sampler *stackwalk.Sampler) (*sdm.Handover, error) {
-	switch c.Members {
-	case MembersServe:
-		return nil, nil
-	case MembersHand, "":
-	default:
-		return nil, fmt.Errorf("--members=%s: want %s or %s", c.Members, MembersHand, MembersServe)
+	hands, err := routing.Hands(c.Members, c.RankTree, c.Layout != nil)
+	if err != nil || !hands {
+		return nil, err
 	}
 	if debugger == backend.Sim {
 		return &sdm.Handover{

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sdm-hpc/sdm/master"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,8 @@ func TestARankServerHasTheBackendAndTheRoutesItsFlagsName(t *testing.T) {
 }
 
 // --members says whether a host's servers hand their ranks to its
-// first: by default, however gdb starts, and with the simulated backend.
+// first: by default, however gdb starts, and with the simulated backend,
+// in a tree of hosts only (routing.Hands).
 func TestMembersHandTheirRanksAsTheFlagsSay(t *testing.T) {
 	for _, c := range []struct {
 		cfg  Config
@@ -97,6 +99,7 @@ func TestMembersHandTheirRanksAsTheFlagsSay(t *testing.T) {
 		{Config{Debugger: "gdb-mi", GDB: "eager", Members: "serve"}, false},
 		{Config{Debugger: "gdb-mi", GDB: "lazy"}, true},
 		{Config{Debugger: "gdb-mi", GDB: "lazy", Members: "serve"}, false},
+		{Config{Options: master.Options{RankTree: true}, Debugger: "sim", Members: "hand"}, false},
 	} {
 		c.cfg.RoutesFrom = "file"
 		o, err := c.cfg.rankServer(1)

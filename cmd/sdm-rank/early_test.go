@@ -76,7 +76,7 @@ func TestEarlyDecidesAsGo(t *testing.T) {
 		{args: []string{write("host", "3\n0 a 1\n1 \x7f 2\n2 b 3\n"), "--server=1"}},
 		{args: []string{write("utf8", "3\n0 h\u00e9 1\n1 h\u00e9 2\n2 b 3\n"), "--server=1"}},
 	} {
-		args := append([]string{"--key-file=/k"}, c.args...)
+		args := append([]string{"--key-file=/k", "--members=hand"}, c.args...)
 		if took := earlyAgrees(t, args, c.env); took != c.early {
 			t.Errorf("%q %q: taken in C %v, want %v", c.args, c.env, took, c.early)
 		}
@@ -95,7 +95,7 @@ func FuzzEarlyDecide(f *testing.F) {
 		if err := os.WriteFile(path, []byte(routes), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		list := []string{"--key-file=/k", "--routing_file=" + path}
+		list := []string{"--key-file=/k", "--members=hand", "--routing_file=" + path}
 		if args != "" {
 			list = append(list, strings.Split(args, "\x00")...)
 		}

@@ -65,8 +65,8 @@ func TestStartFailures(t *testing.T) {
 			want string
 		}{
 			{[]string{"--master", "--routing_file=" + file}, "cannot execute " + filepath.Join(filepath.Dir(exe), "sdm-server") + " (the master)"},
-			{[]string{"--server=1", "--routing_file=" + file, "--key-file=" + open}, "sdm-rank: rank 1: " + open + ": insecure permissions"},
-			{[]string{"--server=1", "--routing_file=" + file, "--key-file=" + key, "--timeout=50ms"}, "sdm-rank: rank 1: could not reach server 0, this host's first, in "},
+			{[]string{"--server=1", "--members=hand", "--routing_file=" + file, "--key-file=" + open}, "sdm-rank: rank 1: " + open + ": insecure permissions"},
+			{[]string{"--server=1", "--members=hand", "--routing_file=" + file, "--key-file=" + key, "--timeout=50ms"}, "sdm-rank: rank 1: could not reach server 0, this host's first, in "},
 		} {
 			cmd := testenv.Command(t, exe, c.args...)
 			out, err := cmd.CombinedOutput()
@@ -110,7 +110,7 @@ func launch(t *testing.T, exe string, args ...string) (*net.UnixListener, *membe
 		t.Fatal(err)
 	}
 	m := &memberProc{stderr: new(bytes.Buffer), done: make(chan error, 1)}
-	m.cmd = testenv.Command(t, exe, append([]string{"--server=1", "--routing_file=" + file, "--key-file=" + path}, args...)...)
+	m.cmd = testenv.Command(t, exe, append([]string{"--server=1", "--members=hand", "--routing_file=" + file, "--key-file=" + path}, args...)...)
 	m.cmd.Stderr = m.stderr
 	if err := m.cmd.Start(); err != nil {
 		ln.Close()
@@ -303,7 +303,7 @@ func TestMemberRefusesAnotherUsersLeader(t *testing.T) {
 		if line, err := said.ReadString('\n'); line != "listening\n" {
 			t.Fatalf("the squatter said %q: %v", line, err)
 		}
-		cmd := testenv.Command(t, exe, "--server=1", "--routing_file="+file, "--key-file="+path, "--debugger=sim", "--timeout=5s")
+		cmd := testenv.Command(t, exe, "--server=1", "--members=hand", "--routing_file="+file, "--key-file="+path, "--debugger=sim", "--timeout=5s")
 		msg, _ := cmd.CombinedOutput()
 		squatter.Process.Kill()
 		rest, _ := io.ReadAll(said)

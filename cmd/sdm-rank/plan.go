@@ -37,10 +37,11 @@ var flagKinds = map[string]byte{
 
 // decide reads the arguments and the environment as sdm-server would,
 // and returns the plan of a member, or why this start is sdm-server's:
-// the host's first server, the master, a server that debugs its own rank,
-// one that was handed what only sdm-server takes, or one whose arguments
-// or routing file are not as a member's must be (sdm-server then says
-// what is wrong, or waits for the routing file).
+// the host's first server, the master, a server the job's plan did not
+// give --members=hand (the plan's decision, routing.Hands, which sdm-rank
+// takes as it is), one that was handed what only sdm-server takes, or one
+// whose arguments or routing file are not as a member's must be
+// (sdm-server then says what is wrong, or waits for the routing file).
 func decide(args []string, lookup func(string) (string, bool)) (plan, string) {
 	flags, why := scan(args)
 	if why != "" {
@@ -68,22 +69,15 @@ func decide(args []string, lookup func(string) (string, bool)) (plan, string) {
 	if m, err := strconv.ParseBool(value("master", "false")); err != nil || m {
 		return plan{}, "the master"
 	}
-	p := plan{keyFile: value("key-file", ""), debuggerPath: value("debugger_path", ""), listener: listener}
-	switch value("debugger", "gdb-mi") {
-	case "gdb-mi", "gdb":
-		if g := value("gdb", "eager"); g != "eager" && g != "lazy" {
-			return plan{}, "--gdb=" + g
-		}
-	case "sim":
-		p.sim = true
-	default:
-		return plan{}, "--debugger=" + value("debugger", "")
-	}
+	p := plan{keyFile: value("key-file", ""), debuggerPath: value("debugger_path", ""), listener: listener,
+		sim: value("debugger", "") == "sim"}
+	// A member joins its host's first server in a tree of hosts, from the
+	// routing file: any other tree or routes are sdm-server's to serve.
 	switch {
+	case value("members", "") != routing.MembersHand:
+		return plan{}, "not --members=hand but --members=" + value("members", "")
 	case p.keyFile == "":
 		return plan{}, "no --key-file"
-	case value("members", "hand") != "hand":
-		return plan{}, "--members=" + value("members", "")
 	case value("tree", "hosts") != "hosts":
 		return plan{}, "--tree=" + value("tree", "")
 	case value("routes_from", "file") != "file":

@@ -46,11 +46,11 @@ type startCase struct {
 }
 
 // starts are starts of the servers of a routing file of five servers
-// on two hosts, n1's 0-2 and n2's 3-4, with a key file: the members'
-// and sdm-server's.
+// on two hosts, n1's 0-2 and n2's 3-4, with a key file, that the job's
+// plan has hand their ranks over: the members' and sdm-server's.
 func starts(t *testing.T) (base []string, cases []startCase) {
 	file := routes(t, "n1", "n1", "n1", "n2", "n2")
-	return []string{"--routing_file=" + file, "--key-file=/k"}, []startCase{
+	return []string{"--routing_file=" + file, "--key-file=/k", "--members=hand"}, []startCase{
 		{args: []string{"--server=2"}, leader: 0},
 		{args: []string{"--server", "4", "--debugger=sim"}, leader: 3},
 		{env: []string{"OMPI_COMM_WORLD_RANK=1"}, leader: 0},
@@ -59,7 +59,6 @@ func starts(t *testing.T) (base []string, cases []startCase) {
 		{args: []string{"--server=3"}, why: "the first server of its host"},
 		{args: []string{"--server=1", "--master"}, why: "the master"},
 		{args: []string{"--server=1", "--gdb=lazy"}, leader: 0},
-		{args: []string{"--server=1", "--gdb=later"}, why: "--gdb=later"},
 		{args: []string{"--server=1", "--gdb=lazy", "--debugger=sim"}, leader: 0},
 		{args: []string{"--server=1", "--members=serve"}, why: "--members=serve"},
 		{args: []string{"--server=1", "--tree=ranks"}, why: "--tree=ranks"},
@@ -95,9 +94,21 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// Whether the servers hand their ranks over is the plan's to say: a
+// start without --members=hand is sdm-server's.
+func TestDecideTakesThePlansDecision(t *testing.T) {
+	args := []string{"--routing_file=" + routes(t, "n1", "n1"), "--key-file=/k", "--server=1"}
+	if p, why := decide(args, env()); why == "" {
+		t.Errorf("no --members: %+v, want sdm-server's start", p)
+	}
+	if p, why := decide(append(args, "--members=hand"), env()); why != "" || p.leader != 0 {
+		t.Errorf("--members=hand: %+v %q, want a member of server 0", p, why)
+	}
+}
+
 // The socket a launcher bound for a member is the member's to close.
 func TestDecideTakesTheListener(t *testing.T) {
-	args := []string{"--routing_file=" + routes(t, "n1", "n1"), "--key-file=/k", "--server=1"}
+	args := []string{"--routing_file=" + routes(t, "n1", "n1"), "--key-file=/k", "--server=1", "--members=hand"}
 	if p, why := decide(args, env("SDM_LISTEN_FD=7")); why != "" || p.listener != 7 {
 		t.Errorf("handed socket 7: %+v %q", p, why)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sdm-hpc/sdm/dlopen"
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/server"
 )
 
@@ -47,7 +48,7 @@ func addJobFlags(fs *pflag.FlagSet) *sessionFlags {
 	fs.StringVar(&f.dlopenMatch, "dlopen-match", "", "the colon-separated list of library names whose loads medium and auto mode report, each may end in * (--dlopen-match 'libcuda.so*:libmine.so')")
 	fs.IntVar(&o.Fanout, "fanout", 0, "tree shape: 0 for a binomial tree, K >= 2 for a K-ary tree (--fanout 32 for thousands of ranks)")
 	fs.Var((*server.TreeShape)(&o.RankTree), "tree", "hosts: the ranks of a host share one node of the tree, whose links to it never leave the host; ranks: one node per rank, as PTP's tree")
-	fs.StringVar(&o.Members, "members", server.MembersHand, "with --tree=hosts and --gdb eager: hand (a host's servers hand their ranks to its first, which debugs them all; each starts its rank's gdb as its own child when asked) or serve (each debugs its own rank)")
+	fs.StringVar(&o.Members, "members", routing.MembersHand, "with --tree=hosts: hand (a host's servers hand their ranks to its first, which debugs them all; each starts its rank's gdb as its own child when asked) or serve (each debugs its own rank)")
 	fs.IntVar(&o.RanksPerGDB, "ranks-per-gdb", server.RanksPerGDB(), "how many of a host's ranks share one gdb, an inferior each (under --gdb lazy, the gdbs start at the first command that needs one); 1 gives each rank a gdb of its own, for a comparison or a program gdb cannot share (default $"+server.RanksPerGDBEnv+", else "+strconv.Itoa(server.DefaultRanksPerGDB)+", fastest on a host of many ranks)")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "how long a command waits for its ranks (--timeout 2m)")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", 60*time.Second, "how long to wait for every rank's server to join (--connect-timeout 5m)")
