@@ -17,7 +17,6 @@ import (
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/rm/local"
-	"github.com/sdm-hpc/sdm/server"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -209,7 +208,7 @@ func plainUnderGDB(ctx context.Context, t *testing.T, n, rank int) (*launcher.Se
 	t.Helper()
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
-	per := min(server.RanksPerGDB(), 2)
+	per := min(backend.RanksPerGDB(), 2)
 	s, err := launcher.Launch(ctx, launcher.Options{Size: n, Debugger: "gdb-mi", SDM: sdmBin, RanksPerGDB: per})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"github.com/sdm-hpc/sdm/backend/program"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
-	"github.com/sdm-hpc/sdm/server"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -177,7 +176,7 @@ func TestLazyStacksStartNoGDB(t *testing.T) {
 	if g := command(t, s.Command, some, wire.OpBreak, wire.MustEncode(wire.Break{Location: "rest"})); !okRanks(g).Equal(some) {
 		t.Fatalf("break: %s", describe(g))
 	}
-	per := server.RanksPerGDB()
+	per := backend.RanksPerGDB()
 	if got, want := gdbsOf(t, s.Dir), (some.Count()+per-1)/per; got != want {
 		t.Fatalf("%d gdbs after a break on %s, want %d (%d ranks a gdb)", got, some, want, per)
 	}

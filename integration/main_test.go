@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
-	"github.com/sdm-hpc/sdm/server"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -150,9 +150,9 @@ var (
 )
 
 // gdbsFor is how many gdbs debug n ranks of one host: one per rank, or
-// one per server.RanksPerGDB() of them when the tests' servers share
+// one per backend.RanksPerGDB() of them when the tests' servers share
 // gdbs ($SDM_RANKS_PER_GDB, which they inherit).
 func gdbsFor(n int) int {
-	k := server.RanksPerGDB()
+	k := backend.RanksPerGDB()
 	return (n + k - 1) / k
 }

@@ -1,13 +1,13 @@
 package server
 
 import (
-	"fmt"
-	"github.com/sdm-hpc/sdm/routing"
 	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/sdm-hpc/sdm/backend"
+	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -31,9 +31,9 @@ func Flags(fs *pflag.FlagSet) *Config {
 	fs.IntVar(&c.Debug, "debug", 0, "log more to standard error (--debug or --debug=LEVEL)")
 	fs.StringVar(&c.KeyFile, "key-file", "", "file holding the session key (mode 0600), instead of $"+wire.KeyEnv)
 	fs.IntVar(&c.Fanout, "fanout", 0, "tree shape: 0 for PTP's binomial tree, K >= 2 for a K-ary tree; the same for every server")
-	fs.Var((*TreeShape)(&c.RankTree), "tree", "hosts: the servers of a host share one node of the tree (its first server's), which links to the other hosts' over TCP, its servers to it over a Unix socket; ranks: one node per server, every link TCP (PTP's tree); the same for every server and the master")
+	fs.Var((*routing.TreeShape)(&c.RankTree), "tree", "hosts: the servers of a host share one node of the tree (its first server's), which links to the other hosts' over TCP, its servers to it over a Unix socket; ranks: one node per server, every link TCP (PTP's tree); the same for every server and the master")
 	fs.StringVar(&c.Members, "members", routing.MembersHand, "with --tree=hosts and no --layout: hand (a host's servers hand their ranks to its first server, which debugs them all; each only starts a gdb when asked, so that gdb and the programs it starts are its children; with --gdb lazy the first server starts a program before its gdb, with the member's environment, descriptors and processors) or serve (each server debugs its own rank, linked to the first); the same for every server")
-	fs.IntVar(&c.RanksPerGDB, "ranks-per-gdb", RanksPerGDB(), "how many of the ranks a server debugs (its host's, handed over, or laid out by an attach) share one gdb, an inferior each, gdb in non-stop mode; 1 gives each rank a gdb of its own (default $"+RanksPerGDBEnv+", else "+strconv.Itoa(DefaultRanksPerGDB)+"); the same for every server")
+	fs.IntVar(&c.RanksPerGDB, "ranks-per-gdb", backend.RanksPerGDB(), "how many of the ranks a server debugs (its host's, handed over, or laid out by an attach) share one gdb, an inferior each, gdb in non-stop mode; 1 gives each rank a gdb of its own (default $"+backend.RanksPerGDBEnv+", else "+strconv.Itoa(backend.DefaultRanksPerGDB)+"); the same for every server")
 	fs.Var(&c.Layout, "layout", "the ranks of each server, by index, separated by colons (--layout 0-3:4-7): a server then debugs all of its ranks, one tree node per host; the same for every server and the master (default: server i debugs rank i)")
 	fs.DurationVar(&c.Timeout, "timeout", 60*time.Second, "how long to wait for the routing file, the parent and the front end")
 	fs.DurationVar(&c.EventWindow, "event_window", sdm.DefaultEventWindow, "how long a node holds events to merge them with other ranks'")
@@ -42,32 +42,3 @@ func Flags(fs *pflag.FlagSet) *Config {
 	fs.Lookup("debug").NoOptDefVal = "1"
 	return c
 }
-
-// TreeShape is the --tree flag of servers and front ends: true for
-// "ranks", one tree node per server; false for "hosts", one per host
-// (routing.Hosts). A pflag.Value over the bool it converts.
-type TreeShape bool
-
-// String is the flag's value.
-func (t *TreeShape) String() string {
-	if *t {
-		return "ranks"
-	}
-	return "hosts"
-}
-
-// Set parses hosts or ranks.
-func (t *TreeShape) Set(v string) error {
-	switch v {
-	case "hosts":
-		*t = false
-	case "ranks":
-		*t = true
-	default:
-		return fmt.Errorf("want hosts or ranks, not %q", v)
-	}
-	return nil
-}
-
-// Type names the values.
-func (t *TreeShape) Type() string { return "hosts|ranks" }

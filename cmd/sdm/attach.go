@@ -35,9 +35,9 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 	fs.Var(&m.Ranks, "ranks", "only these ranks (--ranks 0-3,7); needs a starter with MPIR_partial_attach_ok")
 	fs.BoolVar(&m.ServerPerRank, "server-per-rank", false, "start a debug server beside every rank instead of one per host serving all of the host's ranks")
 	fs.BoolVar(&m.Stop, "stop", false, "leave the ranks stopped once attached (default: they go on as they were)")
-	f := addSessionFlags(fs)
-	f.job.GDB = backend.Lazy
-	fs.Var(&f.job.GDB, "gdb", gdbUsage)
+	f := launcher.AddSessionFlags(fs)
+	f.Job.GDB = backend.Lazy
+	fs.Var(&f.Job.GDB, "gdb", launcher.GDBUsage)
 	if r != nil {
 		fs.IntVar(&r.Sample.Count, "samples", r.Sample.Count, "samples of every rank's stacks (--samples 10)")
 		fs.DurationVar(&r.Sample.Interval, "interval", r.Sample.Interval, "time between samples (--interval 1s)")
@@ -57,7 +57,7 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 	if fs.NArg() > 0 {
 		return exit.Usage(fmt.Errorf("sdm %s: unexpected %q (the job runs already; give its starter's --pid)", name, fs.Arg(0)))
 	}
-	f.job.Debugger = "gdb-mi"
+	f.Job.Debugger = "gdb-mi"
 	if r != nil {
 		if fs.Changed("eval") || fs.Changed("batch") {
 			return exit.Usage(errors.New("sdm stacks runs no other commands: for those, sdm attach -e ..."))
@@ -66,13 +66,13 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 		if err != nil {
 			return exit.Usage(fmt.Errorf("sdm stacks: %w", err))
 		}
-		f.front.Commands.Exprs, f.job.GDB = []string{line}, backend.Lazy
+		f.Front.Commands.Exprs, f.Job.GDB = []string{line}, backend.Lazy
 	}
-	front, err := f.ready()
+	front, err := f.Ready()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := endContext(f)
+	ctx, cancel := f.EndContext()
 	defer cancel()
-	return outcome(front.Acquire(ctx, f.job, m, nil, false))
+	return launcher.Outcome(front.Acquire(ctx, f.Job, m, nil, false))
 }

@@ -25,7 +25,7 @@ func runListen(args []string) error {
 	max := fs.Int("max", 0, "end after this many sessions (--max 2; default: 1 with --accept or a script, -e or --batch; else no limit, as 0)")
 	wait := fs.Duration("wait", 0, "give up when no request comes in this time (--wait 10m; default: wait for ever)")
 	clientHost := fs.String("client-host", "", "how jobs on other hosts reach this machine (default: its address on the route toward the job's host)")
-	f := addSessionFlags(fs)
+	f := launcher.AddSessionFlags(fs)
 	if help, err := parseFlags(fs, args, helpFile("listen")); help || err != nil {
 		return err
 	}
@@ -39,10 +39,10 @@ func runListen(args []string) error {
 	if ask && !console.IsTerminal(os.Stdin) {
 		return exit.Usage(errors.New("sdm listen: not on a terminal, so nobody can be asked: give --accept ID, --accept-all or --reject ID"))
 	}
-	if !fs.Changed("max") && (*accept != "" || len(f.front.Commands.Exprs) > 0 || f.front.Commands.Batch != "") {
+	if !fs.Changed("max") && (*accept != "" || len(f.Front.Commands.Exprs) > 0 || f.Front.Commands.Batch != "") {
 		*max = 1 // the script (or the one job) is the session, and its end sdm's
 	}
-	front, err := f.ready()
+	front, err := f.Ready()
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func runListen(args []string) error {
 	if err != nil {
 		return err
 	}
-	l := front.Listener(launcher.Listener{Dir: dir, ClientHost: *clientHost, Fanout: f.job.Fanout, Debug: f.job.Debug, ConnectTimeout: f.job.ConnectTimeout})
+	l := front.Listener(launcher.Listener{Dir: dir, ClientHost: *clientHost, Fanout: f.Job.Fanout, Debug: f.Job.Debug, ConnectTimeout: f.Job.ConnectTimeout})
 	if *wait > 0 {
 		l.Deadline = time.Now().Add(*wait)
 	}
@@ -68,7 +68,7 @@ func runListen(args []string) error {
 		// A session it cut short said how its job ended.
 		return exit.Killed(sig, fmt.Errorf("%s: stopped listening", exit.Name(sig)))
 	}
-	return outcome(err)
+	return launcher.Outcome(err)
 }
 
 func runRequests(args []string) error {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/console"
-	"github.com/sdm-hpc/sdm/server"
 )
 
 var update = flag.Bool("update", false, "write docs/COMMANDS.md")
@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "write docs/COMMANDS.md")
 // and the console's help COMMAND for every console command. It is never
 // edited by hand: go test ./cmd/sdm -run CommandReference -update.
 func TestCommandReference(t *testing.T) {
-	t.Setenv(server.RanksPerGDBEnv, "") // the defaults, not this machine's
+	t.Setenv(backend.RanksPerGDBEnv, "") // the defaults, not this machine's
 	var b strings.Builder
 	b.WriteString("# Command reference\n\n" +
 		"Made from sdm's own help texts: each command's `--help`, and the console's `help COMMAND`\n" +

@@ -18,7 +18,7 @@ import (
 // report).
 func runReport(args []string) error {
 	fs := pflag.NewFlagSet("sdm report", pflag.ContinueOnError)
-	l := addLaunchFlags(fs, addJobFlags(fs))
+	l := launcher.AddLaunchFlags(fs, launcher.AddJobFlags(fs))
 	rf := report.AddFlags(fs)
 	o := &rf.Options
 	var m launcher.MPIR
@@ -35,14 +35,14 @@ func runReport(args []string) error {
 		if fs.NArg() > 0 {
 			return exit.Usage(fmt.Errorf("sdm report: unexpected %q (the job runs already)", fs.Arg(0)))
 		}
-		l.job.Debugger = "gdb-mi"
-	} else if err := l.check(fs); err != nil {
+		l.Job.Debugger = "gdb-mi"
+	} else if err := l.Check(); err != nil {
 		return err
 	}
 	if err := rf.Parsed(); err != nil {
 		return exit.Usage(err)
 	}
-	front, err := l.ready()
+	front, err := l.Ready()
 	if err != nil {
 		return err
 	}
@@ -70,14 +70,14 @@ func runReport(args []string) error {
 	}, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	if o.Attached {
-		err = front.Acquire(ctx, l.job, m, nil, false)
+		err = front.Acquire(ctx, l.Job, m, nil, false)
 	} else {
-		err = l.start(ctx, front, fs.Args())
+		err = l.Start(ctx, front, fs.Args())
 	}
 	if werr := w.Unstarted(err); werr != nil {
 		err = errors.Join(err, werr)
 	}
-	return outcome(err)
+	return launcher.Outcome(err)
 }
 
 // attachedName names a running job as its flags do.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sdm-hpc/sdm/internal/exit"
 	"github.com/sdm-hpc/sdm/routing"
-	"github.com/sdm-hpc/sdm/server"
 )
 
 func runRoutes(args []string) error {
@@ -46,7 +45,7 @@ func routesTree(args []string) error {
 	var rankTree bool
 	fs.IntVarP(&tree.Size, "size", "n", 0, "number of servers (or a routing file as the argument: the tree its servers form)")
 	fs.IntVar(&tree.Fanout, "fanout", 0, "0 for PTP's binomial tree, K >= 2 for a K-ary tree")
-	fs.Var((*server.TreeShape)(&rankTree), "tree", "with a routing file: hosts (its servers grouped by host) or ranks (one node per server)")
+	fs.Var((*routing.TreeShape)(&rankTree), "tree", "with a routing file: hosts (its servers grouped by host) or ranks (one node per server)")
 	if err := fs.Parse(args); err != nil {
 		return exit.Usage(err)
 	}
