@@ -11,8 +11,8 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/client"
-	"github.com/sdm-hpc/sdm/internal/simtree"
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/simtree"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

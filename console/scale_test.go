@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/console"
-	"github.com/sdm-hpc/sdm/internal/simtree"
+	"github.com/sdm-hpc/sdm/testkit/simtree"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

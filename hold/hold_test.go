@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/internal/procfs"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/stackwalk"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

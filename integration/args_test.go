@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // The program gets its arguments as they were given, under gdb as

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // mpichHang starts n ranks of hang built with MPICH under Hydra's mpiexec,

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

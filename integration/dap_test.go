@@ -17,8 +17,8 @@ import (
 	godap "github.com/google/go-dap"
 
 	"github.com/sdm-hpc/sdm/dap"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/mpir"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // dapCodec reads sdm's own responses besides DAP's.

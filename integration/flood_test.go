@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/client"
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

@@ -14,9 +14,9 @@ import (
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/console"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
 	"github.com/sdm-hpc/sdm/rm/local"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // The reader of --json in docs/ prints, per command, the merged answer of

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/program"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // sdm listen --accept-all with a script and no --max debugs one job with

@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/client"
-	"github.com/sdm-hpc/sdm/internal/testenv"
-	"github.com/sdm-hpc/sdm/routing"
-	"github.com/sdm-hpc/sdm/wire"
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/client"
+	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // session is the front end's side of a tree whose servers someone else

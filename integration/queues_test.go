@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/console"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/op"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // BenchmarkTracepoint64 is 64 ranks of steps, each passing steps.c:12

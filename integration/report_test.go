@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/mpir"
 	"github.com/sdm-hpc/sdm/report"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

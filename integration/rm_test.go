@@ -14,8 +14,8 @@ import (
 
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/console"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

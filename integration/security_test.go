@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sdm-hpc/sdm/client"
 	"github.com/sdm-hpc/sdm/connect"
 	"github.com/sdm-hpc/sdm/internal/handover"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
-	"golang.org/x/sys/unix"
 )
 
 // A peer without the session key gets nothing out of the tree's ports and

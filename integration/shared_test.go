@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // SIGTERM stops a master and its servers promptly, even when the front end

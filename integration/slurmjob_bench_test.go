@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // BenchmarkStacksSlurmJob asks where every rank of an 8-rank batch job

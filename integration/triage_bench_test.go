@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // BenchmarkStacksPid is STAT's question asked of a running Open MPI job

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // Ring under mpirun with a breakpoint only rank 0 reaches (before it

@@ -11,9 +11,9 @@ import (
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/sim"
 	"github.com/sdm-hpc/sdm/client"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

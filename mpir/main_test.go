@@ -3,7 +3,7 @@ package mpir
 import (
 	"testing"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // TestMain removes the examples the tests built.

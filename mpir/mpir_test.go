@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // started is a process started by a test, as the launcher would: the

@@ -8,9 +8,9 @@ import (
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/sim"
-	"github.com/sdm-hpc/sdm/internal/simtree"
 	"github.com/sdm-hpc/sdm/routing"
 	"github.com/sdm-hpc/sdm/sdm"
+	"github.com/sdm-hpc/sdm/testkit/simtree"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

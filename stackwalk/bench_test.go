@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // benchProcesses is how many processes the benchmarks sample: a node's

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // The ranks of a 2-rank job of testdata/mpi.c, each blocked in pause().

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/procfs"
-	"github.com/sdm-hpc/sdm/internal/testenv"
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/internal/procfs"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // A process sampled 1000 times keeps running, computes right, and gets

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/internal/procfs"
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 func TestAgreesWithEuStackC(t *testing.T) {

@@ -3,7 +3,7 @@ package gdbmi
 import (
 	"testing"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // A process with a SIGKILL on its way is as good as gone; one that only

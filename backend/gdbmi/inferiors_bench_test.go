@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // BenchmarkInferiorsPerGDB measures what sharing a gdb between ranks

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
 

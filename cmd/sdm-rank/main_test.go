@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sdm-hpc/sdm/internal/testenv"
+	"golang.org/x/sys/unix"
+
 	"github.com/sdm-hpc/sdm/member"
 	"github.com/sdm-hpc/sdm/secret"
-	"golang.org/x/sys/unix"
+	"github.com/sdm-hpc/sdm/testkit/testenv"
 )
 
 // sdmRank builds sdm-rank alone into a directory of its own, without
