@@ -32,10 +32,11 @@ openssh-server openssh-client iproute2"
 # cluster's hosts: a launch, stacks through PMIx, a SLURM job by id; and
 # ranks sharing gdb 16 (SHARED, in the gdb backend and through the tree);
 # the MPI queues kept by the library sdm preloads (package mpiq, queues
-# and deadlock); sdm report's crash and hang.
+# and deadlock); sdm report's crash, hang and tracepoints, and the gdb
+# backend's tracepoints.
 # They run with the default gdbs of 16 ranks and with a gdb per rank.
-TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher|TestQueuesAndDeadlock|TestQueuesMergeInTheTree|TestReportCrash|TestReportHang'
-SHARED='TestSharedGDB'
+TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher|TestQueuesAndDeadlock|TestQueuesMergeInTheTree|TestReportCrash|TestReportHang|TestReportTracepoints'
+SHARED='TestSharedGDB|TestTracepoint|TestWhereWhilePassingATracepoint'
 
 fail() { echo "trixie: $*" >&2; exit 1; }
 
