@@ -39,6 +39,7 @@ type inferior struct {
 	// rank after the look let it go on (gdb in all-stop mode signals the
 	// process), and such a stop soon after is the look's, no news.
 	lookWaits     lookWait
+	lookHanded    context.CancelFunc // tells the look a pass was handed to it
 	lateInterrupt time.Time
 	exiting       bool // the end is being reported (exited)
 	// announcing counts stops and ends sent as events whose state is

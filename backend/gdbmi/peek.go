@@ -35,17 +35,21 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 		return err
 	}
 	running := b.state.State == wire.StateRunning && !b.held
+	// A pass handed to the look ends its wait for the interrupt's stop,
+	// which may have been counted already as it came.
+	waitCtx, handedOver := context.WithCancel(ctx)
+	defer handedOver()
 	if running {
-		b.peeking, b.lookWaits = true, waiting
+		b.peeking, b.lookWaits, b.lookHanded = true, waiting, handedOver
 	}
 	b.mu.Unlock()
 	if !running {
 		return read(run)
 	}
-	st, err := b.interrupt(ctx, run)
+	st, err := b.interrupt(waitCtx, run)
 	b.mu.Lock()
 	passed := b.lookWaits == handed
-	b.lookWaits = notWaiting
+	b.lookWaits, b.lookHanded = notWaiting, nil
 	if passed {
 		st, err = b.state, nil
 		b.lateInterrupt = time.Now()
@@ -61,6 +65,7 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 		// as the backend's own, as a library load's continue is.
 		b.mu.Lock()
 		b.quietRuns++
+		since := b.reported
 		b.mu.Unlock()
 		if _, _, cerr := run("-exec-continue"); cerr != nil {
 			b.mu.Lock()
@@ -70,7 +75,16 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 				err = fmt.Errorf("the rank, stopped to be looked at, did not go on: %w", cerr)
 			}
 		} else {
-			b.setState(wire.State{State: wire.StateRunning})
+			// A stop (or end) that came as soon as the rank went on
+			// stands, and is news once the look is over.
+			b.mu.Lock()
+			if b.reported == since {
+				b.state, b.held = wire.State{State: wire.StateRunning}, false
+				b.report()
+			} else {
+				st, ours = b.state, false
+			}
+			b.mu.Unlock()
 		}
 	case err == nil && st.State == wire.StateStopped:
 		err = read(run)

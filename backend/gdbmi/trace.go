@@ -35,7 +35,7 @@ const lateWait = time.Second
 func (b *Backend) lateStop(st wire.State) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	late := st.Reason == "signal-received" && st.Signal == "SIGINT" && !b.peeking && time.Since(b.lateInterrupt) < lateWait
+	late := st.Reason == "signal-received" && st.Signal == "SIGINT" && time.Since(b.lateInterrupt) < lateWait
 	if late {
 		b.lateInterrupt = time.Time{}
 	}
@@ -132,6 +132,7 @@ func (b *Backend) pass(g conn, st wire.State) bool {
 		// during the pass: the look takes the rank here (peek.go).
 		b.lookWaits, b.state, b.held = handed, st, false
 		b.report()
+		b.lookHanded()
 	}
 	b.mu.Unlock()
 	if handover {
