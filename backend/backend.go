@@ -8,6 +8,17 @@
 // table of ops, with their body and answer types, is package op). Answers
 // leave as msgpack bodies, asynchronous news leaves through Events: each
 // an event of op.Events, its body encoded as the event's entry says.
+//
+// bind, bare and void in ops.go tie each entry of the table to its method,
+// so a method whose types do not match its entry does not compile. A
+// backend that leaves ops out embeds Unsupported, which answers them with
+// ErrUnsupported naming the op and the backend (the simulator does); an op
+// not in the table is ErrUnknownOp.
+//
+// compare (wire.OpCompare) is answered by every backend that evaluates
+// expressions (compare.go, through Ops.Evaluate): the rank's value as gdb
+// prints it becomes a summary of one rank (Summarize: a number, an array
+// of numbers, or another value), which the tree merges (op.Summaries).
 package backend
 
 import (

@@ -9,6 +9,67 @@
 // it (replies, events, output). What leaves: commands (op, body, rank set,
 // deadline) down that link, their merged groups to the caller, and the
 // tree's news as Events from NextEvent, in the order the ranks made it.
+//
+// # Membership
+//
+// Tree membership arrives as connected and lost events; the session keeps
+// the sets, and WaitConnected returns when all N ranks have joined (naming
+// the missing ones at its deadline).
+//
+// # Output and the order of news
+//
+// Output comes on a stream of its own, events and answers on the control
+// stream, so the two can arrive out of order. What keeps their order is a
+// mark (wire.EventOutputMark): a stop or exit of a rank puts one in the
+// output stream after the output the rank wrote before it, and the session
+// holds the stop (and that rank's later news) until the marks of all its
+// ranks have arrived. So a rank's output still prints before its stop
+// however far the output lags, while a halt reaches a flooding rank at
+// once. A rank whose server is lost sends no more marks, so its news is
+// let go. An answer waits for the held news of its ranks while the output
+// stream moves (a stop's mark is on its way whenever the stop is), and
+// goes first only once the front end stops reading output because 1 MiB of
+// it is unread (the mark is stuck behind it), or after 5 s.
+//
+// At most 1 MiB of output not yet taken by NextEvent is held; beyond that
+// the session stops reading the master's output stream, and the tree's
+// bounds do the rest. The session reads the output stream to its end after
+// the master hangs up.
+//
+// Output of ranks that came another way (a launched MPIR starter's
+// labelled lines) enters through AddOutput, which queues a line among the
+// tree's events as that rank's output, so that it prints and merges as
+// output that came through the tree does. It counts against the same
+// 1 MiB, and waits while that is spent, so a slow console slows the
+// starter's reading, and the ranks' writes, as for the tree's output.
+//
+// # Library loads
+//
+// A Session answers every library-loaded group it receives with plant to
+// that group's ranks (one round trip, counted by LoadRoundTrips); the
+// rank's gdb reads the new symbols, which plants the pending breakpoints,
+// and the rank goes on. A rank that fails to answer is reported as an
+// error event, since it may be left held. Events batch at each node for
+// the event window, so ranks that load the same library together cost one
+// round trip between them. Package dlopen says which loads are reported.
+//
+// # Several sessions as one
+//
+// Relay drives the sessions of a job started again as one (the console's
+// restart): it sends each command to the current session and passes its
+// events into one queue that outlives it. On a switch, the old session is
+// closed and its events all queued before the new one's first; none of the
+// old one's can follow, so a late word of the old job (an exit, a loss) is
+// never taken for the new one's. Between the end and the switch, commands
+// are answered with why there is no job. The console's event printer and
+// its waits never notice the switch.
+//
+// Joined drives several jobs' sessions as one (sdm listen's jobs): the
+// jobs' ranks follow one another (the first job's from 0, the next from
+// where it ends), a command is split by job and sent to each at once with
+// its ranks shifted, and the answers are shifted back and merged as the
+// tree merges them, so that ranks of two jobs stopped at the same line
+// print as one line.
 package client
 
 import (

@@ -3,20 +3,77 @@
 // front end watches (sdm listen), and waits there until a front end
 // accepts or rejects it. The directory is the only channel between the
 // two until the job's master dials the front end, so it is usually in the
-// home directory, shared by the login and the compute nodes.
+// home directory, shared by the login and the compute nodes
+// ($SDM_CONNECT_DIR, by default ~/.sdm/connect).
 //
-// Files in the directory, all written whole by rename, mode 0600:
+// Files in the directory, all written whole by rename, mode 0600, in a
+// directory that must be the user's and 0700 (both sides refuse anything
+// else and say why, since answers carry session keys):
 //
-//	ID.request  what the job is: who, where, which command (JSON)
-//	ID.answer   the front end's answer: accepted (where to connect, and
-//	            the session key) or rejected (why)
-//	ID.failed   the job side could not start after it was accepted
-//	ID.attach   MPIR: the attach command for the ranks the job side holds
-//	ID.release  MPIR: the front end's verdict, "ok" or why not (post.go)
+//	ID.request  written by sdm connect: id, user and uid, host, cwd, the
+//	            command, the batch job's id, time, pid, a nonce, and the
+//	            plan: how sdm will debug the command (JSON)
+//	ID.answer   written by sdm listen: accepted (the address to dial and
+//	            the session key, and server options) or rejected (the
+//	            reason); the request's nonce
+//	ID.failed   written by sdm connect: why the job could not start after
+//	            it was accepted, so that the front end stops waiting at
+//	            once
+//	ID.attach   written by sdm connect --mpir: the attach command's body
+//	            (each rank's pid, whether before main) once the starter
+//	            is held in MPIR_Breakpoint and the servers run
+//	ID.release  written by sdm listen: "ok" once every rank is attached
+//	            (the starter is let go), or why not (it is killed)
+//	            (post.go)
 //
 // What enters and leaves are these files: a Request from the job side, an
 // Answer from the front end, and the typed messages of an MPIR job's attach
 // step (PostAttach, PostRelease).
+//
+// # Waiting and checking
+//
+// Both sides wait on the directory as servers wait on routing files
+// (inotify, plus a once-a-second look for files written on other NFS
+// clients). The front end lists only requests that parse, carry the user's
+// uid and are 0600; it reports other files and skips
+// them; a request whose process is gone from this host is deleted. The
+// nonce ties an answer to its request. The job side removes the answer as
+// soon as it has read it. Files are opened without blocking or following
+// links and must be regular; untrusted text (requests, file names, a job's
+// reasons) reaches the terminal quoted (Printable).
+//
+// # The session that follows
+//
+// On accept, the front end binds a session port (the loopback for a job
+// on its own host; every interface otherwise, dialled at its host name or
+// --client-host) and writes the answer. sdm connect then runs the job side
+// of a launch there (launcher.Host): the checks, a private session
+// directory with the key file, the job through its adapter, launch help
+// and the master, which dials the front end; the front end
+// (launcher.Pending) waits for every rank as in any launch, then loads the
+// program in every rank (in the request's directory) and runs the
+// commands. sdm connect stays until the job ends and exits with the
+// launcher's status.
+//
+// The plan (PlanFor, Mode) comes from the command line: srun, mpirun,
+// mpiexec, poe (by base name, mpirun.openmpi too) are split into the
+// launcher's options, the rank count (from -n/-np/--ntasks/-procs, else
+// SLURM_NTASKS or MP_PROCS) and the program, knowing which of each
+// launcher's options take a value; any other command is -n processes of
+// the local launcher. With --mpir the command is a starter run as it is:
+// the job side holds it under MPIR and starts the rank servers
+// (launcher.HostMPIR), the front end sends the attach command, and the
+// starter goes on once every rank is held, as in sdm debug --mpir. The
+// two MPIR files are typed messages: the job side
+// (launcher.HostRequest) posts PostAttach and waits in WaitRelease; the
+// front end (launcher.Listener.Take) waits in WaitAttach, has every rank
+// attach, and answers with PostRelease.
+//
+// sdm listen runs one session after another; inside one, listen on keeps
+// taking jobs. The console drives a console.Tree, which is one job's
+// client.Session or a client.Joined (the jobs' ranks one after another,
+// merged as one tree's). Each new job is named jobN; the session's end
+// ends every job.
 package connect
 
 import (

@@ -1,5 +1,5 @@
 // Package console is the command line of the front end: it reads commands
-// such as `[0-3] where`, sends them through a client.Session to the rank
+// such as "[0-3] where", sends them through a client.Session to the rank
 // set given (or the focus set), and prints the merged answers and the
 // events of the tree, as text (one line per distinct answer, rank set
 // first) or as JSON (one object per line). Session.Run drives a whole
@@ -9,7 +9,228 @@
 // the tree's news (client.Event). What leaves: commands to the tree through
 // the Tree interface (a client.Session, or a fake in tests), each body
 // encoded by its op's entry, and text or JSON on the console's writer,
-// each answer and event printed by the printer of its entry.
+// each answer and event printed by the printer of its entry
+// (printers.go, which decodes the answer with the entry's type).
+//
+// # Commands
+//
+// The console parses "[SET] command args" (parse, which is fuzzed; the set
+// defaults to the focus), sends through client, and prints one line per
+// distinct answer with its ranks first. Command names resolve as gdb's do
+// (names.go): a name or alias, else a prefix only one command starts with,
+// or one whose name is a prefix of every other match (th is thread); an
+// ambiguous prefix lists its commands, and an unknown word gets the
+// nearest name by edit distance. info SUB resolves its subcommand the same
+// way and runs the op of sdm's own command (info locals is locals), or one
+// of its own (info-frame, registers, sharedlibrary: gdb's CLI text).
+//
+// A command typed wrong is reported on one line and the session (or the
+// script) goes on; so is a line longer than 64 KiB (MaxLine): scripts are
+// read a line at a time whatever its length, keeping the start of a longer
+// line only, and the error names the script and the line ("-e:3: a line of
+// 70000 bytes is longer than the 64 KiB a command may be"). The terminal
+// keeps lines of 4 KiB and more out of its history, which liner could not
+// read back.
+//
+// What the console keeps or merges itself:
+//
+//   - where and bt send backtrace (numbered frames with their arguments,
+//     locals with full, a limit as gdb's bt N), whose answers differ by
+//     value and so merge in the tree only where values agree; the console
+//     merges again the groups whose frames and variables are the same and
+//     shows a value they do not share as <N values>. stacks uses sample,
+//     whose answers hold no values and merge into one tree on the way up.
+//   - up, down and frame go through gdb's CLI (up op), which keeps gdb's
+//     limits and words and sets the place list lists next; list is the
+//     CLI's, whose place each rank's gdb keeps.
+//   - Displays live in the console, each with its rank set: a restart,
+//     which starts new gdbs, keeps them, and at a stop the console sends
+//     one evaluate (all the displays' expressions) to the ranks that
+//     stopped, one round trip however many displays there are, and merges
+//     each display's values across the answers. A value whose symbol the
+//     frame lacks (gdb's No symbol, Value.Absent) is not shown at a stop,
+//     as gdb shows a display only in the block it was made in.
+//   - Completion asks one rank (the focus set's first) for the program's
+//     functions and source files (symbols) at the first Tab after break,
+//     tbreak or list, and keeps the answer: every rank runs the same
+//     program.
+//   - delete alone asks at the terminal (Console.ask, set by the
+//     interactive loop); a script's commands do not ask. News printed while
+//     the terminal shows the prompt erases the line first and shows the
+//     prompt again after it.
+//   - A reported library load prints as "[0-7] loaded /path/libx.so" only
+//     after set verbose loads on (the console's own setting; --json prints
+//     every one, as a library-loaded event) and does not end a wait; set
+//     dlopen and show dlopen check the list before any rank sees it.
+//
+// # JSON
+//
+// Under --json (docs/JSON.md) each command line gets one reply object,
+// gathered in reply.go without any code of the command's own: Exec opens
+// the reply from the command table's entry; the console's tree is wrapped
+// (recording) so that the first op the command sends, and its body decoded
+// by the op table, become the reply's command; what the command prints
+// (printReply, report, notes, println) lands in the reply instead of on a
+// line; Exec prints it when the command ends. Ops that set ranks going
+// (run, continue, step, halt…) mark those ranks with the command's number,
+// which their later events carry. The exited events also give
+// --exit-status program the ranks' worst exit status (ProgramExit, which
+// cmd/sdm turns into sdm's own).
+//
+// # Events and the display window
+//
+// Events are gathered for a 100 ms display window (PTP's aggregation
+// window) and merged once more, in order per rank; while a wait (or a
+// step, next or finish, which wait like gdb's) is in progress they are
+// held, so each distinct stop of the wait prints once however far apart in
+// time the ranks got there. A script holds them from a run, continue, halt
+// or kill on, through the wait that follows, so stops that came before the
+// wait began merge too; at the terminal they print as they come until a
+// wait begins. In text, running news is never printed and never enters a
+// batch: output travels on its own stream and may overtake it, and a
+// running between two ranks' stops would keep them apart. A rank's output
+// comes before that rank's stop or exit (package client); a batch that
+// holds 1 MiB of output prints at once (PrintEvents), in one write, and
+// while a wait holds the news, its output does.
+//
+// # Ranks that are gone
+//
+// A command that needs a process (continue, step, where, locals, print, …)
+// whose answers fail on some ranks asks those ranks' status once; the
+// ranks whose process exited, was killed, detached or never started are
+// printed as what became of it, one line per outcome ("[7] exited with
+// code 0"), in place of gdb's words ("No registers.", "The program is not
+// being run."), which name nothing the user can act on.
+//
+// # Waits
+//
+// A wait asks for status and asks again at each stop, exit, loss or error
+// event, until no rank of its set runs (wait) or one does not (wait any),
+// or its deadline. Ranks blocked in MPI never stop by themselves, so the
+// end of a wait is not an error: the console prints which ranks still run,
+// merged by what they do (a step from one frame, or just running), and a
+// script goes on; a deadline that passed counts in the exit status. These
+// notes are the console's own lines (JSON objects with a note field),
+// printed after the events the wait held. A ^C cancels the command's
+// context: a wait asks once more, briefly, which ranks still run and says
+// so ("interrupted: [2-3] still running"), other commands say they were
+// abandoned; the ranks are left as they are. ^C at the prompt (liner reads
+// it as a key) halts the running ranks of the focus set and waits for
+// their stops, as gdb's ^C does.
+//
+// # stacks and their classes
+//
+// stacks sends sample (--samples K --interval D, one sample by default: a
+// session's ranks are mostly stopped under gdb, where more cannot differ),
+// whose answer is already STAT's call-prefix tree merged in the tree, and
+// --dot/--svg draw it with Graphviz. From the tree alone the console
+// (triage.go) derives STAT's equivalence classes: a rank's paths end at
+// the nodes that hold it and none of whose children do, and ranks with the
+// same ends are one class, found by splitting rank sets node by node, so
+// the cost follows the paths and classes, not the ranks (a thread that
+// ends where another thread of its rank passes on is not seen apart: the
+// tree holds ranks, not threads). Ends are compared by place
+// (wire.Frame.Place, wire.SamePlace): the callers by their lines, which
+// are call sites, the innermost frame by its function only, since its line
+// is wherever the pc was (a rank polling in MPI_Recv shows __sched_yield
+// at two lines of its stub from one sample to the next). Classes print
+// biggest first, those smaller than the mean marked as outliers; the
+// tree's Moved splits the ranks into those whose threads left their places
+// between samples and those that did not; and the last line names one rank
+// per class, as a rank set, or as "sdm attach --pid STARTER --ranks ..."
+// when the session attached to a running job through its starter
+// (Options.Attach, Suggestion). sdm stacks --pid (cmd/sdm/attach.go, beside attach)
+// is that command alone on an acquired job, three samples 100 ms apart by
+// default, with launcher.Options.GDB asking for servers that start gdb
+// lazily.
+//
+// # compare
+//
+// compare EXPR sends wire.OpCompare; every rank's value comes back as one
+// summary merged in the tree (op.Summaries), which SummaryText prints, as
+// --json and DAP's sdm/compare read it.
+//
+// # Queues and deadlock
+//
+// queues prints each rank's MPI operations in flight (package mpiq). The
+// console groups operations that read alike, a peer at one offset from
+// every rank as rank+1, so a ring of 512 reads as one line.
+//
+// deadlock samples the stacks (as stacks) and asks for the queues. From
+// the stacks alone (Diagnose): each main thread's outermost MPI call, by
+// its C name whatever binding it came through, the ranks outside MPI,
+// collectives that do not match. With queues (waitFor): a blocking
+// receive, probe or send has an AND arc to its peer, MPI_ANY_SOURCE OR
+// arcs to its communicator's other members, a wait the arcs of the posted
+// operations it waits on (AND for MPI_Waitall, OR for MPI_Waitany; a
+// nonblocking collective's are the members that have not posted it, and a
+// wait whose collectives every member posted is under way), a collective
+// AND arcs to the members of its communicator that are not in it
+// (communicators compared by their members). A send and a receive that
+// match each other are under way. Ranks not blocked release those that
+// wait for them; the blocked ranks that nothing releases are stuck, the
+// strongly connected parts among them the cycles (said by their pattern
+// when every rank's call reads alike relative to the rank), the others
+// behind them; the ranks outside MPI that blocked ranks wait for are named
+// with where they are. A blocked receive whose peer sends to it, blocked
+// or posted, only with other tags is a receive no send matches.
+//
+// # restart
+//
+// restart ends the whole job and starts it again through its launcher
+// (Restarter), since a rank run again alone by its gdb would start outside
+// its MPI job and die in MPI_Init. The pieces, each in its own package:
+//
+//  1. The console keeps what the user set up: each rank's breakpoint list
+//     (breakpoints, which carries each breakpoint's location as it was
+//     asked for, gdb's original-location), gdb's last breakpoint number
+//     (print $bpnum, deleted ones included) and dlopen setting, grouped by
+//     rank as the answers merge. Named sets and the focus live in the
+//     console and stay.
+//  2. launcher.Relaunchable relaunches as the Restarter: it ends the old
+//     job (launcher.Session.End: every server quits, the launcher exits or
+//     is cancelled at the deadline, so nothing is left behind), then
+//     Session.Relaunch starts it as it was started, from the options kept
+//     at the launch (the adapter chosen, launcher options, size, target;
+//     or the same MPIR launch and acquisition), with a session directory,
+//     key and port of its own, and every rank must join within the connect
+//     timeout (the error names the missing ones). The program is loaded as
+//     at the first start.
+//  3. The relay switches: the console drives a client.Relay, which sends
+//     each command to the current session and keeps one queue of events
+//     across the switch; the console's event printer and its waits never
+//     notice it.
+//  4. The console replays the dlopen settings and the breakpoints, then
+//     sends run to every rank, and prints "restarted: 4 ranks under
+//     mpirun; 2 breakpoints planted", each breakpoint that could not be
+//     planted naming its ranks.
+//
+// Breakpoint numbers: a new gdb numbers from 1; the user knows the old
+// numbers. The console makes the breakpoints again in number order, and
+// before each one whose number gdb would not give next it sends break-next
+// N, which uses up the numbers below N in gdb itself; at the end, numbers
+// up to the old $bpnum are used up too, so new breakpoints go on from
+// where the old gdb was. Keeping the numbers in gdb, rather than a map
+// from the user's numbers to gdb's in the front end, keeps one number for
+// a breakpoint everywhere: in answers, in stop events (merged at every
+// node of the tree, which knows nothing of a map), in breakpoints and in
+// raw gdb commands; and it costs the restart a few gdb commands per rank,
+// not every command a translation. Ranks whose lists differ (breakpoints
+// set on some ranks only) are replayed group by group, each under its own
+// numbers. Temporary breakpoints that were hit are gone from the list, as
+// in gdb.
+//
+// run is refused under a launcher that starts the ranks as one job
+// (launcher.Session.Launcher: mpirun, mpiexec, srun, poe, or an MPIR
+// starter) on ranks that were run since the job started or whose process
+// has ended, and names restart in its place. Under the local launcher
+// each rank's program stands alone, and run runs it again as gdb does.
+//
+// A job taken with sdm attach is not restartable: it was started by the
+// user, and the refusal gives the command that starts it under sdm (its
+// starter's own command line after sdm debug --mpir --starter --). A job
+// of sdm listen runs where its batch system placed it. Jobs on a --target
+// start again there, over ssh, like any launch.
 package console
 
 import (

@@ -8,6 +8,137 @@
 // A setting enters as flags, environment variables or a console command,
 // travels to the rank servers as a wire.Dlopen body, and is applied by
 // each rank's backend.
+//
+// # The setting
+//
+// The modes are auto, slow, medium with a glob list, and fast. The front
+// end resolves the setting from --dlopen-mode, --dlopen-match and the
+// seed's variables SDM_DLOPEN_ALWAYS_RECALCULATE and
+// SDM_DLOPEN_RECALCULATE_ON_MATCH (each flag wins over its variable; with
+// neither flag nor the first variable the mode is auto), and sends it to
+// every rank (dlopen op) before start, or after an attach; the console's
+// set dlopen sends it to any rank set later. Servers start in auto.
+//
+// # Who reads symbols
+//
+// gdb never reads a library's symbols on its own (auto-solib-add off);
+// reading them is what a load costs gdb, and what plants the pending
+// breakpoints in the library. The backend (backend/gdbmi, solib.go) has
+// gdb read (sharedlibrary) every library not read yet:
+//
+//  1. at the program's first load that adds libraries, which is the
+//     dynamic linker loading what the program is linked with, and at an
+//     attach: in every mode, so a breakpoint in a library the program is
+//     linked with always works;
+//  2. when the front end answers a reported load (plant op);
+//  3. in auto mode, at a load that stops the process because a breakpoint
+//     is pending: the rank server reads it itself (below);
+//  4. at every stop it reports, before reporting it (and it then asks gdb
+//     for the stop's frame again, which may lie in a library just read);
+//  5. before it lets a stopped process go on.
+//
+// # Who stops
+//
+// stop-on-solib-events 1 in slow and medium mode: gdb stops the process at
+// each load with reason solib-event and the libraries added. The backend
+// lets a stop go on at once, and says nothing (its *running is no news),
+// when it adds nothing (the linker's announcement before a load, an
+// unload) or when the mode neither reports nor reads it (medium and a name
+// that matches no pattern, by file name). A reported load holds the rank:
+// a library-loaded event (the libraries' paths) goes up the tree, merging
+// with the same load of other ranks, and the rank waits for plant (package
+// client answers it: one round trip per group of ranks). Its status
+// meanwhile is running, reason library-loaded: it goes on without the
+// user, so wait waits for it, and halt still works (the SIGINT is
+// delivered when it goes on). In fast mode stop-on-solib-events 0: gdb
+// traps the load in the dynamic linker to keep its list of libraries and
+// lets the process go on, with only a =library-loaded notification, which
+// the backend notes as unread.
+//
+// # Auto
+//
+// Auto is fast, except while a breakpoint is pending (enabled, and waiting
+// for a library not loaded yet: gdb's pending field). The backend lists
+// the breakpoints (-break-list) whenever it works out gdb's load settings,
+// in auto mode only and once the start-up libraries are read: when the
+// process is about to go on (continue, a step, run's start-up load,
+// plant), at a load it read, at a change of setting, and after every
+// command that may add, remove, enable or disable a breakpoint (break,
+// delete, enable, disable, gdb …) while the process runs, since the next
+// load must then stop, or no longer. The list and the change of settings
+// happen under one lock, so that of two such moments, the watcher's at a
+// load and a command's, the later one sees the later list.
+//
+// While one is pending, stop-on-solib-events 1; a load that adds libraries
+// is then read by the rank server itself, which plants the breakpoint if
+// it is in them, lists the breakpoints again, turns the stops off when none
+// is pending any more, and lets the process go on, all before the
+// library's code runs and without a word to the front end. A round trip,
+// as slow makes, would buy nothing here: the front end's only part in a
+// load is to print it and have the rank read it, and the breakpoint needs
+// only the read; the round trip would cost each load the event window at
+// every level of the tree. The cost is a stop per load and its read while
+// the breakpoint waits (a breakpoint that never resolves keeps it for the
+// whole run). Once it is planted, a library loaded later is not read at
+// its load, so a breakpoint on a function that several libraries define
+// gains their locations at the next stop, as in fast mode.
+//
+// With a glob list, auto stops at every load, since a name can be checked
+// only at a stopped load, and reports matching ones as medium does (gdb's
+// catch load REGEX would stop only at matching loads, but it is a
+// breakpoint: it would take a number from the user's). Without a pending
+// breakpoint or a list, auto's gdb settings are fast's, and its only extra
+// work is one -break-list each time the process goes on.
+//
+// # Steps
+//
+// A load that stops a step, next or finish ends it, and gdb cannot resume
+// it. So while a step runs, loads never stop the process; where the mode
+// would have stopped it (slow, medium, auto with a breakpoint pending or a
+// list) gdb reads each new library itself during the step (auto-solib-add
+// on), so a breakpoint in it is hit within the step, and the settings of
+// the mode come back at the next continue. A change of mode while the
+// process runs goes to gdb at once (gdb takes these settings while the
+// process runs) and counts from the next load; a rank held at a load takes
+// it when it goes on.
+//
+// # The modes side by side
+//
+// For each mode: gdb's settings between steps; which loads stop the
+// process; which reach the front end; when breakpoints in the new library
+// are planted; what is given up.
+//
+//   - auto: fast's settings; while a breakpoint is pending, or with a
+//     list, stop-on-solib-events 1. A load stops the process while a
+//     breakpoint is pending, and with a list every one does. Only those
+//     matching the list reach the front end. Pending breakpoints are
+//     planted at the load, read by the rank server; others at the next
+//     stop. Given up: a planted breakpoint's locations in later libraries
+//     until the next stop; a stop and a read per load while a breakpoint
+//     is pending.
+//   - slow: stop-on-solib-events 1, auto-solib-add off. Every load stops
+//     the process, and every one that adds a library reaches the front
+//     end: one round trip per group of ranks. Breakpoints are planted at
+//     the load, by the front end's plant. Given up: speed, since each load
+//     waits for the front end.
+//   - medium: the same settings. Every load stops the process; only those
+//     matching the list reach the front end, the rank server lets the
+//     others go on. Matching: planted at the load; others at the next
+//     stop. Given up: breakpoints in unmatched libraries until the next
+//     stop; a stop per load, at the rank server.
+//   - fast: stop-on-solib-events 0, auto-solib-add off. A load stops the
+//     process only inside gdb, for an instant, and none reaches the front
+//     end. Breakpoints are planted at the next stop for another reason.
+//     Given up: a call into a new library before the next stop goes by its
+//     breakpoints; no front end learns of a load (CUDA needs slow, or
+//     medium or auto with libcuda.so*).
+//
+// # CUDA
+//
+// In medium mode, and in auto with a list, a rank that loads libcuda.so*
+// while its list does not match it sends a warning event once per setting,
+// and the answer to a set dlopen that still leaves it out carries the same
+// warning: a CUDA-aware debugger must see that load.
 package dlopen
 
 import (

@@ -16,6 +16,60 @@
 // on the socket: a member is all that most of a node's hundreds of rank
 // processes run, and cmd/sdm-rank, built on this package alone, starts
 // one at the cost of a Go program that does next to nothing.
+//
+// # The hand-over
+//
+// Whether a job's servers hand their ranks over is decided once, in the
+// launcher's plan (routing.Hands; by default in a tree of hosts without a
+// layout), which gives every server the outcome as --members=hand or
+// --members=serve. With --members=hand a member does not serve its rank:
+// once it has joined, the leader debugs the rank from its own node
+// (sdm.Config.Adopt). Its rank set is the host's, a command for the
+// host's ranks reaches one process and wakes no member, and the answers
+// merge there.
+//
+// A rank's gdb is still its own server's child: whenever the leader's
+// backend needs one (at the first start, and again after gdb died), it
+// asks the member (wire.Member.Spawn), which starts gdb as GDB says and
+// passes the leader gdb's standard input, output and error and its pidfd
+// (SCM_RIGHTS); the leader drives it (gdbmi.NewSpawned, gdbmi.Adopt),
+// signals it and sees it end through the pidfd, and learns how it ended
+// from the member, which reaps it. So gdb, and the program gdb starts,
+// have what the launcher gave that rank's server: its environment (the
+// rank's MPI variables), inherited descriptors (PMI_FD), CPU binding,
+// cgroup and limits; the program's terminal is the leader's, which gdb
+// names to the program by path.
+//
+// The member only waits then: for the leader's next request, its end of
+// the session (it exits 0), or its loss (an error; it ends its gdbs,
+// SIGTERM then SIGKILL, as on a signal). A member that ends is its rank
+// lost; a stopped member holds nothing up.
+//
+// Under --gdb lazy the leader's lazy backend of a member's rank starts the
+// program itself (lazy.Origin), as the member would: with the member's
+// environment (/proc/PID/environ, less what servers keep to themselves),
+// the descriptors the member holds without close-on-exec (copied with
+// pidfd_getfd, inherit.Files) at their numbers, and the
+// member's processors. The program is then the leader's child, which
+// samples it (an ancestor, as Yama's ptrace_scope 1 wants), and its gdb,
+// at the hand-over, one of the host's shared gdbs (or, with
+// --ranks-per-gdb 1, a gdb the member starts). The leader then samples all
+// its host's ranks with one module cache, and takes every processor for
+// it (a launcher's GOMAXPROCS=1 is for a server of one rank).
+//
+// A member that hands its rank over needs nothing else of the server:
+// launchers start sdm-rank for the job's servers when they do, a build of
+// the member alone (packages member, secret and routing, system calls on
+// the socket, signals watched only once it started a gdb) that starts at
+// about the cost of a Go program that does nothing. It reads the flags,
+// the routing file and its index as sdm-server would, and the start of
+// any server that is not a member (the host's first, or anything it does
+// not read) it leaves to sdm-server, which it executes in its place with
+// the same arguments and environment.
+//
+// The link between a member and its leader is a local link
+// (wire.NewLocalLink): no handshake and no encryption, three pipes passed
+// over the socket.
 package member
 
 import (

@@ -20,6 +20,73 @@
 //
 // A slot is one operation while busy is 1 and kind is not 0; the library
 // makes seq odd while it writes a slot or a communicator.
+//
+// # Where the operations come from
+//
+// sdm debug (unless --queues=false) and the editor's launch (unless
+// "queues": false) set launcher.Options.Queues; wire.Start.Queues then
+// names the MPI the program links (launcher.Queues, from its DT_NEEDED
+// entries); the backend that starts the program (lazy or gdb) preloads
+// that MPI's library from beside its own executable (Preload), so each
+// host uses its own copy and a host without one starts the program as it
+// is. The library is built per MPI by make build (libsdmq-openmpi.so,
+// libsdmq-mpich.so) against the MPI's headers, not linked with it: gdb
+// starts a program through a shell, which loads it too, and must not load
+// MPI (Open MPI's predefined objects, which its handles point to, are weak
+// references there).
+//
+// Its wrappers (PMPI) are frames of their own under the MPI calls, which
+// stacks and backtraces leave out (Unwrap; a backtrace keeps gdb's level
+// numbers, which frame N takes) and up and down pass over; a finish whose
+// caller is a wrapper finishes out of the wrapper (its frame selected
+// first). A breakpoint on a wrapped MPI routine stops once, in the wrapper
+// (package backend/gdbmi says how).
+//
+// # The table
+//
+// At MPI_Init the library maps /tmp/sdmq-UID/PID (the directory made 0700
+// and used only if it is the user's and no one else's; SDMQ_DIR for
+// tests), removed as the process exits, and those of processes that are
+// gone (killed) swept at the next rank's start. Each call takes a slot
+// (compare-and-swap on busy), writes it under a sequence number made odd
+// meanwhile, calls PMPI_X, and frees it; a nonblocking call's slot waits
+// for its request to complete in a wait or test.
+//
+// What it records: the blocking point-to-point calls and collectives, the
+// nonblocking ones (MPI_Isend, MPI_Issend, MPI_Irecv, the nonblocking
+// collectives) and the waits and tests that complete them, persistent
+// requests (MPI_Send_init, MPI_Recv_init) from each MPI_Start to their
+// completion, and, where the MPI is MPI-4 (MPICH 4), MPI_Isendrecv and the
+// large-count entry points (MPI_Send_c, …, recorded as the routine they
+// are of). Peers and roots are world ranks: a communicator's translation
+// is learnt once, at its first use, and its members published in the file
+// for the reader. The reader takes a slot that reads alike twice, even
+// (Read). A blocking call costs the program one call level, a dozen stores
+// between two of its slot's sequence number, and a read of the coarse
+// clock (the thread's slot and variables at fixed offsets from the thread
+// pointer): figures in docs/PERFORMANCE.md (BenchmarkInterposition).
+//
+// # The queues op
+//
+// queues (wire.OpQueues) is answered by the backends from the file (Of),
+// without stopping the rank or starting gdb; the lazy backend names each
+// operation's caller (wire.MPIOp.At, from its return address through the
+// sampler's modules, stackwalk.Sampler.Places; under --gdb eager the place
+// is left out). A rank without a table is told why from the libraries it
+// maps (why): no MPI, not started yet, or no library preloaded (attached,
+// or launched with --queues=false), and then what the MPI's own
+// message-queue support lacks (Open MPI's libompi_dbg_msgq.so needs
+// libmpi's type information, looked for in the library and by build id
+// under /usr/lib/debug, stackwalk.HasDebugInfo; Debian's MPICH has none).
+//
+// Each node of the tree merges its subtree's answers (op.QueueClasses):
+// ranks whose operations differ only in peers, waits, threads and callers'
+// addresses (not the places of the calls) become one answer, each
+// operation's peers as runs of consecutive ranks whose peers step evenly
+// round the world (wire.PeerRun: a ring, or all from rank 0, is one run),
+// its wait as the shortest and longest; the front end unfolds them per
+// rank (wire.Queues.Of). The console prints them, and its deadlock command
+// reads them (package console).
 package mpiq
 
 import (

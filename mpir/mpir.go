@@ -13,8 +13,75 @@
 // the rank servers' debuggers.
 //
 // What enters: how to start a starter (Launch's StartFunc) or the pid of
-// one that runs (Attach). What leaves: the proctable (a Proc per rank: host, executable, pid) and, for
-// Launch, the starter held until the ranks' debuggers have them.
+// one that runs (Attach). What leaves: the proctable (a Proc per rank:
+// host, executable, pid) and, for Launch, the starter held until the
+// ranks' debuggers have them.
+//
+// # The engine
+//
+// For a launch the engine starts the starter with PTRACE_TRACEME semantics
+// (the child stops at exec), plants an int3 at the program's entry point
+// (AT_ENTRY from /proc/PID/auxv) so that the shared libraries are loaded
+// before the symbols are looked up, sets MPIR_being_debugged = 1, plants an
+// int3 at MPIR_Breakpoint and runs the starter until it stops there with
+// MPIR_debug_state = SPAWNED (any other state is stepped over and run on).
+// For an attach it seizes every thread (PTRACE_SEIZE + PTRACE_INTERRUPT),
+// reads the table, sets MPIR_being_debugged = 1 and lets the starter go at
+// once. A launched starter is released only once its ranks are attached:
+// its breakpoint removed, its pending signals re-delivered, and it is
+// detached. Nothing stays traced.
+//
+// Symbols are looked up in every ELF object the starter has mapped
+// (/proc/PID/maps), the executable first, in .dynsym and .symtab, with
+// the load bias from the first PT_LOAD segment: Open MPI keeps them in
+// libopen-rte.so.40, srun in its executable. A starter without
+// MPIR_debug_state or MPIR_proctable is "not an MPIR starter"
+// (NotStarterError; MPICH's Hydra mpiexec as Debian builds it is one
+// such): its table can be made from /proc, or asked of PMIx (packages
+// launcher and pmix).
+//
+// # The symbols
+//
+//	symbol                   meaning                            what sdm does
+//	MPIR_debug_state         1 SPAWNED, 2 ABORTING              stops only at SPAWNED; ABORTING ends the
+//	                                                            acquisition with MPIR_debug_abort_string
+//	                                                            in the error
+//	MPIR_Breakpoint          the starter calls it after each    int3 on it
+//	                         state change
+//	MPIR_being_debugged      tells the starter a debugger is    1 on acquire, 0 again when an attach
+//	                         there                              session ends
+//	MPIR_proctable, _size    host, executable, pid of every     read through /proc/PID/mem
+//	                         rank
+//	MPIR_debug_gate          ranks spin until it is 1           each rank's gdb sets it after attaching;
+//	                                                            absent is fine
+//	MPIR_i_am_starter        the starter is not one of the      absent, and rank 0's pid is the starter's:
+//	                         ranks                              the starter is rank 0, released stopped
+//	                                                            (SIGSTOP) for its own gdb
+//	MPIR_acquired_pre_main   ranks are held before main         a launch runs every rank to main (srun
+//	                                                            does this)
+//	MPIR_partial_attach_ok   a subset of the ranks may be       --ranks SET is refused without it; the
+//	                         attached                           others are released by releasing the
+//	                                                            starter
+//	MPIR_dll_name            the message-queue library          reported in the attach reply
+//
+// # Why ptrace and not gdb for the starter
+//
+// Speed: the engine stops a starter, reads its table and lets it go in
+// milliseconds, where a gdb on mpirun would cost a start and a read of the
+// symbols of every library mpirun maps (about 0.3 s) before the ranks' own
+// gdbs could begin. Robustness: every ptrace call runs on one locked OS
+// thread (the kernel ties a tracee to the tracing thread); new threads of
+// a multi-threaded starter are followed with PTRACE_O_TRACECLONE; a
+// SIGCHLD-driven wait loop, with a 200 ms backstop, reaps only the threads
+// it traces (__WALL), and peeks at the leader's exit without reaping it,
+// which is its parent's job; signals that arrive while the starter is held
+// are re-delivered when it is released; whatever fails, the engine kills a
+// starter it launched, or detaches from one it attached to, so that
+// nothing is left stopped or traced. The price: amd64 only (breakpoint and
+// registers), and a starter must not be the child of a process that waits
+// for it while it is traced, since any thread of the tracing process would
+// take the ptrace stops: the front end starts a launched starter itself,
+// and the tests start a starter they attach to as a grandchild.
 package mpir
 
 import (

@@ -7,6 +7,28 @@
 // What enters: the server's pid, and the helper's path (launcher finds it
 // beside sdm, as the servers' binaries). What leaves: an mpir.Table, as
 // an MPIR attach gives, marked with the job's namespace (Via).
+//
+// PRRTE, which Open MPI 5's mpirun runs as (prterun), removed MPIR and
+// offers its PMIx server to tools instead. An attach (sdm attach --pid)
+// whose starter lacks MPIR's symbols (mpir.NotStarterError) asks that
+// server through sdm-pmix: the tool connects by the server's pid, finds
+// the job's namespace and reads PMIX_QUERY_PROC_TABLE, about 15 ms, and
+// the job never stops. Its answer is checked (every rank once, each with a
+// pid) before it becomes a table.
+//
+// A launch under PRRTE uses prterun's own flags (--stop-on-exec
+// --output-proctable; package launcher). PMIx's own launch-and-hold of a
+// starter, the indirect launch (a tool PMIx_Spawns prterun with
+// PMIX_LAUNCHER_PAUSE_FOR_TOOL, waits for PMIX_LAUNCHER_READY, hands it
+// PMIX_DEBUG_STOP_ON_EXEC as a launch directive and releases the ranks
+// with PMIX_DEBUGGER_RELEASE), is not used: on Debian 13's PRRTE 3.0.8
+// and PMIx 5.0.7 the spawned prterun ignores the pause, runs the job
+// through and sends no PMIX_LAUNCHER_READY (tried with a tool of
+// OpenPMIx's own sequence: 30 s without the event, the ranks ended), and
+// OpenPMIx's current source no longer has the pause at all. A direct
+// PMIx_Spawn of the ranks needs a running DVM (prte) and would take the
+// user's mpirun options apart; the flags give the same hold through the
+// user's own command line.
 package pmix
 
 import (

@@ -11,6 +11,98 @@
 // mean, and it never prints. Of an op it takes only its merger (package
 // op), which folds the answers of its sources into groups; of an event,
 // its fold (op.EventFold), which merges its groups in a batch.
+//
+// # Commands, replies, deadlines
+//
+// A node registers a call for each command: one expected answer per
+// source (its backend, and each child the set reaches). Calls are
+// independent; many may be in flight and a slow one delays no other.
+//
+// Commands are forwarded to children in arrival order and handed to the
+// backend in arrival order. A node never writes to a child's link itself:
+// it posts the command to the child's outbox (outbox.go), whose own writer
+// sends it, and drops it once its deadline passed, so a child that stops
+// reading holds up nothing but its own subtree. Answers and events go up
+// without waiting for a link: while a server has none (it rejoins), events
+// and output are held for the next one and answers dropped (the parent has
+// answered for it). The backend (Backend.Do returns at once and answers
+// through a callback) gets them in order too, so break then continue keeps
+// its order while a slow command overtakes nothing.
+//
+// Each level gives its children a slightly shorter deadline (a tenth, at
+// most 250 ms, less), so that a child's "these ranks timed out" arrives
+// before the parent would have to write off the whole subtree.
+//
+// Statuses are ok, error (the backend said why), timeout, lost and no such
+// rank. Failures carry their reason as the body and merge like answers.
+// The front end always gets every rank it asked about accounted for.
+//
+// A child not heard from for 5 s while an answer is due from it
+// (Config.NotResponding: five pings, one a second) is quiet: the calls
+// waiting for it complete for its subtree as timeout with "server N not
+// responding". Later commands still go to it, but wait for it only 500 ms
+// (quietGrace) before they say the same: one that is back answers within
+// it, at once, where answering for it at once would tell a stale "not
+// responding" until its parent's next look (a second). Its ranks then
+// answer as they were.
+//
+// A child whose link breaks turns its whole subtree into lost, with the
+// cause ("connection closed by server N", "no word from server N for
+// 1m0s: link dropped", a tampered record): pending calls complete for
+// those ranks, later commands get lost at once, and one lost event goes
+// up.
+//
+// A server whose link to its parent breaks dials again, for as long as its
+// connect deadline (60 s) allows, and is taken back like a new child:
+// handshake, hello, the parent checking the index; its first message is a
+// rejoined event for the ranks of its subtree that are back. A parent that
+// refuses the connection is gone: the server ends, and with it its own
+// children, so nothing below a killed server stays.
+//
+// quit is handled by the nodes: each flushes the events it holds, answers,
+// and closes its link upwards, so everything sent before the quit reaches
+// the front end.
+//
+// # Events
+//
+// Events from the backend and from children go into a batch per link.
+// Within the window (10 ms, --event_window) an event folds into an earlier
+// group of the same event, by the event's fold, unless a later group holds
+// one of its ranks, so each rank's events keep their order whatever the
+// fold merges (the node keeps that rule; the fold knows nothing of order).
+// A batch is sent when the window ends, when the op changes, or at once
+// when it already covers every rank below the node (a breakpoint all ranks
+// hit, a subtree that has fully joined), since nothing more could merge
+// into it. Leaves send at once.
+//
+// Tree membership travels as connected and lost events (the client keeps
+// the sets). A node sends what events it holds before any answer, so an
+// answer never overtakes news from before it: once the front end has the
+// answer to status, it has every stop that status reports.
+//
+// # The output stream
+//
+// A node's output stream (outputStream) queues what comes in from its
+// children, up to 256 KiB, beyond which it stops reading their output
+// streams (yamux's window fills and their writers block). It folds the
+// lines of several ranks as the event batcher does, by the fold of output
+// (identical lines; a rank that prints the same line twice is heard
+// twice), and one writer sends the queue up whenever the parent takes
+// more: under a flood each write carries what gathered during the one
+// before, so the merging costs no extra round trips.
+//
+// Control traffic never waits for output: events and answers go on the
+// control stream. A stop or exit of a rank puts a mark
+// (wire.EventOutputMark) in the output stream after the output the rank
+// wrote before it; the front end holds the stop until the mark arrives
+// (package client).
+//
+// quit waits, up to its deadline, for the output queued before it to go
+// up; then the node sends the end of its output (wire.EventOutputEnd) and
+// its answer. A parent counts a child's answer to quit only once it has
+// read that end, since it reads the two streams apart: the child's last
+// output is then in the parent's own queue before the parent flushes it
+// and answers in turn.
 package sdm
 
 import (

@@ -3,14 +3,112 @@
 // read its registers and walk its stack with the DWARF call frame
 // information of the code it runs, then let go exactly as it was; the
 // frames are named afterwards from ELF symbols, separate debug files and
-// DWARF line tables, inlined calls included.
+// DWARF line tables, inlined calls included. It answers "where is each
+// thread of this process" in a fraction of a millisecond of the process's
+// time, for hang triage over many ranks. A leaf package: stdlib,
+// x/sys/unix and a C++ demangler; nothing of sdm's enters it.
 //
-// What enters: a process id. What leaves: a Snapshot, each thread's frames
-// (pc, function, file, line, module, whether the frame is an inlined
-// call) and how long the process was stopped; or a typed error (ErrGone,
-// *PermissionError, *ArchError). Modules are read before the process is
-// stopped and kept by the Sampler for every process it samples. amd64
-// only. A leaf package: stdlib, x/sys/unix and a C++ demangler.
+// What enters: a process id (and a context bounding the wait for its
+// threads to stop). What leaves: a Snapshot: per thread (by thread id,
+// with its name), the frames innermost first, each with its pc (the return
+// address for callers, as eu-stack and gdb show), function, file, line,
+// module and whether it is an inlined call; and how long the process was
+// stopped. Or an error: ErrGone (exited before or while sampled, a
+// zombie), *PermissionError (its reason from /proc: another tracer such as
+// the rank's gdb, Yama's ptrace_scope, another user), *ArchError ("stack
+// sampling needs amd64; this is arm64"), a kernel thread. Modules are kept
+// by the Sampler for every process it samples (Sampler.Prepare reads a
+// program's ahead). amd64 only.
+//
+// # One sample
+//
+// In the order it happens (the process's state in brackets):
+//
+//  1. Read /proc/PID/maps; a module per executable mapping, once per
+//     Sampler (device+inode; the vdso by a hash of its image, read from
+//     the process); the program's ELF headers, to refuse another
+//     architecture (maps.go, module.go) [running].
+//  2. PTRACE_SEIZE + PTRACE_INTERRUPT every thread of /proc/PID/task,
+//     again until a scan finds no new one; wait4(__WALL) polled under a
+//     deadline; PTRACE_GETREGS (a process held by package hold is stopped
+//     by its tracer, which hands the registers to a Walker; ReadRegisters)
+//     (ptrace.go, regs_amd64.go) [stopped].
+//  3. Walk each stack: frame 0 at the pc, callers at return address − 1
+//     (the pc itself after a signal trampoline, whose CIE has 'S'); a
+//     module's ELF headers read (mapped) when the walk first meets it, its
+//     FDE found through .eh_frame_hdr's table and parsed alone
+//     (.debug_frame parsed whole, on a miss); CFA and register rules with
+//     DWARF expressions (cfirow.go, expr.go); memory by process_vm_readv,
+//     /proc/PID/mem where it fails (the vdso) (unwind.go, ehframe.go,
+//     cfi.go, memory.go) [stopped].
+//  4. PTRACE_DETACH, with the signal a stop consumed (a
+//     signal-delivery-stop before the interrupt) so that none is lost; a
+//     SIGSTOPped process returns to its group stop (ptrace.go) [as it
+//     was].
+//  5. Name the frames: symbol (one alias per address: global over weak
+//     over local, then fewer leading underscores, shorter, byte order; the
+//     table sorted once per host, cache.go), DWARF line (SeekPC, a scan of
+//     the unit's rows when it misses) and inlined calls, each unit read on
+//     first use and every answer cached per pc (symbols.go, lines.go,
+//     units.go, cache.go, sampler.go) [running].
+//
+// # Decisions
+//
+//   - All ptrace calls of one sample come from one goroutine locked to its
+//     OS thread: the kernel's tracer is a thread.
+//   - SEIZE + INTERRUPT, not ATTACH: no SIGSTOP is sent, so none can be
+//     left behind or confused with the program's own; a stopped process
+//     can be seized and stays stopped.
+//   - Frame pointers only as a checked fallback: for a function without
+//     CFI whose first instructions are the frame pointer prologue and whose
+//     pc is past them. Otherwise the stack ends with a frame ?? (pc 0): no
+//     frame is invented.
+//   - A module is read as far as stacks need it: an MPI rank maps seventy
+//     objects, and its stacks pass through a few. Its headers are read
+//     when a walk first meets it, while the process is stopped (a fraction
+//     of a millisecond, on a process's first sample), its FDEs one at a
+//     time.
+//   - DWARF is read after the process is let go, and only the units a pc
+//     falls in; the stop covers registers and the CFI walk only. Where
+//     .debug_aranges says which unit holds a pc and no unit refers into
+//     another (no DW_FORM_ref_addr, no dwz alternate file), a unit is read
+//     on its own, a dwarf.Data of its own (units.go); other modules are
+//     read whole. A section's bytes are the mapped file's, or, compressed,
+//     the host cache's inflated copy.
+//   - A thread that is exiting refuses the seize with EPERM, as a
+//     forbidden process does; it is left out of the snapshot, not an
+//     error.
+//   - Tests compare the return-address lists with eu-stack -p for every
+//     thread: C -O0/-O2, C++, a thread in a signal handler, the vdso, a
+//     stripped program, CFI only in .debug_frame, Open MPI and MPICH
+//     ranks.
+//
+// # The host's cache
+//
+// What costs most is made once per host (cache.go): a module's sorted
+// symbol table, its compile units' ranges, and its compressed DWARF
+// sections inflated (libc's debug file: 100 ms of inflating), by build-id,
+// under $XDG_CACHE_HOME/sdm/modules (0700, the user's alone; else not
+// used). The first server that needs an entry makes it under a lock of its
+// own (flock, with a deadline; the others block on it and wake when it is
+// let go), every server maps it: the page cache's pages, shared. A rank's
+// server samples its rank itself, being its tracer (package hold), so the
+// host shares what the servers read, not the sampling. An entry's symbols
+// are named by the sizes of the tables they come from (a stripped object
+// of the same build-id, or one whose debug file was installed since, gets
+// its own); a damaged entry is made again; entries unused for 30 days go
+// when a new one is made. A module's DWARF sections are inflated side by
+// side (ahead: each by whichever server or thread finds it unmade and
+// unlocked) rather than one after another as lookups reach them.
+//
+// A lazy server prepares the job's program (prepare.go, Sampler.Prepare):
+// the host's first server to claim it (a marker per program, a day at
+// most; the others spend nothing) finds the libraries as the dynamic
+// loader would (run paths with $ORIGIN, LD_LIBRARY_PATH, ld.so.conf, the
+// system's) and makes their entries while the job starts, when nobody
+// waits for them. sdm names the program to lazy servers (--prepare,
+// launcher.jobSpec), so that this begins with each server's start, before
+// the tree is up.
 package stackwalk
 
 import (

@@ -1,10 +1,11 @@
 // Package lazy is the backend of a rank that starts its gdb only when a
-// command needs one. Until then it runs the program itself (on a
-// terminal of its own, package program), or takes over a process of a
-// running job by its pid, and answers from the outside: where and sample
-// take native stack snapshots (package stackwalk) of the running or
-// stopped process, which keeps running or stays stopped; status reads
-// /proc; halt and continue send SIGSTOP and SIGCONT; kill sends SIGKILL.
+// command needs one (--gdb lazy). Until then it runs the program itself (on
+// a terminal of its own, package program), or takes over a process of a
+// running job by its pid, holds it (package hold), and answers from the
+// outside: where and sample take native stack snapshots (package
+// stackwalk) of the running or stopped process, which keeps running or
+// stays stopped; status is the state the backend left; halt holds the
+// process and continue lets it go; kill sends SIGKILL.
 //
 // The first other command (break, print, step, …) hands the rank to a
 // gdbmi.Backend: a program loaded and not running is loaded into gdb, so
@@ -13,6 +14,83 @@
 // has run, let go on if it was running. From then on gdb answers
 // everything, as with an eager server; the program's output keeps coming
 // through the terminal it was started on.
+//
+// sdm debug and sdm attach start rank servers with --gdb lazy; a server's
+// own default, for launchers that start it themselves, is eager (gdbmi
+// alone). A lazy server's backend holds a gdbmi.Backend whose gdb has not
+// started, and answers without it, as below.
+//
+// # Before gdb
+//
+// start finds the program and keeps it; run starts it itself, on a
+// terminal of its own (program.Terminal, shared with gdbmi), with SDM_RANK
+// and SDM_SIZE in its environment, as gdb would; but in a process group of
+// its own within the server's session, without a controlling terminal, as
+// a launcher's ranks run, where gdb gives it a session: Linux's autogroups
+// share the processors equally between sessions, and a session per rank
+// left a node's servers, all in their launcher's session, one share
+// against one per rank (a stacks of 64 spinning ranks then took seconds;
+// docs/PERFORMANCE.md). For a member's rank the leader starts the program
+// as the member would (Origin; package member).
+//
+// The rank's process is held (package hold) from the start: one the server
+// starts stops at its exec (PTRACE_TRACEME, detached into a SIGSTOP and
+// seized there, so that it can be interrupted and left in a job-control
+// stop), one taken by pid (attach: MPIR, --pid, --pids, --starter) is
+// seized where it stands, new threads followed. A fatal signal (SIGSEGV,
+// SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP) stops it at the fault
+// with every thread held, before any handler of the program or its MPI
+// library runs, and is told as gdb tells it (signal-received, the signal,
+// the faulting thread's frame); every other signal is delivered at once. A
+// rank that never faults is stopped only for the instant a signal or a new
+// thread takes, and at its start (three stops: the exec's, the seize's,
+// SIGCONT's).
+//
+// attach stops the process when asked to. A job the session launched (its
+// ranks may wait at MPIR_debug_gate) or acquired before main goes to gdb
+// at once: only gdb opens the gate and runs to main.
+//
+// where, bt (without full) and sample take native stack samples
+// (stackwalk, one Sampler per server, its module cache shared by every
+// sample and, through the user's cache, with the host's other servers): a
+// running process keeps running, a stopped one stays stopped. where is the
+// faulting thread's stack, else the main thread's; sample every thread's,
+// Count times Interval apart, the rank in Moved when its stacks differ
+// from one sample to the next. Stacks are cut after main, as gdb cuts
+// them, so that sampled and gdb stacks merge; a frame without a source
+// file names its module's base name. Arguments are not read (gdb reads
+// them). queues names each operation's caller from the same modules
+// (package mpiq).
+//
+// status is the state the backend left, or stopped when the process is in
+// a job-control stop from outside; halt holds every thread (no signal) and
+// tells the stop, with the main thread's innermost frame, as an event
+// (reason signal-received, signal SIGSTOP) once every thread has stopped;
+// continue lets a held process go (a fault's signal delivered: the
+// program's handler runs, or it ends, as after gdb's continue), or sends
+// SIGCONT to one stopped from outside; kill sends SIGKILL, and tells the
+// end. The end comes from the tracer, with its status.
+//
+// # The hand-over to gdb
+//
+// Any other command (and bt full) hands the rank over first: a loaded
+// program that does not run is loaded into gdb (start), so break main then
+// run works as before; a process is handed off (hold.HandOff: left in a
+// job-control stop, untraced, a fault's signal queued again in its
+// thread), gdb attaches to it, the stop is lifted with SIGCONT while gdb
+// holds it (unless the process was found stopped: gdb would otherwise
+// leave it stopped when it detaches), and a fault becomes gdb's own stop
+// (gdbmi.Backend.TakeFault: the faulting thread alone goes on to its
+// pending signal, whose siginfo is given back), so that print and up work
+// at the fault and continue delivers the signal; the command runs, and a
+// process that was running is continued. From then on every command goes
+// to gdbmi in the order it came; the program's output still comes through
+// the lazy backend's terminal.
+//
+// Close kills what the session owns (a program it started, a job it
+// launched) and lets a taken process go as it was found: running, or in
+// the job-control stop it was in unless the session resumed it, untraced,
+// nothing pending.
 package lazy
 
 import (
