@@ -33,13 +33,12 @@ type inferior struct {
 	// peeking: a where of a running rank stops it for its stack and lets
 	// it go on; neither is news (peek.go).
 	peeking bool
-	// lookWaits says whether a look waits for its interrupt's stop, and
-	// whether a pass through a tracepoint was handed to it instead;
+	// lookHanded, while a look waits for its interrupt's stop, hands it
+	// a pass through a tracepoint instead (cause errHanded);
 	// lateInterrupt is when one was: the interrupt may still stop the
 	// rank after the look let it go on (gdb in all-stop mode signals the
 	// process), and such a stop soon after is the look's, no news.
-	lookWaits     lookWait
-	lookHanded    context.CancelFunc // tells the look a pass was handed to it
+	lookHanded    context.CancelCauseFunc
 	lateInterrupt time.Time
 	exiting       bool // the end is being reported (exited)
 	// announcing counts stops and ends sent as events whose state is

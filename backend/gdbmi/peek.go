@@ -37,10 +37,10 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 	running := b.state.State == wire.StateRunning && !b.held
 	// A pass handed to the look ends its wait for the interrupt's stop,
 	// which may have been counted already as it came.
-	waitCtx, handedOver := context.WithCancel(ctx)
-	defer handedOver()
+	waitCtx, handedOver := context.WithCancelCause(ctx)
+	defer handedOver(nil)
 	if running {
-		b.peeking, b.lookWaits, b.lookHanded = true, waiting, handedOver
+		b.peeking, b.lookHanded = true, handedOver
 	}
 	b.mu.Unlock()
 	if !running {
@@ -48,8 +48,8 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 	}
 	st, err := b.interrupt(waitCtx, run)
 	b.mu.Lock()
-	passed := b.lookWaits == handed
-	b.lookWaits, b.lookHanded = notWaiting, nil
+	passed := context.Cause(waitCtx) == errHanded
+	b.lookHanded = nil
 	if passed {
 		st, err = b.state, nil
 		b.lateInterrupt = time.Now()

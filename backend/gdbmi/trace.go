@@ -2,6 +2,7 @@ package gdbmi
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -17,21 +18,16 @@ import (
 // before the first pass (gdb 13 has no %V), and a breakpoint's own
 // commands would still tell gdb's *stopped and *running.
 
-// lookWait is where a look stands with its interrupt (lookWaits).
-type lookWait int
-
-const (
-	notWaiting lookWait = iota
-	waiting             // for the interrupt's stop
-	handed              // a pass's stop instead
-)
+// errHanded ends a look's wait for its interrupt's stop when a pass was
+// handed to it instead (lookHanded).
+var errHanded = errors.New("a tracepoint's pass was handed to the look")
 
 // lateWait bounds how long after a look took a pass's stop a SIGINT stop
 // is taken for the look's interrupt.
 const lateWait = time.Second
 
 // lateStop says whether a stop is the late one of a look's
-// interrupt that a pass met (lookWaits), and forgets that one came.
+// interrupt that a pass met (lookHanded), and forgets that one came.
 func (b *Backend) lateStop(st wire.State) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -126,13 +122,14 @@ func (b *Backend) pass(g conn, st wire.State) bool {
 		b.events <- backend.Event{Op: wire.EventTraced, Body: wire.MustEncode(tr)}
 	}
 	b.mu.Lock()
-	handover := b.lookWaits == waiting
+	handover := b.lookHanded != nil
 	if handover {
 		// A look waits for its interrupt, which gdb dropped if it came
 		// during the pass: the look takes the rank here (peek.go).
-		b.lookWaits, b.state, b.held = handed, st, false
+		b.state, b.held = st, false
 		b.report()
-		b.lookHanded()
+		b.lookHanded(errHanded)
+		b.lookHanded = nil
 	}
 	b.mu.Unlock()
 	if handover {
