@@ -40,6 +40,10 @@ export CGO_ENABLED := 0
 # server (Open MPI 5's mpirun), linked against OpenPMIx: built where its
 # headers are, and sdm runs without it elsewhere.
 #
+# sdm-msgq runs an MPI's own message-queue library for the ranks of a job
+# that sdm attached to, with the types that library needs where libmpi
+# has none (mpiq/lib/types.sh).
+#
 # sdm-server, the server role alone, runs beside sdm for every server of a
 # job that sdm launches; sdm-rank, the lean start of a server that hands
 # its rank over, for most of them when they do. sdm-rank's start is C's
@@ -60,6 +64,8 @@ build:
 			$(CC) -shared -fPIC -O2 -Wall $$(pkg-config --cflags $$pc) -o $(dir $(BIN))libsdmq-$$name.so mpiq/lib/sdmq.c || exit 1; \
 		else echo "no $$name headers ($$pc.pc): ranks of $$name run without the library that keeps their MPI operations"; fi; \
 	done
+	$(CC) -O2 -Wall -o $(dir $(BIN))sdm-msgq mpiq/lib/msgq.c -ldl
+	@mpiq/lib/types.sh $(dir $(BIN))
 
 examples: $(EXAMPLES)
 

@@ -318,10 +318,7 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 	if err != nil {
 		return err
 	}
-	d := Diagnose(callTreeNodes(tree.Roots), tree.Moved)
-	if queues, size := c.queuesOf(ctx, answered); len(queues) > 0 {
-		d = d.WithQueues(queues, size)
-	}
+	d := c.diagnose(ctx, tree, answered)
 	if c.opts.JSON {
 		if !answered.Empty() {
 			c.emit(map[string]any{"ranks": answered.String(), "count": answered.Count(), "op": "deadlock", "status": "ok", "value": d.JSON()})
@@ -342,6 +339,16 @@ func runDeadlock(ctx context.Context, c *Console, ranks wire.RankSet, args strin
 		return writeSVG(ctx, req.SVG, d.Graph)
 	}
 	return nil
+}
+
+// diagnose is deadlock's diagnosis of the ranks' stacks (tree) and of
+// the queues of those that answered.
+func (c *Console) diagnose(ctx context.Context, tree wire.CallTree, answered wire.RankSet) Diagnosis {
+	d := Diagnose(callTreeNodes(tree.Roots), tree.Moved)
+	if queues, size := c.queuesOf(ctx, answered); len(queues) > 0 {
+		d = d.WithQueues(queues, size)
+	}
+	return d
 }
 
 // queuesOf asks ranks for their queues: those that have them, and the
@@ -387,7 +394,16 @@ func (d Diagnosis) WithQueues(queues map[int]wire.Queues, size int) Diagnosis {
 			return true
 		})
 	}
-	g := buildWaitFor(queues, size)
+	// A rank whose stack is in a blocking call its queues do not show
+	// (read through an MPI's library before the call posted anything) is
+	// said to be there, not outside MPI.
+	for _, w := range d.Waits {
+		w.Ranks.Each(func(r int) bool {
+			busy[r] = "in " + w.Call.Name + atText(w.At) + ", which its queues do not show"
+			return true
+		})
+	}
+	g := buildWaitFor(withCalls(queues, d.Waits), size)
 	d.Graph = g.dot(size, busy)
 	found := g.lines(size, busy)
 	if len(found) == 0 {

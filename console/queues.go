@@ -21,10 +21,11 @@ const queuesUsage = "queues"
 
 // pendingLine is one rank's operation in flight.
 type pendingLine struct {
-	rank int
-	op   wire.MPIOp
-	abs  string // the operation, its peer a rank
-	rel  string // the operation, its peer an offset from the rank; abs without one
+	rank    int
+	op      wire.MPIOp
+	library string // the MPI's message-queue library it was read through
+	abs     string // the operation, its peer a rank
+	rel     string // the operation, its peer an offset from the rank; abs without one
 	// least and most are the waits of the ranks the answer merged.
 	least, most time.Duration
 }
@@ -35,6 +36,9 @@ type QueueGroup struct {
 	Text     string
 	Op       wire.MPIOp // the lowest rank's
 	Relative bool       // Text tells the peer as an offset from each rank
+	// Library is the MPI's message-queue library the operation was read
+	// through (wire.Queues.Library), which knows no waits.
+	Library string
 	// Least and Most are how long the group's ranks have waited.
 	Least, Most time.Duration
 }
@@ -50,7 +54,7 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 		}
 		for _, o := range q.Ops {
 			abs, rel := pendingText(o, rank, q.Size)
-			lines = append(lines, pendingLine{rank: rank, op: o, abs: abs, rel: rel, least: o.Least, most: o.Waiting})
+			lines = append(lines, pendingLine{rank: rank, op: o, library: q.Library, abs: abs, rel: rel, least: o.Least, most: o.Waiting})
 		}
 	}
 	// A line reads alike by its text and where the program made the call:
@@ -58,7 +62,7 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 	type key struct{ text, at string }
 	count := map[key]int{}
 	for _, l := range lines {
-		at := PlaceText(l.op.At)
+		at := PlaceText(l.op.At) + l.library
 		count[key{l.abs, at}]++
 		if l.rel != l.abs {
 			count[key{l.rel, at}]++
@@ -68,14 +72,14 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 	var order []key
 	slices.SortFunc(lines, func(a, b pendingLine) int { return a.rank - b.rank })
 	for _, l := range lines {
-		at := PlaceText(l.op.At)
+		at := PlaceText(l.op.At) + l.library
 		k, relative := key{l.abs, at}, false
 		if rel := (key{l.rel, at}); count[rel] > count[k] {
 			k, relative = rel, true
 		}
 		g := byKey[k]
 		if g == nil {
-			g = &QueueGroup{Text: k.text, Op: l.op, Relative: relative, Least: l.least, Most: l.most}
+			g = &QueueGroup{Text: k.text, Op: l.op, Relative: relative, Library: l.library, Least: l.least, Most: l.most}
 			byKey[k] = g
 			order = append(order, k)
 		}
@@ -93,7 +97,7 @@ func GroupQueues(queues map[int]wire.Queues) (groups []QueueGroup, idle wire.Ran
 // offset from rank in a world of size (rel; abs when it has no peer).
 func pendingText(o wire.MPIOp, rank, size int) (abs, rel string) {
 	dir := "to"
-	if c := strings.ToLower(o.Call); strings.Contains(c, "recv") || strings.Contains(c, "probe") {
+	if receives(o) || o.Call == wire.Unexpected {
 		dir = "from"
 	}
 	var tail []string
@@ -106,6 +110,8 @@ func pendingText(o wire.MPIOp, rank, size int) (abs, rel string) {
 	switch {
 	case strings.HasPrefix(o.Call, "MPI_Wait"):
 		tail = append(tail, fmt.Sprintf("on %d %s", o.Count, plural(o.Count, "request", "requests")))
+	case o.Comm == commUnknown:
+		tail = append(tail, "on a communicator sdm cannot tell")
 	case o.Comm == 0 && o.CommSize > 0:
 		tail = append(tail, "MPI_COMM_WORLD")
 	case o.CommSize > 0:
@@ -114,7 +120,7 @@ func pendingText(o wire.MPIOp, rank, size int) (abs, rel string) {
 	if o.Bytes > 0 {
 		tail = append(tail, fmt.Sprintf("%d bytes", o.Bytes))
 	}
-	if o.Request {
+	if o.Request && o.Call != wire.PostedSend && o.Call != wire.PostedRecv {
 		tail = append(tail, "posted")
 	}
 	rest := ""
@@ -203,7 +209,7 @@ func runQueues(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 			c.emit(map[string]any{"ranks": g.Ranks.String(), "count": g.Ranks.Count(), "op": "queues", "status": "ok", "value": map[string]any{
 				"text": g.Text, "call": o.Call, "peer": o.Peer, "relative": g.Relative, "tag": o.Tag, "comm": o.Comm,
 				"comm_size": o.CommSize, "count": o.Count, "bytes": o.Bytes, "root": o.Root, "posted": o.Request,
-				"waiting_least": g.Least.Seconds(), "waiting_most": g.Most.Seconds(), "at": PlaceText(o.At)}})
+				"waiting_least": g.Least.Seconds(), "waiting_most": g.Most.Seconds(), "at": PlaceText(o.At), "library": g.Library}})
 		}
 		if !idle.Empty() {
 			c.emit(map[string]any{"ranks": idle.String(), "count": idle.Count(), "op": "queues", "status": "ok", "value": nil})
@@ -211,6 +217,9 @@ func runQueues(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 	} else {
 		for _, g := range merged {
 			line := fmt.Sprintf("[%v] %s: %s", g.Ranks, g.Text, waitText(g.Least, g.Most))
+			if g.Library != "" {
+				line = fmt.Sprintf("[%v] %s (queued in the MPI, read through %s)", g.Ranks, g.Text, g.Library)
+			}
 			if at := PlaceText(g.Op.At); at != "" {
 				line += ", " + at
 			}

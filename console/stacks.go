@@ -203,11 +203,15 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 	classes := StackClasses(roots)
 	progress := SampleProgress(tree, req.Sample.Count)
 	suggestion := Suggestion(classes, c.opts.Attach)
+	var d Diagnosis
+	if req.Deadlock {
+		d = c.diagnose(ctx, tree, answered)
+	}
 	if c.opts.JSON {
 		if !answered.Empty() {
 			value := triageJSON(roots, classes, progress, suggestion)
 			if req.Deadlock {
-				value["deadlock"] = Diagnose(roots, tree.Moved).JSON()
+				value["deadlock"] = d.JSON()
 			}
 			c.emit(map[string]any{"ranks": answered.String(), "count": answered.Count(), "op": "stacks", "status": "ok", "value": value})
 		}
@@ -219,7 +223,7 @@ func runStacks(ctx context.Context, c *Console, ranks wire.RankSet, args string)
 		c.println(strings.TrimSuffix(b.String(), "\n"))
 		c.println(strings.Join(triageText(classes, progress, suggestion), "\n"))
 		if req.Deadlock {
-			c.println(strings.Join(Diagnose(roots, tree.Moved).Lines, "\n"))
+			c.println(strings.Join(d.Lines, "\n"))
 		}
 	}
 	// Ranks that could not give a stack are listed after the tree.

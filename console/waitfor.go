@@ -51,8 +51,11 @@ func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
 		members: map[int]wire.RankSet{}, sends: map[int][]sendOp{}, underway: map[int]bool{}}
 	world := wire.Range(0, size-1)
 	membersOf := func(r int, o wire.MPIOp) wire.RankSet {
-		if o.Comm == 0 {
+		switch o.Comm {
+		case 0:
 			return world
+		case commUnknown:
+			return anyMembers(queues[r], world)
 		}
 		if m, ok := queues[r].Comms[o.Comm]; ok {
 			return m
@@ -63,6 +66,11 @@ func buildWaitFor(queues map[int]wire.Queues, size int) waitFor {
 	for r, o := range g.blocked {
 		c, _ := mpiCall(o.Call)
 		switch {
+		case c.Kind == "collective" && o.Comm == commUnknown:
+			g.members[r].Minus(wire.Single(r)).Each(func(m int) bool {
+				g.or[r] = append(g.or[r], m)
+				return true
+			})
 		case c.Kind == "collective":
 			missing := g.members[r].Minus(inColl[collKey{g.members[r].String(), o.Call}])
 			missing.Each(func(m int) bool {
@@ -212,7 +220,7 @@ func (g waitFor) collectives(size int) []string {
 // does both (it waits for its receive, whose peer it holds).
 func receives(x wire.MPIOp) bool {
 	c := strings.ToLower(x.Call)
-	return strings.Contains(c, "recv") || strings.Contains(c, "probe")
+	return strings.Contains(c, "recv") || strings.Contains(c, "probe") || x.Call == wire.PostedRecv
 }
 
 func sends(x wire.MPIOp) bool { return strings.Contains(strings.ToLower(x.Call), "send") }

@@ -72,12 +72,11 @@
 // without stopping the rank or starting gdb; the lazy backend names each
 // operation's caller (wire.MPIOp.At, from its return address through the
 // sampler's modules, stackwalk.Sampler.Places; under --gdb eager the place
-// is left out). A rank without a table is told why from the libraries it
-// maps (why): no MPI, not started yet, or no library preloaded (attached,
-// or launched with --queues=false), and then what the MPI's own
-// message-queue support lacks (Open MPI's libompi_dbg_msgq.so needs
-// libmpi's type information, looked for in the library and by build id
-// under /usr/lib/debug, stackwalk.HasDebugInfo; Debian's MPICH has none).
+// is left out). A rank without a table (attached to, or launched with
+// --queues=false) that maps Open MPI's libmpi has its queues read through
+// Open MPI's own message-queue library (dll.go); otherwise it is told why
+// from the libraries it maps: no MPI, not started yet, or an MPI without
+// such a library (Debian's MPICH) or whose library cannot be read (why.go).
 //
 // Each node of the tree merges its subtree's answers (op.QueueClasses):
 // ranks whose operations differ only in peers, waits, threads and callers'
@@ -91,6 +90,7 @@ package mpiq
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -347,19 +347,21 @@ func Dir() string {
 // MPI_Init, links no MPI, or runs without the library. Of says which.
 var ErrNoTable = errors.New("no MPI operations recorded")
 
-// Of is the table of process pid, as the wire gives it.
-func Of(pid int) (wire.Queues, error) {
+// Of is the queues of process pid, rank rank, as the wire gives them:
+// its table, or, without one, what its MPI's message-queue library reads
+// (noTable).
+func Of(ctx context.Context, pid, rank int) (wire.Queues, error) {
 	if pid <= 0 {
 		return wire.Queues{}, errors.New("the rank has no process")
 	}
 	t, err := Read(filepath.Join(Dir(), strconv.Itoa(pid)))
 	switch {
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrNotYet):
-		return wire.Queues{}, fmt.Errorf("%w: %s", ErrNoTable, why(pid))
+		return noTable(ctx, pid, rank)
 	case err != nil:
 		return wire.Queues{}, err
 	case t.Pid != pid: // a table of an earlier process of that number
-		return wire.Queues{}, fmt.Errorf("%w: %s", ErrNoTable, why(pid))
+		return noTable(ctx, pid, rank)
 	}
 	return t.Wire(), nil
 }

@@ -308,7 +308,7 @@ func TestWhyNoTable(t *testing.T) {
 	}
 	defer sleep.Wait()
 	defer sleep.Process.Kill()
-	_, err := Of(sleep.Process.Pid)
+	_, err := Of(ctx, sleep.Process.Pid, 0)
 	if !errors.Is(err, ErrNoTable) || !strings.Contains(err.Error(), "maps no MPI library") {
 		t.Errorf("sleep: %v", err)
 	}

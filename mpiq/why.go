@@ -2,39 +2,42 @@ package mpiq
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/sdm-hpc/sdm/stackwalk"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
-// why says why process pid has no table, from the libraries it maps: it
-// links no MPI the library knows, runs without the library (attached to,
-// or launched without it), or has not called MPI_Init yet. Without the
-// library, what the MPI's own message-queue support could give is said
-// too, since deadlock then reads the stacks alone.
-func why(pid int) string {
+// without is what a rank without a table lacks.
+const without = "the rank runs without sdm's queue library (sdm debug preloads it into the ranks it launches unless --queues=false; " +
+	"a job sdm attached to has none); "
+
+// noTable is the queues of process pid (rank rank) that has no table:
+// read through its MPI's own message-queue library where it maps Open
+// MPI's libmpi without the interposition library, else ErrNoTable saying
+// why from the libraries it maps: it links no MPI the library knows, has
+// not called MPI_Init yet, or its MPI's message-queue library cannot be
+// read (deadlock then reads the stacks alone).
+func noTable(ctx context.Context, pid, rank int) (wire.Queues, error) {
 	mpi, preloaded := mapped(pid)
-	switch {
-	case mpi == "":
-		return "the process maps no MPI library sdm knows (Open MPI's libmpi, MPICH's libmpich)"
-	case preloaded:
-		return "the program has not called MPI_Init yet"
-	}
-	const without = "the rank runs without sdm's queue library (sdm debug preloads it into the ranks it launches unless --queues=false; " +
-		"a job sdm attached to has none); "
 	switch base := filepath.Base(mpi); {
+	case mpi == "":
+		return wire.Queues{}, fmt.Errorf("%w: the process maps no MPI library sdm knows (Open MPI's libmpi, MPICH's libmpich)", ErrNoTable)
+	case preloaded:
+		return wire.Queues{}, fmt.Errorf("%w: the program has not called MPI_Init yet", ErrNoTable)
 	case strings.HasPrefix(base, "libmpich"):
-		return without + "MPICH as Debian builds it has no message-queue library of its own: deadlock reads the stacks alone"
-	case stackwalk.HasDebugInfo(mpi):
-		return without + base + " has the type information Open MPI's message-queue library (libompi_dbg_msgq.so) needs, " +
-			"which sdm does not use yet: deadlock reads the stacks alone"
-	default:
-		return without + "Open MPI's message-queue library (libompi_dbg_msgq.so) needs the type information of " + mpi +
-			", which it lacks (no debugging information, no separate debug file): deadlock reads the stacks alone"
+		return wire.Queues{}, fmt.Errorf("%w: %sMPICH as Debian builds it has no message-queue library of its own: deadlock reads the stacks alone",
+			ErrNoTable, without)
 	}
+	q, err := fromLibrary(ctx, pid, rank, mpi)
+	if err != nil {
+		return wire.Queues{}, fmt.Errorf("%w: %sits MPI's message-queue library could not be read: %v: deadlock reads the stacks alone",
+			ErrNoTable, without, err)
+	}
+	return q, nil
 }
 
 // mapped is the MPI library process pid maps, and whether it maps the

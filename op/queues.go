@@ -177,10 +177,11 @@ func peerKind(peer int) string {
 }
 
 // commsKey is what ranks with these queues share besides their ops: the
-// world's size and the members of their communicators.
+// world's size, where the queues were read, and the members of their
+// communicators.
 func commsKey(q wire.Queues) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d", q.Size)
+	fmt.Fprintf(&b, "%d;%s", q.Size, q.Library)
 	for _, id := range slices.Sorted(maps.Keys(q.Comms)) {
 		fmt.Fprintf(&b, ";%d=%v", id, q.Comms[id])
 	}

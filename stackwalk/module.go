@@ -246,9 +246,13 @@ func (m *module) close() {
 // bias is the load bias of a mapping of this module: the mapped address
 // minus the link-time address of the same byte, found through the PT_LOAD
 // segment that holds the mapping's file offset.
-func (m *module) bias(mp mapping) (uint64, bool) {
+func (m *module) bias(mp mapping) (uint64, bool) { return loadBias(m.loads, mp) }
+
+// loadBias is the load bias of a mapping of an object with these PT_LOAD
+// segments.
+func loadBias(loads []elf.ProgHeader, mp mapping) (uint64, bool) {
 	const page = 0xfff
-	for _, p := range m.loads {
+	for _, p := range loads {
 		off := p.Off &^ page
 		if mp.offset >= off && mp.offset < p.Off+p.Filesz {
 			return mp.start - ((p.Vaddr &^ page) + (mp.offset - off)), true
@@ -286,22 +290,7 @@ func debugPath(id string) string {
 
 // HasDebugInfo says whether the ELF file at path carries DWARF, in itself
 // or in a separate debug file found by its build-id.
-func HasDebugInfo(path string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if f.Section(".debug_info") != nil {
-		return true
-	}
-	id := buildID(f)
-	if len(id) < 3 {
-		return false
-	}
-	_, err = os.Stat(debugPath(id))
-	return err == nil
-}
+func HasDebugInfo(path string) bool { return DWARFFile(path) != "" }
 
 // buildID is the hex GNU build-id of an ELF file, or "".
 func buildID(f *elf.File) string {

@@ -14,11 +14,27 @@ const OpQueues = "queues"
 // callers' addresses into one answer (op.QueueClasses): Rank is then the
 // group's lowest, each operation tells every rank's peer in Peers, and
 // Thread and Caller are the least of the ranks'.
+//
+// Queues read through the MPI's own message-queue library (a job sdm
+// attached to) name that library in Library: their operations are what
+// the MPI keeps queued (PostedSend, PostedRecv, Unexpected), not the
+// calls the rank is in, and carry no waits or callers.
 type Queues struct {
 	Rank, Size int
 	Ops        []MPIOp
 	Comms      map[int]RankSet
+	Library    string `msgpack:",omitempty"`
 }
+
+// MPIOp.Call of what an MPI's message-queue library tells: a send or a
+// receive the MPI holds posted (made by a blocking call or not), and a
+// message that arrived before a receive was posted for it (Peer is its
+// source).
+const (
+	PostedSend = "posted send"
+	PostedRecv = "posted receive"
+	Unexpected = "unexpected message"
+)
 
 // MPIOp is an MPI operation in flight. Ranks are world ranks.
 type MPIOp struct {

@@ -299,6 +299,6 @@ func (b *Backend) Sample(ctx context.Context, _ wire.Sample) (wire.CallTree, err
 
 // Queues implements backend.Ops: what the program's MPI operations in
 // flight are, read beside gdb (package mpiq).
-func (b *Backend) Queues(context.Context) (wire.Queues, error) {
-	return mpiq.Of(b.PID())
+func (b *Backend) Queues(ctx context.Context) (wire.Queues, error) {
+	return mpiq.Of(ctx, b.PID(), b.cfg.Rank)
 }

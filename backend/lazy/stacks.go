@@ -259,9 +259,9 @@ var resumes = map[string]bool{
 // Queues implements backend.Ops: the program's MPI operations in flight,
 // read without stopping it (package mpiq), each with where the program
 // called it.
-func (n native) Queues(context.Context) (wire.Queues, error) {
+func (n native) Queues(ctx context.Context) (wire.Queues, error) {
 	pid := n.b.PID()
-	q, err := mpiq.Of(pid)
+	q, err := mpiq.Of(ctx, pid, n.b.cfg.Rank)
 	if err != nil || n.b.sampler == nil || len(q.Ops) == 0 {
 		return q, err
 	}
