@@ -189,6 +189,9 @@ type QueueGroup struct {
 	WaitingLeast float64 `json:"waitingLeast"` // seconds
 	WaitingMost  float64 `json:"waitingMost"`
 	At           string  `json:"at,omitempty"` // where the program called it
+	// Library is the MPI's message-queue library the operation was read
+	// through (a job sdm attached to), which knows no waits.
+	Library string `json:"library,omitempty"`
 }
 
 // queues answers sdm/queues.
@@ -209,7 +212,7 @@ func (a *adapter) queues(m *QueuesRequest) error {
 	merged, idle := console.GroupQueues(queues)
 	for _, g := range merged {
 		body.Groups = append(body.Groups, QueueGroup{Ranks: g.Ranks.String(), Text: g.Text, Call: g.Op.Call,
-			WaitingLeast: g.Least.Seconds(), WaitingMost: g.Most.Seconds(), At: console.PlaceText(g.Op.At)})
+			WaitingLeast: g.Least.Seconds(), WaitingMost: g.Most.Seconds(), At: console.PlaceText(g.Op.At), Library: g.Library})
 	}
 	if !idle.Empty() {
 		body.Idle = idle.String()
