@@ -38,6 +38,9 @@ func (v *view) kill(ctx context.Context) (out string, ok bool, err error) {
 	}
 	v.killing = true
 	v.mu.Unlock()
+	// No resume is under way past here, and none starts (errKilling).
+	v.resumes.Lock()
+	v.resumes.Unlock()
 	defer func() {
 		// An end gdb tells meanwhile (a *stopped) is the kill's news,
 		// which the view drops: it comes before the answer to a command
@@ -50,6 +53,7 @@ func (v *view) kill(ctx context.Context) (out string, ok bool, err error) {
 		v.killing = false
 		v.mu.Unlock()
 	}()
+	v.stopFirst(ctx)
 	// The process is gdb's to reap, so its pid names it until gdb says
 	// it exited (gone); the pidfd holds it from here on.
 	fd, err := unix.PidfdOpen(pid, 0)
@@ -75,6 +79,42 @@ func (v *view) kill(ctx context.Context) (out string, ok bool, err error) {
 	}
 	return killedText(v.inf, pid), true, nil
 }
+
+// stopFirst stops the process before its SIGKILL: gdb 13 may never
+// reap a process killed while it believes a thread of it runs, as when
+// gdb has just let it go on from a breakpoint (a rank passing a
+// tracepoint all the time), and the kill would wait for its deadline;
+// the end of a stopped process it takes at once (killedStopped). Where
+// the process does not stop within killStopWait, the kill goes on.
+func (v *view) stopFirst(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, killStopWait)
+	defer cancel()
+	asked := false
+	for {
+		v.mu.Lock()
+		running, progress := v.othersRunning(0), v.progress
+		v.mu.Unlock()
+		if !running {
+			return
+		}
+		if !asked {
+			v.h.g.Run(ctx, "-exec-interrupt --thread-group "+v.group)
+			asked = true
+			continue
+		}
+		select {
+		case <-progress:
+		case <-v.h.g.Done():
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond): // the stop is routed, not handed to the Backend
+		}
+	}
+}
+
+// killStopWait bounds stopFirst's wait for the process to stop.
+const killStopWait = 5 * time.Second
 
 // killedText is what gdb's kill says.
 func killedText(inf, pid int) string {

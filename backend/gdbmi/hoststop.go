@@ -335,6 +335,11 @@ func (v *view) stopped1(r Record) {
 	v.mu.Lock()
 	v.running[id] = false
 	switch {
+	case v.killing:
+		// The stop kill asked for before its SIGKILL: the end is the
+		// news.
+		v.mu.Unlock()
+		return
 	case v.cause != nil:
 		// One of the threads stopped for the cause; another thread's own
 		// stop meanwhile is left for gdb to tell again, as all-stop does.
@@ -458,13 +463,20 @@ func (v *view) push(r Record) { v.queue.Push(r) }
 // on, the selected one alone. gdb would act on the thread it has selected,
 // another rank's, for a thread group without a process.
 func (v *view) resume(ctx context.Context, command string) (Record, string, error) {
+	interrupt := strings.HasPrefix(command, "-exec-interrupt")
+	if !interrupt {
+		v.resumes.RLock()
+		defer v.resumes.RUnlock()
+	}
 	v.mu.Lock()
-	live, locked, thread := len(v.local) > 0, v.locked, v.thread
+	live, locked, thread, killing := len(v.local) > 0, v.locked, v.thread, v.killing
 	v.mu.Unlock()
 	switch {
 	case !live:
 		return Record{}, "", newRefusal("The program is not being run.")
-	case locked && !strings.HasPrefix(command, "-exec-interrupt"):
+	case killing && !interrupt:
+		return Record{}, "", errKilling
+	case locked && !interrupt:
 		return v.h.g.Run(ctx, inject(command, "--thread "+strconv.Itoa(thread)))
 	}
 	return v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
@@ -473,9 +485,14 @@ func (v *view) resume(ctx context.Context, command string) (Record, string, erro
 // step steps the selected thread, and sets the others going once the
 // step has started.
 func (v *view) step(ctx context.Context, command string) (Record, string, error) {
+	v.resumes.RLock()
+	defer v.resumes.RUnlock()
 	v.mu.Lock()
-	locked := v.locked
+	locked, killing := v.locked, v.killing
 	v.mu.Unlock()
+	if killing {
+		return Record{}, "", errKilling
+	}
 	if locked {
 		return v.h.g.Run(ctx, inject(command, v.context()))
 	}

@@ -46,6 +46,10 @@ type view struct {
 	cause *Record
 	// resuming is held while a step sets the other threads going.
 	resuming sync.Mutex
+	// resumes is held for reading by each command that sets the process
+	// going, while gdb runs it, and for writing by kill as it starts, so
+	// that no resume is under way once the process is being killed.
+	resumes  sync.RWMutex
 	locked   bool // scheduler-locking on: only the selected thread runs
 	solib    solibVars
 	attached bool

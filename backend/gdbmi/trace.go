@@ -22,6 +22,10 @@ import (
 // handed to it instead (lookHanded).
 var errHanded = errors.New("a tracepoint's pass was handed to the look")
 
+// errKilling is a resume of a rank whose process a shared gdb's view is
+// killing (hostkill.go).
+var errKilling = errors.New("the process is being killed")
+
 // lateWait bounds how long after a look took a pass's stop a SIGINT stop
 // is taken for the look's interrupt.
 const lateWait = time.Second
@@ -135,7 +139,9 @@ func (b *Backend) pass(g conn, st wire.State) bool {
 	if handover {
 		return true
 	}
-	if err := b.continueQuietly(g); err != nil {
+	if err := b.continueQuietly(g); errors.Is(err, errKilling) {
+		return true // the kill's end is the news
+	} else if err != nil {
 		// The rank stays where it is: that is news, with the cause.
 		b.emit(wire.EventWarning, []byte("tracepoint "+strconv.Itoa(st.Breakpoint)+": could not go on after a pass: "+err.Error()))
 		return false
