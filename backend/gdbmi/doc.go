@@ -326,7 +326,10 @@
 //     starter killing the job) aborts gdb 16 ("lwp_inferior: Assertion
 //     inf != nullptr") and can abort gdb 13: a view's kill sends SIGKILL
 //     through a pidfd, waits for the process to end, and lets gdb let go
-//     of it as above; the end it tells is the kill's.
+//     of it as above; the end it tells is the kill's. It first stops a
+//     process that runs (refusing resumes meanwhile, a tracepoint's
+//     included): gdb 13 may never reap a process killed as it let it go
+//     on from a breakpoint.
 //   - Refused. quit and -gdb-exit end no gdb other ranks share; kill ends
 //     the rank's process.
 package gdbmi
