@@ -58,12 +58,10 @@ func callTreeNodes(nodes []wire.CallNode) []*StackNode {
 func showCallTree(t wire.CallTree) (any, []string) {
 	var b strings.Builder
 	roots := callTreeNodes(t.Roots)
-	trees := make([]map[string]any, len(roots))
-	for i, r := range roots {
+	for _, r := range roots {
 		textTree(&b, r, 0)
-		trees[i] = jsonTree(r)
 	}
-	return map[string]any{"roots": trees, "moved": t.Moved.String(), "samples": t.Samples},
+	return map[string]any{"roots": TreeJSON(roots), "moved": t.Moved.String(), "samples": t.Samples},
 		strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }
 
@@ -302,13 +300,23 @@ func textTree(b *strings.Builder, n *StackNode, depth int) {
 	}
 }
 
-func jsonTree(n *StackNode) map[string]any {
-	kids := make([]map[string]any, len(n.Children))
-	for i, c := range n.Children {
-		kids[i] = jsonTree(c)
+// TreeNode is a node of the stack tree as --json gives it (docs/JSON.md),
+// and the editor's sdm/stacks and sdm report read it.
+type TreeNode struct {
+	Func     string     `json:"func"`
+	File     string     `json:"file"`
+	Line     int        `json:"line"`
+	Ranks    string     `json:"ranks"`
+	Count    int        `json:"count"`
+	Children []TreeNode `json:"children"`
+}
+
+// TreeJSON is a stack tree as --json gives it.
+func TreeJSON(roots []*StackNode) []TreeNode {
+	out := make([]TreeNode, len(roots))
+	for i, n := range roots {
+		out[i] = TreeNode{Func: n.Frame.Func, File: n.Frame.File, Line: n.Frame.Line, Ranks: n.Ranks.String(),
+			Count: n.Ranks.Count(), Children: TreeJSON(n.Children)}
 	}
-	return map[string]any{
-		"func": n.Frame.Func, "file": n.Frame.File, "line": n.Frame.Line,
-		"ranks": n.Ranks.String(), "count": n.Ranks.Count(), "children": kids,
-	}
+	return out
 }

@@ -341,10 +341,6 @@ func plural(n int, one, many string) string {
 // triageJSON is the value of stacks in JSON: the tree, the classes, the
 // progress and the suggestion (docs/JSON.md).
 func triageJSON(roots []*StackNode, classes []StackClass, p Progress, suggestion string) map[string]any {
-	trees := make([]map[string]any, len(roots))
-	for i, r := range roots {
-		trees[i] = jsonTree(r)
-	}
 	cls := make([]map[string]any, len(classes))
 	for i, c := range classes {
 		ends := make([]map[string]any, len(c.Ends))
@@ -353,7 +349,7 @@ func triageJSON(roots []*StackNode, classes []StackClass, p Progress, suggestion
 		}
 		cls[i] = map[string]any{"ranks": c.Ranks.String(), "count": c.Ranks.Count(), "outlier": c.Outlier, "ends": ends, "label": c.Label}
 	}
-	v := map[string]any{"roots": trees, "classes": cls, "samples": p.Samples, "suggestion": suggestion}
+	v := map[string]any{"roots": TreeJSON(roots), "classes": cls, "samples": p.Samples, "suggestion": suggestion}
 	if p.Known {
 		v["moved"], v["still"] = p.Moved.String(), p.Still.String()
 	}

@@ -35,18 +35,8 @@ type StacksResponse struct {
 
 // StackTree is the body of an sdm/stacks response.
 type StackTree struct {
-	Roots  []StackNode  `json:"roots"`
-	Errors []RankErrors `json:"errors,omitempty"`
-}
-
-// StackNode is a frame of the tree.
-type StackNode struct {
-	Func     string      `json:"func"`
-	File     string      `json:"file,omitempty"`
-	Line     int         `json:"line,omitempty"`
-	Ranks    string      `json:"ranks"`
-	Count    int         `json:"count"`
-	Children []StackNode `json:"children,omitempty"`
+	Roots  []console.TreeNode `json:"roots"` // as the console's --json gives them
+	Errors []RankErrors       `json:"errors,omitempty"`
 }
 
 // RankErrors are ranks that failed alike.
@@ -92,17 +82,8 @@ func (a *adapter) stacks(m *StacksRequest) error {
 		}
 		tree.AddStackOf(g.Ranks, stack.Frames)
 	}
-	body.Roots = nodes(tree.Roots)
+	body.Roots = console.TreeJSON(console.TreeOf(tree))
 	return a.send(&StacksResponse{Response: ok(m.Request), Body: body})
-}
-
-func nodes(in []wire.CallNode) []StackNode {
-	out := []StackNode{}
-	for _, n := range in {
-		out = append(out, StackNode{Func: n.Frame.Func, File: n.Frame.File, Line: n.Frame.Line,
-			Ranks: n.Ranks.String(), Count: n.Ranks.Count(), Children: nodes(n.Children)})
-	}
-	return out
 }
 
 // deadlockCommand is sdm's own request for deadlock's diagnosis.

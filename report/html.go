@@ -8,6 +8,8 @@ import (
 	"html/template"
 	"io"
 	"strings"
+
+	"github.com/sdm-hpc/sdm/console"
 )
 
 //go:embed page.html
@@ -58,8 +60,8 @@ func treeSVG(raw json.RawMessage) template.HTML {
 	}
 	var rows, lines strings.Builder
 	row, width := 0, 0.0
-	var draw func(n node, depth int) int
-	draw = func(n node, depth int) int {
+	var draw func(n console.TreeNode, depth int) int
+	draw = func(n console.TreeNode, depth int) int {
 		y := row*rowHeight + 14
 		x := depth*indent + 8
 		row++

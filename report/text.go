@@ -7,23 +7,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sdm-hpc/sdm/console"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
 // stacks is the value of the stacks command (docs/JSON.md), as far as a
 // report shows it.
 type stacks struct {
-	Roots   []node  `json:"roots"`
-	Classes []class `json:"classes"`
-}
-
-type node struct {
-	Func     string `json:"func"`
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	Ranks    string `json:"ranks"`
-	Count    int    `json:"count"`
-	Children []node `json:"children"`
+	Roots   []console.TreeNode `json:"roots"`
+	Classes []class            `json:"classes"`
 }
 
 type class struct {
@@ -206,4 +198,6 @@ func exitsOf(m map[string]wire.RankSet) []Exit {
 	return exits
 }
 
-func frameOf(n node) wire.Frame { return wire.Frame{Func: n.Func, File: n.File, Line: n.Line} }
+func frameOf(n console.TreeNode) wire.Frame {
+	return wire.Frame{Func: n.Func, File: n.File, Line: n.Line}
+}

@@ -516,10 +516,10 @@ func (w *Watcher) status() *console.ProgramExit {
 // routine, or any frame without a source file), since a library that
 // polls (an MPI's progress engine) is somewhere else at each sample while
 // its caller waits on.
-func stillKey(nodes []node) string {
+func stillKey(nodes []console.TreeNode) string {
 	var b strings.Builder
-	var walk func(n node)
-	walk = func(n node) {
+	var walk func(n console.TreeNode)
+	walk = func(n console.TreeNode) {
 		fmt.Fprintf(&b, "%s:%s:%d[%s](", n.Func, n.File, n.Line, n.Ranks)
 		if n.File != "" && !isMPI(n.Func) {
 			for _, c := range n.Children {
