@@ -24,7 +24,7 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 # emulated cluster of scripts/cluster.sh sshd, ssh and iproute2.
 PACKAGES="gdb make gcc libc6-dev pkg-config libpmix-dev g++ gfortran openmpi-bin libopenmpi-dev
 mpich libmpich-dev slurm-wlm munge elfutils libc6-dbg procps ca-certificates
-openssh-server openssh-client iproute2"
+openssh-server openssh-client iproute2 xz-utils"
 # The tests of the Debian 13 set: launch under mpirun, mpiexec and srun
 # (and restart there), a fault caught launched and attached, attach and
 # stacks through PMIx, --mpir through --stop-on-exec, the ranks' labelled
@@ -32,10 +32,17 @@ openssh-server openssh-client iproute2"
 # cluster's hosts: a launch, stacks through PMIx, a SLURM job by id; and
 # ranks sharing gdb 16 (SHARED, in the gdb backend and through the tree);
 # the MPI queues kept by the library sdm preloads (package mpiq, queues
-# and deadlock); sdm report's crash, hang and tracepoints, and the gdb
+# and deadlock) and read through Open MPI's own library; sdm report's crash, hang and tracepoints, and the gdb
 # backend's tracepoints.
 # They run with the default gdbs of 16 ranks and with a gdb per rank.
-TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher|TestQueuesAndDeadlock|TestQueuesMergeInTheTree|TestReportCrash|TestReportHang|TestReportTracepoints'
+#
+# Open MPI 5's libopenmpi-dev lacks threads headers its opal_config.h
+# names, which the types of its message-queue library need (mpiq/lib/
+# types.sh): the headers come from the same Open MPI's source package,
+# downloaded once into the root (OMPI_SRC) and given to the build as
+# OMPI_SOURCE.
+OMPI_SRC=/var/cache/sdm/openmpi-source
+TESTS='TestAcrossHosts|TestStacksAcrossHosts|TestAttachSlurmJobAcrossHosts|TestAdaptersEndToEnd|TestRestartUnderLaunchers|TestFaultCaughtUnderLaunchers|TestFaultCaughtAttached|TestMPIROpenMPI|TestStacksCommandOnOpenMPI|TestMPIROutputHasRanks|TestRestartRefusedAfterAttach|TestAttachSlurmJob|TestAttachSlurmJobRefusals|TestDAPSessionOpenMPI|TestDAPAttachPause|TestDAPLaunchMPIR|TestDAPAttachSlurmJob|TestSharedGDBsUnderLocalLauncher|TestQueuesAndDeadlock|TestQueuesMergeInTheTree|TestQueuesThroughTheMPIsLibrary|TestReportCrash|TestReportHang|TestReportTracepoints'
 SHARED='TestSharedGDB|TestTracepoint|TestWhereWhilePassingATracepoint'
 
 fail() { echo "trixie: $*" >&2; exit 1; }
@@ -67,7 +74,7 @@ up() {
   debootstrap --variant=minbase trixie "$ROOT.tmp" "$(mirror)" >"$ROOT.log" 2>&1 ||
     fail "debootstrap failed: see $ROOT.log"
   cat >"$ROOT.tmp/etc/apt/sources.list.d/debian.sources" <<SOURCES
-Types: deb
+Types: deb deb-src
 URIs: $(mirror)
 Suites: trixie trixie-updates
 Components: main
@@ -90,6 +97,17 @@ SOURCES
 # live in a mount namespace of their own where the machine's root is a
 # mount (not in a chroot, whose / is none: there they are undone when the
 # run ends).
+# ompi_source downloads the source of the root's Open MPI into OMPI_SRC
+# once (its version kept beside it) and unpacks the headers it needs.
+ompi_source() {
+  in_root "$ROOT" 'v=$(dpkg-query -W -f="\${Version}" libopenmpi-dev) &&
+    { [ "$(cat '"$OMPI_SRC"'/.version 2>/dev/null)" = "$v" ] ||
+      { rm -rf '"$OMPI_SRC"' && mkdir -p '"$OMPI_SRC"' && cd '"$OMPI_SRC"' &&
+        apt-get update -qq && apt-get source --download-only -qq "openmpi=$v" >/dev/null 2>&1 &&
+        tar -xJf openmpi_*.orig.tar.xz --wildcards "*/opal/mca/threads/*" && rm -f openmpi_* && echo "$v" >.version; }; }' ||
+    echo "trixie: Open MPI's source did not download: attached Open MPI jobs' queues are not read there" >&2
+}
+
 in_root() {
   local root=$1 script=$2 goroot="" modcache=""
   if command -v go >/dev/null; then
@@ -165,7 +183,8 @@ case "${1:-}" in
     fi
     up
     echo "trixie: the MPI tests in the Debian 13 root ($ROOT)"
-    in_root "$ROOT" "go test -count=1 -timeout 5m -run '^$SHARED' ./backend/gdbmi/ &&
+    ompi_source
+    in_root "$ROOT" "export OMPI_SOURCE=\$(echo $OMPI_SRC/openmpi-*) && go test -count=1 -timeout 5m -run '^$SHARED' ./backend/gdbmi/ &&
       go test -count=1 -timeout 5m ./mpiq/ &&
       go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/ &&
       SDM_RANKS_PER_GDB=1 go test -count=1 -timeout 25m -run '^($TESTS)\$' ./integration/"

@@ -3,10 +3,12 @@
 # MPI's message-queue library needs (ompi-types.c), from the development
 # headers of the Open MPI that pkg-config finds, named by the build-id of
 # that Open MPI's libmpi: sdm's servers use it for ranks that map that
-# very libmpi (mpiq/dll.go). Without the headers, or with headers that do
-# not compile (Debian 13's Open MPI 5 ships opal_config.h naming a
-# threads header it does not ship), nothing is built and attached Open
-# MPI jobs' queues are read only where libmpi has debugging information.
+# very libmpi (mpiq/dll.go). Debian 13's Open MPI 5 package ships
+# opal_config.h naming threads headers it does not ship: OMPI_SOURCE, the
+# top of the same Open MPI's source tree (apt-get source openmpi), gives
+# them. Without the headers, or with headers that do not compile, nothing
+# is built and attached Open MPI jobs' queues are read only where libmpi
+# has debugging information.
 set -u
 out=${1%/}
 src=$(dirname "$0")
@@ -21,10 +23,16 @@ if [ -z "$id" ]; then
 	exit 0
 fi
 mkdir -p "$out/msgq-types"
-cmd="${CC:-cc} -g -shared -fPIC $(pkg-config --cflags ompi-c) -I$src/ompi-stub -o $out/msgq-types/$id.so $src/ompi-types.c"
+# Open MPI 5's headers include OpenPMIx's.
+flags="$(pkg-config --cflags ompi-c) $(pkg-config --cflags pmix 2>/dev/null || true) -I$src/ompi-stub"
+[ -z "${OMPI_SOURCE:-}" ] || flags="$flags -I$OMPI_SOURCE"
+cmd="${CC:-cc} -g -shared -fPIC $flags -o $out/msgq-types/$id.so $src/ompi-types.c"
 echo "$cmd"
 if ! err=$($cmd 2>&1); then
 	echo "Open MPI's development headers do not compile here: no types for its message-queue library"
-	echo "$err" | head -3
+	echo "$err" | grep -m1 'error' || echo "$err" | head -3
+	case $err in
+	*"No such file"*) [ -n "${OMPI_SOURCE:-}" ] || echo "(OMPI_SOURCE, the same Open MPI's source tree, may give the headers the package lacks)" ;;
+	esac
 fi
 exit 0
