@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sdm-hpc/sdm/stackwalk"
@@ -124,7 +125,35 @@ func dllName(pid int, syms *stackwalk.Symbols) (string, error) {
 	if len(name) == 0 {
 		return "", errors.New("MPIR_dll_name is empty: the rank has not called MPI_Init")
 	}
-	return string(name), nil
+	return string(name), trusted(string(name))
+}
+
+// trusted refuses a library that another user could have written: the
+// name comes from the rank's memory, and the helper runs the library
+// with the server's rights. It must be an absolute path to a file, and
+// it and its directories owned by root or the server's user and
+// writable by no one else.
+func trusted(path string) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("MPIR_dll_name %q is not an absolute path: sdm does not load it", path)
+	}
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("MPIR_dll_name %q: %w", path, err)
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok:
+		case sys.Uid != 0 && int(sys.Uid) != os.Geteuid():
+			return fmt.Errorf("MPIR_dll_name %q: %s belongs to another user (uid %d): sdm does not load it", path, p, sys.Uid)
+		case st.Mode().Perm()&0o022 != 0 && st.Mode()&os.ModeSticky == 0:
+			return fmt.Errorf("MPIR_dll_name %q: %s is writable by others: sdm does not load it", path, p)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
 }
 
 // typesOf is the file with the type information of the MPI library at

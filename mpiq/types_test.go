@@ -108,3 +108,24 @@ func FuzzLibraryLines(f *testing.F) {
 		s.queues()
 	})
 }
+
+// The library a rank names is loaded only where no other user could have
+// written it.
+func TestTrustedLibrary(t *testing.T) {
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libx.so")
+	os.WriteFile(lib, nil, 0o644)
+	if err := trusted(lib); err != nil {
+		t.Errorf("%s: %v", lib, err)
+	}
+	os.Chmod(lib, 0o666)
+	if err := trusted(lib); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Errorf("a library anyone may write: %v", err)
+	}
+	if err := trusted("libx.so"); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Errorf("a relative name: %v", err)
+	}
+	if err := trusted(filepath.Join(dir, "none.so")); err == nil {
+		t.Error("a library that is not there")
+	}
+}
