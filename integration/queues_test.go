@@ -148,7 +148,7 @@ func TestQueuesMergeInTheTree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const n = 6
-	s := hungRing(ctx, t, n)
+	s := hungRing(ctx, t, n, true)
 	groups, err := s.Command(ctx, wire.All(n), wire.OpQueues, nil, time.Minute)
 	if err != nil || len(groups) != 1 {
 		t.Fatalf("want one answer for the ring, got %s %v", describe(groups), err)

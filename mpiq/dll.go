@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -24,10 +23,12 @@ import (
 // attached to) are read through its MPI's own message-queue library
 // (Open MPI's libompi_dbg_msgq.so, which the rank names in MPIR_dll_name)
 // run by a helper, sdm-msgq (lib/msgq.c), that asks the server for each
-// symbol, type and read of memory the library needs. Symbols come from
-// the objects the rank maps, memory from the running process (no ptrace
-// stop: the library reads lists that a rank blocked in MPI leaves
-// alone), and types from the MPI library's DWARF: its own, its separate
+// symbol and type the library needs. Symbols come from the objects the
+// rank maps; the helper reads the running process's memory itself (no
+// ptrace stop: the library reads lists that a rank blocked in MPI leaves
+// alone, and the questions stay few: a hung rank's MPI polls on every
+// core, and each round trip waits for one); types come from the MPI
+// library's DWARF: its own, its separate
 // debug file, or, for a distribution's stripped libmpi, the object sdm's
 // build made from the same library's development headers
 // (lib/ompi-types.c), named by the library's build-id, so that it is
@@ -52,6 +53,7 @@ func fromLibrary(ctx context.Context, pid, rank int, mpi string) (wire.Queues, e
 		return wire.Queues{}, err
 	}
 	defer syms.Close()
+	syms.Prefer(mpi)
 	dll, err := dllName(pid, syms)
 	if err != nil {
 		return wire.Queues{}, err
@@ -60,7 +62,7 @@ func fromLibrary(ctx context.Context, pid, rank int, mpi string) (wire.Queues, e
 	if err != nil {
 		return wire.Queues{}, err
 	}
-	t, err := readTypes(typesFile)
+	t, err := typesIn(typesFile)
 	if err != nil {
 		return wire.Queues{}, fmt.Errorf("the type information of %s: %w", mpi, err)
 	}
@@ -70,7 +72,7 @@ func fromLibrary(ctx context.Context, pid, rank int, mpi string) (wire.Queues, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, libraryTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, helper, dll, strconv.Itoa(rank))
+	cmd := exec.CommandContext(ctx, helper, dll, strconv.Itoa(rank), strconv.Itoa(pid))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	in, err := cmd.StdinPipe()
@@ -85,7 +87,20 @@ func fromLibrary(ctx context.Context, pid, rank int, mpi string) (wire.Queues, e
 		return wire.Queues{}, err
 	}
 	s := session{pid: pid, syms: syms, types: t, answer: bufio.NewWriter(in)}
-	serr := s.serve(out)
+	// What earlier helpers asked goes first, answered for this process:
+	// the library asks the same of every rank, and each question waits
+	// for the server to be scheduled beside ranks that poll.
+	for _, l := range t.known() {
+		s.answer.WriteString(l + "\n")
+	}
+	for _, name := range t.symbols() {
+		s.answer.WriteString("sym " + name + " " + s.ask("sym", name) + "\n")
+	}
+	s.answer.WriteString("go\n")
+	serr := s.answer.Flush()
+	if serr == nil {
+		serr = s.serve(out)
+	}
 	in.Close()
 	werr := cmd.Wait()
 	switch {
@@ -227,7 +242,7 @@ func (s *session) serve(out io.Reader) error {
 		}
 		kind, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
 		switch kind {
-		case "sym", "type", "field", "read":
+		case "sym", "type", "field":
 			if s.asked++; s.asked > libraryReads {
 				return fmt.Errorf("the message-queue library asked more than %d questions", libraryReads)
 			}
@@ -246,6 +261,10 @@ func (s *session) serve(out io.Reader) error {
 func (s *session) ask(kind, rest string) string {
 	switch kind {
 	case "sym":
+		if strings.ContainsAny(rest, " \n") {
+			return "-"
+		}
+		s.types.asked(rest)
 		if addr, _, ok := s.syms.Address(rest); ok {
 			return strconv.FormatUint(addr, 16)
 		}
@@ -262,18 +281,6 @@ func (s *session) ask(kind, rest string) string {
 		if off, ok := s.types.field(id, name); ok {
 			return strconv.FormatInt(off, 10)
 		}
-	case "read":
-		a, n, _ := strings.Cut(rest, " ")
-		addr, err1 := strconv.ParseUint(a, 16, 64)
-		size, err2 := strconv.Atoi(n)
-		if err1 != nil || err2 != nil || size <= 0 || size > 1<<24 {
-			return "- bad read"
-		}
-		b := make([]byte, size)
-		if err := stackwalk.ReadMemory(s.pid, b, addr); err != nil {
-			return "- " + err.Error()
-		}
-		return hex.EncodeToString(b)
 	}
 	return "-"
 }

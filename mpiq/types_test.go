@@ -14,7 +14,7 @@ import (
 
 // Types are found by their typedef's or struct's name, and members by
 // name, by path through members, and through unnamed members, at the
-// offsets the compiler gave them.
+// offsets the compiler gave them; each answer is kept once.
 func TestTypes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -51,6 +51,19 @@ outer_t v;
 	}
 	if _, ok := ty.field(99, "a"); ok {
 		t.Error("a field of a type never found")
+	}
+	// The answers are kept for the next helper, misses too, each once.
+	if again, _, ok := ty.find("outer_t"); !ok || again != id {
+		t.Errorf("outer_t again: %d %v, want %d", again, ok, id)
+	}
+	known := strings.Join(ty.known(), "\n")
+	for _, want := range []string{"type outer_t 0 32", "field 0 super.size 16", "field 0 b -1", "type no_such_t 0 -1"} {
+		if !strings.Contains(known, want) {
+			t.Errorf("no %q in the answers kept:\n%s", want, known)
+		}
+	}
+	if strings.Count(known, "type outer_t") != 1 {
+		t.Errorf("an answer kept twice:\n%s", known)
 	}
 }
 

@@ -15,12 +15,49 @@ type Symbols struct {
 	objects []mappedObject
 }
 
-// mappedObject is an object the process maps, opened when first searched.
+// mappedObject is an object the process maps, read when first searched:
+// its exported symbols, and all of them once a name is not among those.
 type mappedObject struct {
-	path  string
-	first mapping // its mapping of the lowest address
-	file  *elf.File
-	err   error
+	path     string
+	first    mapping // its mapping of the lowest address
+	file     *elf.File
+	err      error
+	bias     uint64
+	biasOK   bool
+	dynamic  map[string]uint64
+	all      map[string]uint64
+	readsAll bool
+}
+
+// open reads the object's headers once.
+func (o *mappedObject) open() bool {
+	if o.file == nil && o.err == nil {
+		o.file, o.err = elf.Open(o.path)
+		if o.err == nil {
+			var loads []elf.ProgHeader
+			for _, p := range o.file.Progs {
+				if p.Type == elf.PT_LOAD {
+					loads = append(loads, p.ProgHeader)
+				}
+			}
+			o.bias, o.biasOK = loadBias(loads, o.first)
+		}
+	}
+	return o.err == nil && o.biasOK
+}
+
+// table indexes a symbol table by name: the defined symbols' link-time
+// addresses.
+func table(syms []elf.Symbol) map[string]uint64 {
+	m := make(map[string]uint64, len(syms))
+	for _, sym := range syms {
+		if sym.Section != elf.SHN_UNDEF && sym.Value != 0 {
+			if _, seen := m[sym.Name]; !seen {
+				m[sym.Name] = sym.Value
+			}
+		}
+	}
+	return m
 }
 
 // NewSymbols reads process pid's memory map.
@@ -41,37 +78,51 @@ func NewSymbols(pid int) (*Symbols, error) {
 	return s, nil
 }
 
-// Address is where symbol name lies in the process, from the first
-// object in address order that defines it (the program, then its
-// libraries), and that object's path; ok is false where none does.
+// Address is where symbol name lies in the process, and the path of the
+// object that defines it: the first in address order (the program, then
+// its libraries) that exports it, else the first whose full symbol table
+// holds it; ok is false where none does. Each object's tables are read
+// once.
 func (s *Symbols) Address(name string) (addr uint64, path string, ok bool) {
-	for i := range s.objects {
-		o := &s.objects[i]
-		if o.file == nil && o.err == nil {
-			o.file, o.err = elf.Open(o.path)
-		}
-		if o.err != nil {
-			continue
-		}
-		for _, tab := range []func() ([]elf.Symbol, error){o.file.DynamicSymbols, o.file.Symbols} {
-			syms, _ := tab()
-			for _, sym := range syms {
-				if sym.Name != name || sym.Section == elf.SHN_UNDEF || sym.Value == 0 {
-					continue
+	for _, full := range []bool{false, true} {
+		for i := range s.objects {
+			o := &s.objects[i]
+			if !o.open() {
+				continue
+			}
+			var tab map[string]uint64
+			if full {
+				if !o.readsAll {
+					syms, _ := o.file.Symbols()
+					o.all, o.readsAll = table(syms), true
 				}
-				var loads []elf.ProgHeader
-				for _, p := range o.file.Progs {
-					if p.Type == elf.PT_LOAD {
-						loads = append(loads, p.ProgHeader)
-					}
+				tab = o.all
+			} else {
+				if o.dynamic == nil {
+					syms, _ := o.file.DynamicSymbols()
+					o.dynamic = table(syms)
 				}
-				if bias, ok := loadBias(loads, o.first); ok {
-					return sym.Value + bias, o.path, true
-				}
+				tab = o.dynamic
+			}
+			if v, ok := tab[name]; ok {
+				return v + o.bias, o.path, true
 			}
 		}
 	}
 	return 0, "", false
+}
+
+// Prefer has the object at path searched first: the library whose
+// symbols a caller asks about (an MPI library's, by its message-queue
+// library), so that the others are not read for them.
+func (s *Symbols) Prefer(path string) {
+	for i, o := range s.objects {
+		if o.path == path {
+			copy(s.objects[1:i+1], s.objects[:i])
+			s.objects[0] = o
+			return
+		}
+	}
 }
 
 // Close closes the objects opened.

@@ -2,21 +2,28 @@
  * library, for a job that sdm attached to (where no interposition
  * library records the rank's operations).
  *
- *     sdm-msgq LIBRARY RANK
+ *     sdm-msgq LIBRARY RANK PID
  *
  * The library (Open MPI's libompi_dbg_msgq.so, named in MPIR_dll_name)
  * is C that reads the MPI library's structures through callbacks into a
  * debugger; it runs here, in a process of its own, so that a library
  * that reads a running rank's lists while they change can crash or loop
  * without taking the rank's server with it (the server ends this process
- * at its deadline). Every callback is a question to the server, which
- * knows the rank's process: one line on standard output, one answer line
- * on standard input.
+ * at its deadline). It reads the process's memory itself, without a
+ * ptrace stop (process_vm_readv, else /proc/PID/mem); a symbol or a type
+ * is a question to the server, which knows the process's objects and the
+ * MPI library's types: one line on standard output, one answer line on
+ * standard input.
  *
  *   sym NAME          -> ADDRESS (hex) | -        a symbol of the process
  *   type NAME         -> ID SIZE | -              a type of the MPI library
  *   field ID NAME     -> OFFSET | -               a member of that type
- *   read ADDRESS LEN  -> HEX | - WHY              the process's memory
+ *
+ * The library asks the same for every rank: before it starts, the helper
+ * reads what the server answered earlier helpers, "type NAME ID SIZE" and
+ * "field ID NAME OFFSET" lines (-1: none), and the symbols they asked for
+ * answered for this process, "sym NAME ADDRESS" (- for none), up to a
+ * line "go", and asks only the rest.
  *
  * What the library finds is printed as it comes, for the server to
  * read (mpiq/dll.go):
@@ -33,6 +40,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "mqs.h"
 
@@ -61,9 +72,11 @@ static char image_handle, process_handle;
 static mqs_image_info *image_info;
 static mqs_process_info *process_info;
 static int rank;
+static pid_t pid;
+static int mem = -1; /* /proc/PID/mem, opened where process_vm_readv fails */
 
 /* The debugger's own error, below the library's codes. */
-enum { err_read = 50, err_answer };
+enum { err_read = 50 };
 
 static char *line;
 static size_t line_cap;
@@ -116,8 +129,6 @@ static char *errorstring(int code)
     switch (code) {
     case err_read:
         return "a read of the process's memory failed";
-    case err_answer:
-        return "the server's answer could not be read";
     }
     return "unknown error";
 }
@@ -140,14 +151,71 @@ static void get_type_sizes(mqs_process *p, mqs_target_type_sizes *s)
     s->size_t_size = sizeof(size_t);
 }
 
+/* known are the answers the server gave earlier helpers: "type NAME ID
+ * SIZE" and "field ID NAME OFFSET", -1 for none. */
+#define KNOWN 4096
+enum { K_TYPE, K_FIELD, K_SYM };
+static struct {
+    int kind;
+    int id;
+    char name[128];
+    long value;        /* a type's size, a field's offset, -1 for none */
+    mqs_taddr_t addr;  /* a symbol's */
+} known[KNOWN];
+static int nknown;
+
+static void read_known(void)
+{
+    while (getline(&line, &line_cap, stdin) > 0 && strncmp(line, "go", 2) != 0) {
+        if (nknown == KNOWN)
+            continue;
+        char name[128], addr[32];
+        int id = 0;
+        long v = 0;
+        if (sscanf(line, "type %127s %d %ld", name, &id, &v) == 3)
+            known[nknown].kind = K_TYPE;
+        else if (sscanf(line, "field %d %127s %ld", &id, name, &v) == 3)
+            known[nknown].kind = K_FIELD;
+        else if (sscanf(line, "sym %127s %31s", name, addr) == 2) {
+            known[nknown].kind = K_SYM;
+            v = addr[0] == '-' ? -1 : 0;
+            known[nknown].addr = strtoul(addr, NULL, 16);
+        } else
+            continue;
+        known[nknown].id = id;
+        known[nknown].value = v;
+        snprintf(known[nknown].name, sizeof known[nknown].name, "%s", name);
+        nknown++;
+    }
+}
+
+/* lookup finds a known answer of a kind: its index, -1 where none is
+ * known. */
+static int lookup(int kind, int id, const char *name)
+{
+    for (int i = 0; i < nknown; i++)
+        if (known[i].kind == kind && (kind != K_FIELD || known[i].id == id) && strcmp(known[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
 static int find_symbol(mqs_image *image, char *name, mqs_taddr_t *addr)
 {
     (void)image;
-    const char *a = ask("sym %s", name);
-    if (!a)
-        return mqs_no_information;
+    mqs_taddr_t found;
+    int k = lookup(K_SYM, 0, name);
+    if (k >= 0) {
+        if (known[k].value < 0)
+            return mqs_no_information;
+        found = known[k].addr;
+    } else {
+        const char *a = ask("sym %s", name);
+        if (!a)
+            return mqs_no_information;
+        found = strtoul(a, NULL, 16);
+    }
     if (addr) /* Open MPI's library asks whether a function is there with none */
-        *addr = strtoul(a, NULL, 16);
+        *addr = found;
     return mqs_ok;
 }
 
@@ -166,9 +234,18 @@ static mqs_type *find_type(mqs_image *image, char *name, int lang)
 {
     (void)image;
     (void)lang;
-    const char *a = ask("type %s", name);
-    int id, size;
-    if (!a || sscanf(a, "%d %d", &id, &size) != 2 || id < 0 || id >= TYPES)
+    int id, size, k = lookup(K_TYPE, 0, name);
+    if (k >= 0) {
+        if (known[k].value < 0)
+            return NULL;
+        id = known[k].id;
+        size = (int)known[k].value;
+    } else {
+        const char *a = ask("type %s", name);
+        if (!a || sscanf(a, "%d %d", &id, &size) != 2)
+            return NULL;
+    }
+    if (id < 0 || id >= TYPES)
         return NULL;
     type_sizes[id] = size;
     return (mqs_type *)(long)(id + 1);
@@ -176,7 +253,10 @@ static mqs_type *find_type(mqs_image *image, char *name, int lang)
 
 static int field_offset(mqs_type *type, char *name)
 {
-    const char *a = ask("field %ld %s", (long)type - 1, name);
+    int id = (int)((long)type - 1), k = lookup(K_FIELD, id, name);
+    if (k >= 0)
+        return (int)known[k].value;
+    const char *a = ask("field %d %s", id, name);
     return a ? atoi(a) : -1;
 }
 
@@ -189,15 +269,6 @@ static int type_size(mqs_type *type)
 static int global_rank(mqs_process *p) { (void)p; return rank; }
 static mqs_image *get_image(mqs_process *p) { (void)p; return (mqs_image *)&image_handle; }
 
-static int hex(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 static int fetch_data(mqs_process *p, mqs_taddr_t addr, int size, void *buf)
 {
     (void)p;
@@ -205,19 +276,17 @@ static int fetch_data(mqs_process *p, mqs_taddr_t addr, int size, void *buf)
         return err_read;
     if (size == 0)
         return mqs_ok;
-    const char *a = ask("read %lx %d", addr, size);
-    if (!a)
-        return err_read;
-    if ((int)strlen(a) != 2 * size)
-        return err_answer;
-    unsigned char *out = buf;
-    for (int i = 0; i < size; i++) {
-        int hi = hex(a[2 * i]), lo = hex(a[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return err_answer;
-        out[i] = (unsigned char)(hi << 4 | lo);
+    struct iovec local = {buf, (size_t)size}, remote = {(void *)addr, (size_t)size};
+    if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == size)
+        return mqs_ok;
+    if (mem < 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+        mem = open(path, O_RDONLY | O_CLOEXEC);
     }
-    return mqs_ok;
+    if (mem >= 0 && pread(mem, buf, size, (off_t)addr) == size)
+        return mqs_ok;
+    return err_read;
 }
 
 static void target_to_host(mqs_process *p, const void *in, void *out, int size)
@@ -306,11 +375,13 @@ static void communicator(mqs_process *p)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: sdm-msgq LIBRARY RANK (run by sdm's servers, not by hand)\n");
+    if (argc != 4) {
+        fprintf(stderr, "usage: sdm-msgq LIBRARY RANK PID (run by sdm's servers, not by hand)\n");
         return 2;
     }
     rank = atoi(argv[2]);
+    pid = (pid_t)atoi(argv[3]);
+    read_known();
     load(argv[1]);
     static const mqs_basic_callbacks basic = {malloc, free, dprints, errorstring,
                                               put_image_info, get_image_info, put_process_info, get_process_info};
