@@ -22,24 +22,24 @@ import (
 // The queues of a rank without the interposition library (a job sdm
 // attached to) are read through its MPI's own message-queue library
 // (Open MPI's libompi_dbg_msgq.so, which the rank names in MPIR_dll_name)
-// run by a helper, sdm-msgq (lib/msgq.c), that asks the server for each
-// symbol and type the library needs. Symbols come from the objects the
-// rank maps; the helper reads the running process's memory itself (no
-// ptrace stop: the library reads lists that a rank blocked in MPI leaves
-// alone, and the questions stay few: a hung rank's MPI polls on every
-// core, and each round trip waits for one); types come from the MPI
-// library's DWARF: its own, its separate
-// debug file, or, for a distribution's stripped libmpi, the object sdm's
-// build made from the same library's development headers
-// (lib/ompi-types.c), named by the library's build-id, so that it is
-// used for that build of libmpi alone.
+// run by a helper, sdm-msgq (lib/msgq.c), that asks the server for the
+// symbols and types the library needs and reads the running process's
+// memory itself (no ptrace stop: the library reads lists that a rank
+// blocked in MPI leaves alone). Symbols come from the objects the rank
+// maps; types from the MPI library's DWARF: its own, its separate debug
+// file, or, for a distribution's stripped libmpi, the object sdm's build
+// made from the same library's development headers (lib/ompi-types.c),
+// named by the library's build-id, so that it is used for that build of
+// libmpi alone. The questions stay few, as each waits for the server to
+// be scheduled beside ranks whose MPI polls on every core: a helper is
+// told before it starts what earlier helpers asked (types.known).
 
 // libraryTimeout bounds a helper's run: a library that reads a list
 // while the rank changes it may follow it round for ever.
 const libraryTimeout = 10 * time.Second
 
-// libraryReads bounds the questions a helper may ask.
-const libraryReads = 1 << 20
+// libraryQuestions bounds the questions a helper may ask.
+const libraryQuestions = 1 << 20
 
 // TypesDir is where sdm's build leaves the type objects, beside its
 // binaries.
@@ -70,6 +70,18 @@ func fromLibrary(ctx context.Context, pid, rank int, mpi string) (wire.Queues, e
 	if err != nil {
 		return wire.Queues{}, err
 	}
+	s := session{syms: syms, types: t}
+	if err := s.run(ctx, helper, dll, rank, pid); err != nil {
+		return wire.Queues{}, err
+	}
+	q := s.queues()
+	q.Library = filepath.Base(dll)
+	return q, nil
+}
+
+// run runs the helper on the library for process pid, rank rank, to its
+// end or its deadline.
+func (s *session) run(ctx context.Context, helper, dll string, rank, pid int) error {
 	ctx, cancel := context.WithTimeout(ctx, libraryTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, helper, dll, strconv.Itoa(rank), strconv.Itoa(pid))
@@ -77,23 +89,21 @@ func fromLibrary(ctx context.Context, pid, rank int, mpi string) (wire.Queues, e
 	cmd.Stderr = &stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return wire.Queues{}, err
+		return err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return wire.Queues{}, err
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return wire.Queues{}, err
+		return err
 	}
-	s := session{pid: pid, syms: syms, types: t, answer: bufio.NewWriter(in)}
-	// What earlier helpers asked goes first, answered for this process:
-	// the library asks the same of every rank, and each question waits
-	// for the server to be scheduled beside ranks that poll.
-	for _, l := range t.known() {
+	// What earlier helpers asked goes first, answered for this process.
+	s.answer = bufio.NewWriter(in)
+	for _, l := range s.types.known() {
 		s.answer.WriteString(l + "\n")
 	}
-	for _, name := range t.symbols() {
+	for _, name := range s.types.symbols() {
 		s.answer.WriteString("sym " + name + " " + s.ask("sym", name) + "\n")
 	}
 	s.answer.WriteString("go\n")
@@ -105,19 +115,17 @@ func fromLibrary(ctx context.Context, pid, rank int, mpi string) (wire.Queues, e
 	werr := cmd.Wait()
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return wire.Queues{}, fmt.Errorf("%s did not finish within %v (a list it read may have changed under it)", filepath.Base(dll), libraryTimeout)
+		return fmt.Errorf("%s did not finish within %v (a list it read may have changed under it)", filepath.Base(dll), libraryTimeout)
 	case s.failed != "":
-		return wire.Queues{}, fmt.Errorf("%s: %s", filepath.Base(dll), s.failed)
+		return fmt.Errorf("%s: %s", filepath.Base(dll), s.failed)
 	case serr != nil:
-		return wire.Queues{}, serr
+		return serr
 	case werr != nil:
-		return wire.Queues{}, fmt.Errorf("%s, running %s: %v %s", filepath.Base(helper), filepath.Base(dll), werr, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("%s, running %s: %v %s", filepath.Base(helper), filepath.Base(dll), werr, strings.TrimSpace(stderr.String()))
 	case !s.ended:
-		return wire.Queues{}, fmt.Errorf("%s ended before its answer's end", filepath.Base(helper))
+		return fmt.Errorf("%s ended before its answer's end", filepath.Base(helper))
 	}
-	q := s.queues()
-	q.Library = filepath.Base(dll)
-	return q, nil
+	return nil
 }
 
 // dllName is the message-queue library the process names in
@@ -204,7 +212,6 @@ func beside(name string) (string, error) {
 
 // session answers a helper's questions and keeps what it tells.
 type session struct {
-	pid    int
 	syms   *stackwalk.Symbols
 	types  *types
 	answer *bufio.Writer
@@ -243,8 +250,8 @@ func (s *session) serve(out io.Reader) error {
 		kind, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
 		switch kind {
 		case "sym", "type", "field":
-			if s.asked++; s.asked > libraryReads {
-				return fmt.Errorf("the message-queue library asked more than %d questions", libraryReads)
+			if s.asked++; s.asked > libraryQuestions {
+				return fmt.Errorf("the message-queue library asked more than %d questions", libraryQuestions)
 			}
 			s.answer.WriteString(s.ask(kind, rest))
 			s.answer.WriteByte('\n')
