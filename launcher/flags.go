@@ -103,7 +103,7 @@ func AddLaunchFlags(fs *pflag.FlagSet, f *Flags) *LaunchFlags {
 	l := &LaunchFlags{Flags: f}
 	o := &f.Job
 	fs.StringVar(&o.RM, "rm", "auto", "who starts the job: auto (SLURM in an allocation, POE in a partition, else the MPI the program links, else local; says which), local (this machine), openmpi (mpirun), mpich (mpiexec), slurm (srun), pe (poe)")
-	fs.BoolVar(&o.Queues, "queues", true, "preload sdm's library that keeps each rank's MPI operations in flight, for queues and deadlock; --queues=false starts the program as it is")
+	fs.BoolVar(&o.Queues, "queues", true, "preload sdm's library that keeps each rank's MPI operations in flight, for queues and deadlock; --queues=false starts the program as it is (Open MPI's queues are then read through its own message-queue library)")
 	fs.BoolVar(&o.Force, "force", false, "start the program under --rm even when it links another MPI (each rank then a job of its own)")
 	fs.StringVar(&o.Launcher, "launcher", "", "the launcher program instead of the one in $PATH (--launcher=/opt/ompi/bin/mpirun)")
 	fs.StringArrayVar(&o.LauncherArgs, "launcher-arg", nil, "an argument for the launcher, before the program; repeatable (--launcher-arg=--oversubscribe)")
