@@ -43,7 +43,7 @@ func acquireRunning(name string, args []string, r *console.StacksRequest) error 
 		fs.DurationVar(&r.Sample.Interval, "interval", r.Sample.Interval, "time between samples (--interval 1s)")
 		fs.StringVar(&r.Dot, "dot", "", "write the tree in Graphviz's language to FILE")
 		fs.StringVar(&r.SVG, "svg", "", "draw the tree into FILE, an SVG picture (needs Graphviz's dot)")
-		fs.BoolVar(&r.Deadlock, "deadlock", false, "then say why the job hangs: the MPI call each rank waits in, the ranks outside MPI the waits lead to, collectives that do not match")
+		fs.BoolVar(&r.Deadlock, "deadlock", false, "then say why the job hangs: the MPI call each rank waits in, the ranks outside MPI the waits lead to, collectives that do not match, and with an Open MPI job's queues (read through its own message-queue library) the cycles of ranks waiting on each other")
 		for _, hidden := range []string{"eval", "batch", "exit-status", "dlopen-mode", "dlopen-match", "stop", "gdb"} {
 			fs.MarkHidden(hidden)
 		}
