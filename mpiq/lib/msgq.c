@@ -151,8 +151,9 @@ static void get_type_sizes(mqs_process *p, mqs_target_type_sizes *s)
     s->size_t_size = sizeof(size_t);
 }
 
-/* known are the answers the server gave earlier helpers: "type NAME ID
- * SIZE" and "field ID NAME OFFSET", -1 for none. */
+/* known are the answers read before the start: types, members and this
+ * process's symbols (a value of -1: none). A name too long for them is
+ * asked as if unknown. */
 #define KNOWN 4096
 enum { K_TYPE, K_FIELD, K_SYM };
 static struct {
