@@ -2,7 +2,6 @@ package console
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -62,7 +61,7 @@ func blockedIn(call MPICall, q wire.Queues) (wire.MPIOp, bool) {
 		return op, q.Size > 0
 	case "point-to-point":
 		posted := wire.PostedSend
-		if name := strings.ToLower(call.Name); strings.Contains(name, "recv") || strings.Contains(name, "probe") {
+		if receives(op) {
 			posted = wire.PostedRecv
 		}
 		first := true
