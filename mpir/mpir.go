@@ -248,24 +248,25 @@ func attach(ctx context.Context, pid int, being int32, read bool) (tab Table, er
 	if err != nil {
 		return tab, err
 	}
+	if read {
+		state, err := t.readInt32(syms.addr[symDebugState])
+		if err != nil {
+			return tab, fmt.Errorf("%s: %w", name, err)
+		}
+		if state == debugAborting {
+			return tab, t.abortError(syms)
+		}
+		if tab, err = t.readTable(syms); err != nil {
+			return tab, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	// Only a starter whose job is spawned is told of the debugger: one
+	// told before it spawns has its ranks wait for a debugger's release
+	// in MPI_Init (Open MPI), and a failed attach must leave it as found.
 	if syms.has(symBeingDebugged) {
 		if err := t.writeInt32(syms.addr[symBeingDebugged], being); err != nil {
 			return tab, fmt.Errorf("%s: set %s: %w", name, symBeingDebugged, err)
 		}
-	}
-	if !read {
-		return tab, nil
-	}
-	state, err := t.readInt32(syms.addr[symDebugState])
-	if err != nil {
-		return tab, fmt.Errorf("%s: %w", name, err)
-	}
-	if state == debugAborting {
-		return tab, t.abortError(syms)
-	}
-	tab, err = t.readTable(syms)
-	if err != nil {
-		return tab, fmt.Errorf("%s: %w", name, err)
 	}
 	return tab, nil
 }

@@ -233,6 +233,43 @@ func TestAttach(t *testing.T) {
 	free(t, pid)
 }
 
+// A starter attached to before it spawned its job has no table to read,
+// and is left as found: told of a debugger, it would have its ranks wait
+// for one (Open MPI's wait in MPI_Init).
+func TestAttachBeforeSpawn(t *testing.T) {
+	start, s := starter(t, filepath.Join(testenv.Examples(t), "mpir-starter"), "-n", "2", "--after-input")
+	in, err := s.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start(&syscall.SysProcAttr{Setpgid: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	pid := s.cmd.Process.Pid
+	s.lines(t, 1, "waiting for a line")
+	if _, err := Attach(ctx(t), pid); err == nil || !strings.Contains(err.Error(), "the job has not started (yet)") {
+		t.Fatalf("attach before the spawn: %v", err)
+	}
+	free(t, pid)
+	syms, err := lookup(pid, []string{symBeingDebugged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	b := make([]byte, 4)
+	if _, err := mem.ReadAt(b, int64(syms.addr[symBeingDebugged])); err != nil {
+		t.Fatal(err)
+	}
+	if [4]byte(b) != [4]byte{} {
+		t.Errorf("%s is %v after a failed attach, want 0", symBeingDebugged, b)
+	}
+}
+
 func TestAttachErrors(t *testing.T) {
 	if _, err := Attach(ctx(t), 999999999); !errors.Is(err, ErrNoProcess) || !strings.Contains(err.Error(), "no process with pid 999999999") {
 		t.Errorf("missing pid: %v", err)

@@ -2,7 +2,7 @@
  * side of the MPIR process-acquisition interface, so that a debugger's
  * side of it can be tried on every branch the interface has.
  *
- *   mpir-starter [-n N] [--hang] [--abort MESSAGE] [--host [RANK=]NAME]...
+ *   mpir-starter [-n N] [--hang] [--after-input] [--abort MESSAGE] [--host [RANK=]NAME]...
  *
  * starts N ranks (default 4), each a copy of this program running
  * rank_main(). Like a real starter, its spawning and its call of
@@ -10,7 +10,9 @@
  * waits. --hang keeps the ranks from finishing: the last one spins in
  * compute_forever(), the others wait in pause(). --abort calls
  * MPIR_Breakpoint in the ABORTING state with MESSAGE. --host puts NAME into
- * the proctable as the host of every rank, or of RANK.
+ * the proctable as the host of every rank, or of RANK. --after-input spawns
+ * only once a line arrives on standard input, as a starter whose job is not
+ * up yet (its proctable empty).
  *
  * Symbols whose mere presence means something are chosen when building:
  *   -DRANK0       no MPIR_i_am_starter: the starter itself is rank 0
@@ -114,7 +116,7 @@ static int rank_main(int rank, int size, int hang)
 }
 
 struct job {
-    int size, hang;
+    int size, hang, after_input;
     const char *abort_message;
     char **hosts; /* per rank */
     char self[4096];
@@ -199,7 +201,7 @@ static void *progress(void *arg)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: mpir-starter [-n N] [--hang] [--abort MESSAGE] [--host [RANK=]NAME]...\n");
+    fprintf(stderr, "usage: mpir-starter [-n N] [--hang] [--after-input] [--abort MESSAGE] [--host [RANK=]NAME]...\n");
     exit(2);
 }
 
@@ -215,6 +217,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "--hang"))
             j.hang = 1;
+        else if (!strcmp(a, "--after-input"))
+            j.after_input = 1;
         else if (i + 1 >= argc)
             usage();
         else if (!strcmp(a, "-n") || !strcmp(a, "--size"))
@@ -261,6 +265,12 @@ int main(int argc, char **argv)
     j.first = 1;
 #endif
 
+    if (j.after_input) {
+        printf("mpir-starter: waiting for a line\n");
+        fflush(stdout);
+        for (int c = 0; c != '\n' && c != EOF;)
+            c = getchar();
+    }
     pthread_t t;
     pthread_create(&t, NULL, progress, &j);
     pthread_mutex_lock(&j.mu);
