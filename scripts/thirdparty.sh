@@ -26,7 +26,9 @@
 # too). The sources stay beside the programs (DIR/openmpi-VERSION,
 # DIR/mpich-VERSION, and DIR/MPI/hpcc-1.5.0, built in place): the programs'
 # debug information names them, so that stops show their files and lines
-# and gdb can list them.
+# and gdb can list them. Open MPI 5's threads headers are unpacked beside its
+# examples (DIR/openmpi-VERSION/opal/mca/threads), for a build of sdm given
+# OMPI_SOURCE=DIR/openmpi-VERSION (docs/HANGS.md; .ci/run does so).
 #
 # Debian's source archive needs a deb-src entry in apt's sources (.ci/run adds
 # them). A package that does not download is reported on standard error as
@@ -134,7 +136,11 @@ build_openmpi_examples() {
   local mpi=$1 top=${TOP[openmpi]} ex=$DIR/${TOP[openmpi]}/examples
   fresh "$mpi" "openmpi-examples-$top" && return 0
   if [ ! -f "$ex/.unpacked-$stamp" ]; then
-    unpack "${ORIG[openmpi]}" "$top" --wildcards "$top/examples/*"
+    # With the examples, Open MPI 5's threads headers, which its
+    # development package lacks and the types of its message-queue
+    # library need (OMPI_SOURCE of mpiq/lib/types.sh). Open MPI 4.1 has
+    # no such directory, and tar says so.
+    unpack "${ORIG[openmpi]}" "$top" --wildcards "$top/examples/*" "$top/opal/mca/threads/*" 2>/dev/null || [ -d "$ex" ]
     touch "$ex/.unpacked-$stamp"
   fi
   cd "$ex"
