@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -109,6 +111,63 @@ func TestMembersHandTheirGDBsOver(t *testing.T) {
 				t.Fatalf("the master after quit: %v", master.err)
 			}
 		})
+	}
+}
+
+// sdm debug's own session (gdb lazy, the program named to the servers
+// to read ahead) hands the ranks to the host's first server from
+// members that stay in sdm-rank's start in C: an argument of the
+// launch that the start does not read would make every member a server
+// in Go of its own, and 64 ranks take three times as long to come up.
+func TestDefaultSessionMembersStayLean(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	const n = 4
+	cmd := testenv.Command(t, sdmBin, "debug", "-n", strconv.Itoa(n), "--timeout", "60s", "--", filepath.Join(testenv.Examples(t), "plain"))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The console answers once every rank is up.
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "focus 0-"+strconv.Itoa(n-1) {
+				ready <- true
+				io.Copy(io.Discard, out)
+			}
+		}
+		close(ready)
+	}()
+	io.WriteString(in, "focus\n")
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("sdm debug ended before its ranks were up: %v\n%s", cmd.Wait(), stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the ranks were not up within 60 s\n%s", stderr.String())
+	}
+	names := map[string]int{}
+	for _, pid := range sdmBelow(cmd.Process.Pid) {
+		names[commOf(t, pid)]++
+	}
+	if names["sdm-rank"] != n-1 {
+		t.Errorf("the servers under sdm debug run %v, want %d members still in sdm-rank", names, n-1)
+	}
+	io.WriteString(in, "quit\n")
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("sdm debug: %v\n%s", err, stderr.String())
 	}
 }
 

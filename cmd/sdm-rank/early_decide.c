@@ -24,7 +24,7 @@ static const struct {
 	{"debugger", 's'}, {"gdb", 's'}, {"debugger_path", 's'}, {"members", 's'}, {"ranks-per-gdb", 'i'}, {"tree", 's'},
 	{"routes_from", 's'}, {"routing_file", 's'}, {"key-file", 's'}, {"server", 'i'},
 	{"fanout", 'i'}, {"timeout", 'd'}, {"master", 'b'}, {"proxy", 's'}, {"host", 's'},
-	{"listen", 's'}, {"port", 'i'}, {"port_base", 'i'}, {"event_window", 'd'},
+	{"listen", 's'}, {"port", 'i'}, {"port_base", 'i'}, {"event_window", 'd'}, {"prepare", 's'},
 };
 enum { NFLAGS = sizeof flags / sizeof flags[0] };
 

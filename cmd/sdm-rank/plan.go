@@ -33,6 +33,9 @@ var flagKinds = map[string]byte{
 	"routing_file": 's', "key-file": 's', "server": 'i', "fanout": 'i', "timeout": 'd', "master": 'b',
 	// A member's start does not use these; sdm-server would check them.
 	"proxy": 's', "host": 's', "listen": 's', "port": 'i', "port_base": 'i', "event_window": 'd',
+	// The host's first server reads the program ahead (sdm debug names
+	// it to every server under --gdb lazy); a member leaves it to it.
+	"prepare": 's',
 }
 
 // decide reads the arguments and the environment as sdm-server would,

@@ -60,6 +60,7 @@ func starts(t *testing.T) (base []string, cases []startCase) {
 		{args: []string{"--server=1", "--master"}, why: "the master"},
 		{args: []string{"--server=1", "--gdb=lazy"}, leader: 0},
 		{args: []string{"--server=1", "--gdb=lazy", "--debugger=sim"}, leader: 0},
+		{args: []string{"--server=1", "--gdb=lazy", "--prepare=/home/me/ring"}, leader: 0}, // as sdm debug starts a server
 		{args: []string{"--server=1", "--members=serve"}, why: "--members=serve"},
 		{args: []string{"--server=1", "--tree=ranks"}, why: "--tree=ranks"},
 		{args: []string{"--server=1", "--routes_from=slurm"}, why: "--routes_from=slurm"},
