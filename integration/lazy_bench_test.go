@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -253,4 +255,47 @@ func firstStacks(b *testing.B, bin string, n int, all wire.RankSet) time.Duratio
 		b.Fatal(err)
 	}
 	return time.Since(begin)
+}
+
+// BenchmarkDebugUp64 is sdm debug as a user types it, 64 ranks of plain
+// on the local launcher with the defaults: from sdm's start to the
+// console's first answer, which comes once every rank is up, and the
+// CPU time of that start (sdm, the servers, the front end).
+func BenchmarkDebugUp64(b *testing.B) {
+	testenv.RequireTool(b, "gdb")
+	prog := filepath.Join(testenv.Examples(b), "plain")
+	var took, cpu time.Duration
+	for range b.N {
+		before := testenv.ChildrenCPU(b)
+		begin := time.Now()
+		cmd := testenv.Command(b, sdmBin, "debug", "-n", "64", "--timeout", "120s", "--", prog)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		io.WriteString(in, "focus\nquit\n")
+		in.Close()
+		up := false
+		for sc := bufio.NewScanner(out); !up && sc.Scan(); {
+			up = sc.Text() == "focus 0-63"
+		}
+		if !up {
+			b.Fatalf("sdm debug ended before its ranks were up: %v", cmd.Wait())
+		}
+		took += time.Since(begin)
+		io.Copy(io.Discard, out)
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("sdm debug: %v", err)
+		}
+		cpu += testenv.ChildrenCPU(b) - before
+	}
+	b.ReportMetric(float64(took.Microseconds())/1000/float64(b.N), "ms-up")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "ms-cpu-up-and-quit")
 }

@@ -89,7 +89,7 @@ func TestStacksUnderGDBSuggestAttach(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
 	suggestion := "sdm attach --pid " + pid + " --ranks 0,3"
-	for _, want := range []string{"2 classes, biggest first:\n", "  [3] 1 rank: rank_main at examples/mpir-starter/mpir-starter.c:108 > compute_forever at",
+	for _, want := range []string{"2 classes, biggest first:\n", "  [3] 1 rank: rank_main at examples/mpir-starter/mpir-starter.c:110 > compute_forever at",
 		"progress: one sample per rank (ranks stopped under gdb answer one), which cannot tell which ranks move\n", "one rank per class: " + suggestion + "\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
