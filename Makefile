@@ -232,6 +232,9 @@ bench:
 	$(GO) test -run '^$$' -bench 'Deadlock64' -benchtime 3x ./integration/
 	$(GO) test -run '^$$' -bench 'DeadlockSim1024' -benchtime 10x ./console/
 	$(GO) test -run '^$$' -bench 'CompareSim1024' -benchtime 20x ./console/
+	$(GO) test -run '^$$' -bench 'DebugUp64' -benchtime 5x ./integration/
+	$(GO) test -run '^$$' -bench 'RunToEnd64/lazy' -benchtime 10x ./integration/
+	$(GO) test -run '^$$' -bench 'StacksFirst64' -benchtime 3x ./integration/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
 # 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run
