@@ -44,19 +44,7 @@ type dapClient struct {
 func startDAP(t testing.TB) *dapClient {
 	t.Helper()
 	cmd := testenv.Command(t, sdmBin, "dap")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out, stderr := piped(t, cmd)
 	c := &dapClient{t: t, cmd: cmd, in: in, msgs: make(chan godap.Message, 1000)}
 	go func() {
 		defer close(c.msgs)

@@ -123,19 +123,7 @@ func TestDefaultSessionMembersStayLean(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	const n = 4
 	cmd := testenv.Command(t, sdmBin, "debug", "-n", strconv.Itoa(n), "--timeout", "60s", "--", filepath.Join(testenv.Examples(t), "plain"))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out, stderr := piped(t, cmd)
 	// The console answers once every rank is up.
 	ready := make(chan bool, 1)
 	go func() {

@@ -269,17 +269,7 @@ func BenchmarkDebugUp64(b *testing.B) {
 		before := testenv.ChildrenCPU(b)
 		begin := time.Now()
 		cmd := testenv.Command(b, sdmBin, "debug", "-n", "64", "--timeout", "120s", "--", prog)
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
+		in, out, stderr := piped(b, cmd)
 		io.WriteString(in, "focus\nquit\n")
 		in.Close()
 		up := false
@@ -287,12 +277,12 @@ func BenchmarkDebugUp64(b *testing.B) {
 			up = sc.Text() == "focus 0-63"
 		}
 		if !up {
-			b.Fatalf("sdm debug ended before its ranks were up: %v", cmd.Wait())
+			b.Fatalf("sdm debug ended before its ranks were up: %v\n%s", cmd.Wait(), stderr)
 		}
 		took += time.Since(begin)
 		io.Copy(io.Discard, out)
 		if err := cmd.Wait(); err != nil {
-			b.Fatalf("sdm debug: %v", err)
+			b.Fatalf("sdm debug: %v\n%s", err, stderr)
 		}
 		cpu += testenv.ChildrenCPU(b) - before
 	}

@@ -5,7 +5,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,4 +157,23 @@ var (
 func gdbsFor(n int) int {
 	k := backend.RanksPerGDB()
 	return (n + k - 1) / k
+}
+
+// piped starts cmd with its standard input and output as pipes, its
+// standard error kept.
+func piped(t testing.TB, cmd *exec.Cmd) (in io.WriteCloser, out io.ReadCloser, stderr *strings.Builder) {
+	t.Helper()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stderr = &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return in, out, stderr
 }
