@@ -259,6 +259,11 @@ func Parse(data []byte, now int64) (Table, error) {
 // parse reads a table from two reads of the file, keeping the slots that
 // read alike and stable in both; torn says whether some did not.
 func parse(a, b []byte, now int64) (Table, bool, error) {
+	if len(a) == 0 {
+		// Made, not yet sized: the library creates the file, then sets
+		// its length.
+		return Table{}, false, ErrNotYet
+	}
 	if len(a) < headerSize {
 		return Table{}, false, fmt.Errorf("sdmq table: %d bytes, shorter than its header", len(a))
 	}

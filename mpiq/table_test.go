@@ -201,6 +201,7 @@ func TestParse(t *testing.T) {
 	}{
 		{b[:10], "shorter than its header"},
 		{make([]byte, 64), ErrNotYet.Error()},
+		{nil, ErrNotYet.Error()},
 		{append([]byte("XXXX"), b[4:]...), "magic"},
 		{b[:headerSize+slotSize], "2 slots of 80 bytes in 144 bytes"},
 	} {
