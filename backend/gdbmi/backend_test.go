@@ -20,12 +20,12 @@ import (
 
 // rank drives one backend the way a node would, for tests.
 type rank struct {
-	t      *testing.T
+	t      testing.TB
 	b      *gdbmi.Backend
 	output strings.Builder
 }
 
-func newRank(t *testing.T, r, size int, path string) *rank {
+func newRank(t testing.TB, r, size int, path string) *rank {
 	t.Helper()
 	testenv.RequireTool(t, "gdb")
 	rk := &rank{t: t, b: newBackend(backend.Config{Rank: r, Size: size, Path: path})}

@@ -53,7 +53,7 @@ func (v *view) kill(ctx context.Context) (out string, ok bool, err error) {
 		v.killing = false
 		v.mu.Unlock()
 	}()
-	v.stopFirst(ctx)
+	v.stopFirst(ctx, pid)
 	// The process is gdb's to reap, so its pid names it until gdb says
 	// it exited (gone); the pidfd holds it from here on.
 	fd, err := unix.PidfdOpen(pid, 0)
@@ -85,8 +85,9 @@ func (v *view) kill(ctx context.Context) (out string, ok bool, err error) {
 // gdb has just let it go on from a breakpoint (a rank passing a
 // tracepoint all the time), and the kill would wait for its deadline;
 // the end of a stopped process it takes at once (killedStopped). Where
-// the process does not stop within killStopWait, the kill goes on.
-func (v *view) stopFirst(ctx context.Context) {
+// the process does not stop within killStopWait, the kill goes on; one
+// that has ended already (killed from outside, say) never stops.
+func (v *view) stopFirst(ctx context.Context, pid int) {
 	ctx, cancel := context.WithTimeout(ctx, killStopWait)
 	defer cancel()
 	asked := false
@@ -94,7 +95,7 @@ func (v *view) stopFirst(ctx context.Context) {
 		v.mu.Lock()
 		running, progress := v.othersRunning(0), v.progress
 		v.mu.Unlock()
-		if !running {
+		if !running || hasEnded(pid) {
 			return
 		}
 		if !asked {
