@@ -36,7 +36,10 @@ func TestMembersHandTheirGDBsOver(t *testing.T) {
 			if members == "lean" {
 				serverArgs = []string{filepath.Join(filepath.Dir(sdmBin), "sdm-rank"), "--members=hand", "--routing_file=" + s.routes, "--key-file=" + s.keyFile}
 			}
-			servers := start(t, testenv.Command(t, mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, serverArgs...)...))
+			mpi := testenv.Command(t, mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, serverArgs...)...)
+			// gdb is started without it, its programs with it.
+			mpi.Env = append(os.Environ(), "PYTHONUNBUFFERED=kept")
+			servers := start(t, mpi)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			cs := s.join(ctx, n)
@@ -76,6 +79,9 @@ func TestMembersHandTheirGDBsOver(t *testing.T) {
 				want, got := environ(t, server, "OMPI_COMM_WORLD_RANK"), environ(t, prog, "OMPI_COMM_WORLD_RANK")
 				if want == "" || got == "" || got != want && !shared {
 					t.Errorf("the program %d of server %d (rank %q) has rank %q", prog, server, want, got)
+				}
+				if py, gdbPy := environ(t, prog, "PYTHONUNBUFFERED"), environ(t, gdb, "PYTHONUNBUFFERED"); py != "kept" || gdbPy != "" {
+					t.Errorf("rank %s's program has PYTHONUNBUFFERED=%q (want kept), its gdb %q (want none)", want, py, gdbPy)
 				}
 				ranks[got], gdbs[gdb] = true, true
 				if members != "lean" || shared {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +126,23 @@ func FuzzLeaderPackets(f *testing.F) {
 			t.Fatalf("quit: %v", err)
 		}
 	})
+}
+
+// gdb starts without PYTHONUNBUFFERED, which would make it write its
+// output a byte at a time, and gives it back to its program; a value no
+// command line carries stays in gdb's environment.
+func TestGDBEnv(t *testing.T) {
+	for _, c := range []struct {
+		environ, env, kept []string
+	}{
+		{[]string{"A=1", "PYTHONUNBUFFERED=1", "B=x=y"}, []string{"A=1", "B=x=y"}, []string{"PYTHONUNBUFFERED=1"}},
+		{[]string{"PYTHONUNBUFFERED="}, nil, []string{"PYTHONUNBUFFERED="}},
+		{[]string{"PYTHONUNBUFFERED=a\nb", "PYTHONUNBUFFEREDX=1"}, []string{"PYTHONUNBUFFERED=a\nb", "PYTHONUNBUFFEREDX=1"}, nil},
+		{nil, nil, nil},
+	} {
+		env, kept := gdbEnv(c.environ)
+		if !slices.Equal(env, c.env) || !slices.Equal(kept, c.kept) {
+			t.Errorf("gdbEnv(%q) = %q, %q; want %q, %q", c.environ, env, kept, c.env, c.kept)
+		}
+	}
 }

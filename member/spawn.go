@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,9 +26,40 @@ func GDB(path string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
 	}
-	cmd := exec.Command(resolved, "--interpreter=mi3", "--nx", "-q")
+	env, kept := gdbEnv(os.Environ())
+	args := []string{"--interpreter=mi3", "--nx", "-q"}
+	for _, kv := range kept {
+		args = append(args, "-iex", "set environment "+kv)
+	}
+	cmd := exec.Command(resolved, args...)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd, nil
+}
+
+// GDBWithout are the environment variables gdb is started without:
+// PYTHONUNBUFFERED makes gdb's Python unbuffer gdb's own standard output,
+// and gdb then writes its MI output a byte per write(2), which cost a
+// shared gdb a third of its CPU (docs/PERFORMANCE.md, "Sharing a gdb
+// between ranks").
+func GDBWithout() []string { return []string{"PYTHONUNBUFFERED"} }
+
+// gdbEnv is environ without the variables GDBWithout names, and those
+// of them it held, which gdb gives back to its first inferior (-iex set
+// environment) so that the program still starts with them; a shared
+// gdb's other inferiors get them from their rank's environment
+// (backend/gdbmi, environ). A value with a line break, which a command
+// line cannot carry, stays.
+func gdbEnv(environ []string) (env, kept []string) {
+	for _, kv := range environ {
+		name, val, _ := strings.Cut(kv, "=")
+		if slices.Contains(GDBWithout(), name) && !strings.ContainsAny(val, "\r\n") {
+			kept = append(kept, kv)
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env, kept
 }
 
 // Spawner starts the gdbs a member's leader asks for as this process's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/internal/fifo"
+	"github.com/sdm-hpc/sdm/member"
 )
 
 // view is a rank's share of a Host's gdb: its inferior, as a conn. mu
@@ -97,7 +99,8 @@ func (v *view) forward() {
 
 // environ makes env the environment the rank's program starts with: what
 // differs from gdb's own is set, and what gdb has and env has not is
-// unset.
+// unset, as are, in gdb's first inferior, those gdb was started without
+// and gave back to it (member.GDBWithout).
 func (v *view) environ(ctx context.Context, env []string) error {
 	mine := v.h.gdbEnv
 	want := map[string]bool{}
@@ -114,7 +117,11 @@ func (v *view) environ(ctx context.Context, env []string) error {
 			return err
 		}
 	}
-	for k := range mine {
+	gone := slices.Collect(maps.Keys(mine))
+	if v.inf == 1 {
+		gone = append(gone, member.GDBWithout()...)
+	}
+	for _, k := range gone {
 		if !want[k] {
 			if err := v.cli(ctx, "unset environment "+k); err != nil {
 				return err
