@@ -25,6 +25,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/internal/handover/vars"
 )
 
 // Flag, first on a command line, runs the wrapper (Main).
@@ -35,17 +37,21 @@ const Flag = "--exec-inherit"
 const Env = "SDM_INHERIT"
 
 // Of lists the descriptors above standard error that process pid would
-// hand down to a program it started: those without close-on-exec.
+// hand down to a program it started: those without close-on-exec, but
+// for a server's own, which its variables name (the listening socket its
+// launcher bound for it, its key's pipe), and which a server that joins
+// another holds until it has joined.
 func Of(pid int) ([]int, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fdinfo"
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	own := owned(pid)
 	var fds []int
 	for _, e := range ents {
 		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd < 3 {
+		if err != nil || fd < 3 || own[fd] {
 			continue
 		}
 		flags, err := strconv.ParseUint(field(filepath.Join(dir, e.Name()), "flags"), 8, 64)
@@ -56,6 +62,22 @@ func Of(pid int) ([]int, error) {
 	}
 	slices.Sort(fds)
 	return fds, nil
+}
+
+// owned are the descriptors process pid's variables name as a server's
+// own.
+func owned(pid int) map[int]bool {
+	env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	own := map[int]bool{}
+	for _, kv := range strings.Split(string(env), "\x00") {
+		name, val, _ := strings.Cut(kv, "=")
+		if name == vars.ListenFD || name == vars.KeyFD {
+			if fd, err := strconv.Atoi(val); err == nil {
+				own[fd] = true
+			}
+		}
+	}
+	return own
 }
 
 // field is a field of an fdinfo file, or "".

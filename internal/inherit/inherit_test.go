@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sdm-hpc/sdm/internal/handover/vars"
 )
 
 // The test binary is the wrapper too, as sdm and sdm-server are.
@@ -18,12 +20,14 @@ func TestMain(m *testing.M) {
 }
 
 // server starts a process that holds extra as descriptors 3, 4, … the
-// way a launcher hands them to a rank's server, and waits until it runs.
-func server(t *testing.T, extra ...*os.File) int {
+// way a launcher hands them to a rank's server, with env added to its
+// environment, and waits until it runs.
+func server(t *testing.T, env []string, extra ...*os.File) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	cmd := exec.CommandContext(ctx, "cat")
 	cmd.ExtraFiles = extra
+	cmd.Env = append(os.Environ(), env...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -56,10 +60,16 @@ func TestOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := server(t, w, w)
+	pid := server(t, nil, w, w)
 	want := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(ours), 3, 4))))
 	if fds, err := Of(pid); err != nil || !slices.Equal(fds, want) {
 		t.Fatalf("descriptors %v %v, want %v", fds, err, want)
+	}
+	// A server's listening socket and key pipe are its own.
+	pid = server(t, []string{vars.ListenFD + "=3", vars.KeyFD + "=5"}, w, w, w)
+	want = slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(ours), 4)))), func(fd int) bool { return fd == 3 || fd == 5 })
+	if fds, err := Of(pid); err != nil || !slices.Equal(fds, want) {
+		t.Fatalf("descriptors of a server %v %v, want %v", fds, err, want)
 	}
 	if _, err := Of(1 << 30); err == nil {
 		t.Fatal("a process that is not there hands down descriptors")
@@ -70,7 +80,7 @@ func TestOf(t *testing.T) {
 // server closed since is left out, and none of the wrapper's own.
 func TestMainGivesTheServersDescriptors(t *testing.T) {
 	r, w := pipe(t)
-	pid := server(t, w)
+	pid := server(t, nil, w)
 	_, own := pipe(t) // the wrapper's descriptors 3 and 4, as a gdb's starter's
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -112,7 +122,7 @@ func TestMainRefuses(t *testing.T) {
 // numbers, and the others closed.
 func TestFiles(t *testing.T) {
 	r, w := pipe(t)
-	pid := server(t, w, nil, w)
+	pid := server(t, nil, w, nil, w)
 	files, err := Files(pid)
 	if err != nil {
 		t.Fatal(err)
