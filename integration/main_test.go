@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 		localDial(addr)
 		os.Exit(0)
 	}
+	testenv.CloseInherited()
 	// SDM_TEST_BINARY runs the tests against a given build, for profiling.
 	if sdmBin = os.Getenv("SDM_TEST_BINARY"); sdmBin != "" {
 		code := m.Run()

@@ -22,8 +22,9 @@ import (
 // side, with gdb started with the program (eager) and at the first
 // command that needs one (lazy, the default: at break), and measures
 // what a user waits for: the launch, start, break compute and run to
-// every rank stopped or ended (ms-to-stop), the CPU of the whole session
-// (servers, gdbs and programs, reaped at its end), the gdbs' resident
+// every rank stopped or ended (ms-to-stop), the CPU of the session's
+// processes (servers, gdbs and programs) until then (ms-cpu-to-stop) and
+// that of the whole session (ms-cpu, reaped at its end), the gdbs' resident
 // memory at the stop, a print of a local (command to merged answer) and
 // a next of every stopped rank (command to every rank stopped again).
 func BenchmarkSharedGDB(b *testing.B) {
@@ -57,7 +58,7 @@ func BenchmarkSharedGDBOpenMPI(b *testing.B) {
 	testenv.RequireTool(b, "mpirun.openmpi", "mpirun")
 	bin := testenv.Examples(b)
 	const n = 16
-	for _, per := range []int{1, 16} {
+	for _, per := range []int{1, 16, 32} {
 		b.Run(fmt.Sprintf("ranks=%d/per-gdb=%d", n, per), func(b *testing.B) {
 			sharedBench(b, sharedCase{
 				options:  launcher.Options{Size: n, RM: "openmpi", GDB: backend.Eager, LauncherArgs: []string{"--oversubscribe"}},
@@ -73,21 +74,32 @@ func BenchmarkSharedGDBOpenMPI(b *testing.B) {
 // sharedBench runs b.N sessions of c on gdbs of per ranks and reports
 // their figures.
 func sharedBench(b *testing.B, c sharedCase, per int) {
-	var toStop, cpu, print, next time.Duration
-	rss := 0
+	var sum sharedFigures
+	var cpu time.Duration
 	for range b.N {
 		before := testenv.ChildrenCPU(b)
-		stop, mem, p, nx := sharedRun(b, c, per)
-		toStop, print, next, rss = toStop+stop, print+p, next+nx, rss+mem
+		f := sharedRun(b, c, per)
+		sum.toStop, sum.cpuToStop, sum.print, sum.next, sum.rss = sum.toStop+f.toStop, sum.cpuToStop+f.cpuToStop, sum.print+f.print, sum.next+f.next, sum.rss+f.rss
 		cpu += testenv.ChildrenCPU(b) - before
 	}
 	each := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
-	b.ReportMetric(each(toStop), "ms-to-stop")
+	b.ReportMetric(each(sum.toStop), "ms-to-stop")
+	b.ReportMetric(each(sum.cpuToStop), "ms-cpu-to-stop")
 	b.ReportMetric(each(cpu), "ms-cpu")
-	b.ReportMetric(float64(rss)/1024/float64(b.N), "MB-gdbs")
-	b.ReportMetric(float64(rss)/1024/float64(b.N)/float64(c.options.Size), "MB-gdbs/rank")
-	b.ReportMetric(each(print), "ms-print")
-	b.ReportMetric(each(next), "ms-next")
+	b.ReportMetric(float64(sum.rss)/1024/float64(b.N), "MB-gdbs")
+	b.ReportMetric(float64(sum.rss)/1024/float64(b.N)/float64(c.options.Size), "MB-gdbs/rank")
+	b.ReportMetric(each(sum.print), "ms-print")
+	b.ReportMetric(each(sum.next), "ms-next")
+}
+
+// sharedFigures are what one session of BenchmarkSharedGDB measures: the
+// time from the launch to every rank stopped or ended, the CPU of the
+// session's processes until then, the gdbs' resident memory at the stop
+// (KiB), and the print and the next that follow.
+type sharedFigures struct {
+	toStop, cpuToStop time.Duration
+	rss               int
+	print, next       time.Duration
 }
 
 // sharedCase is what a session of BenchmarkSharedGDB debugs: a job
@@ -101,13 +113,13 @@ type sharedCase struct {
 }
 
 // sharedRun is one session of BenchmarkSharedGDB.
-func sharedRun(b *testing.B, c sharedCase, per int) (toStop time.Duration, rss int, print, next time.Duration) {
+func sharedRun(b *testing.B, c sharedCase, per int) (f sharedFigures) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	all, stopping := wire.All(c.options.Size), c.stopping
 	o := c.options
 	o.Debugger, o.RanksPerGDB, o.SDM = backend.GDB, per, sdmBin
-	t0 := time.Now()
+	cpu0, t0 := testenv.TreeCPU(b), time.Now()
 	s, err := launcher.Launch(ctx, o)
 	if err != nil {
 		b.Fatal(err)
@@ -139,16 +151,16 @@ func sharedRun(b *testing.B, c sharedCase, per int) (toStop time.Duration, rss i
 	must(all, wire.OpBreak, wire.Break{Location: c.at})
 	must(all, wire.OpRun, nil)
 	until(all)
-	toStop = time.Since(t0)
-	rss = gdbRSS(b)
+	f.toStop, f.cpuToStop = time.Since(t0), testenv.TreeCPU(b)-cpu0
+	f.rss = gdbRSS(b)
 	t1 := time.Now()
 	must(stopping, wire.OpPrint, wire.Expr{Expr: c.expr})
-	print = time.Since(t1)
+	f.print = time.Since(t1)
 	t2 := time.Now()
 	must(stopping, wire.OpNext, wire.Count{N: 1})
 	until(stopping)
-	next = time.Since(t2)
-	return toStop, rss, print, next
+	f.next = time.Since(t2)
+	return f
 }
 
 // gdbRSS sums the resident memory of the machine's gdbs, in kB: a
@@ -190,7 +202,7 @@ func BenchmarkSharedGDBAttach(b *testing.B) {
 	}
 	// One stack for every rank.
 	want := []string{fmt.Sprintf("[0-%d] #0  ", n-1), "#3  rest (seconds=600) at examples/plain/plain.c:"}
-	for _, per := range []int{1, 16} {
+	for _, per := range []int{1, 16, 32} {
 		b.Run(fmt.Sprintf("ranks=%d/per-gdb=%d", n, per), func(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {

@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/internal/inherit"
 	"github.com/sdm-hpc/sdm/wire"
 )
 
@@ -109,9 +112,23 @@ func RemoveExamples() {
 // Main is the TestMain of a package whose tests use Examples: it runs
 // them, then removes the examples.
 func Main(m *testing.M) {
+	CloseInherited()
 	code := m.Run()
 	RemoveExamples()
 	os.Exit(code)
+}
+
+// CloseInherited has the descriptors this process was started with,
+// beyond the standard three, closed in the programs it starts: the tests'
+// sessions start, as from a user's shell, with none, whatever the test
+// runner left open (which every rank's program would otherwise get, and a
+// shared gdb would start each through the wrapper that hands descriptors
+// down).
+func CloseInherited() {
+	fds, _ := inherit.Of(os.Getpid())
+	for _, fd := range fds {
+		unix.CloseOnExec(fd)
+	}
 }
 
 // repoRoot is the directory of the project's Makefile, two levels above
