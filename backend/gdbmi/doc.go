@@ -253,7 +253,10 @@
 //     location and flags, no condition, a location that means the same in
 //     every program) is one breakpoint of gdb's: gdb re-reads every
 //     breakpoint in every inferior at each library load, so a breakpoint
-//     per rank cost 3.5× the time to the first stop. A rank that enables,
+//     per rank cost 3.5× the time to the first stop. Shared by every rank
+//     of the gdb, it has no condition, which gdb would read again at each
+//     location at every re-set (a rank added later restores it first).
+//     A rank that enables,
 //     disables or conditions its share gets a breakpoint of its own first;
 //     temporary, counted, conditioned and thread breakpoints and
 //     watchpoints are a rank's alone. gdb 13 reads a condition at every

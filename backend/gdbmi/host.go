@@ -162,6 +162,11 @@ func (h *Host) view(ctx context.Context, share Share) (conn, error) {
 			return fail(err)
 		}
 	}
+	h.breaks.Lock()
+	defer h.breaks.Unlock()
+	if err := h.scope(ctx); err != nil {
+		return fail(err)
+	}
 	h.mu.Lock()
 	h.views[inf] = v
 	h.mu.Unlock()

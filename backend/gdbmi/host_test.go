@@ -133,6 +133,41 @@ func TestSharedGDBBreakpointSomeRanksHit(t *testing.T) {
 	}
 }
 
+// A breakpoint every rank of a gdb shares is not kept to their
+// inferiors; a rank that joins the gdb later, and has not set it, runs
+// past it to its end while the others stop there.
+func TestSharedGDBBreakpointOfEveryRankAndALaterOne(t *testing.T) {
+	testenv.RequireTool(t, "gdb")
+	program := filepath.Join(testenv.Examples(t), "plain")
+	pool := &gdbmi.Pool{PerGDB: 4, Start: func(context.Context) (*gdbmi.GDB, error) { return gdbmi.Start("gdb") }}
+	join := func(i int) *rank {
+		r := &rank{t: t, b: gdbmi.NewShared(backend.Config{Rank: i, Size: 5}, pool, gdbmi.Share{})}
+		t.Cleanup(func() { r.b.Close() })
+		r.start(program)
+		return r
+	}
+	var ranks []*rank
+	for i := range 3 {
+		ranks = append(ranks, join(i))
+		ranks[i].must(wire.OpBreak, wire.Break{Location: "compute"}, nil)
+	}
+	late := join(3)
+	if n := gdbs(t); n != 1 {
+		t.Fatalf("%d gdbs for 4 ranks that share one", n)
+	}
+	for _, r := range append(ranks, late) {
+		r.must(wire.OpRun, nil, nil)
+	}
+	if st := late.event(wire.EventExited); st.Code != 0 || !strings.Contains(late.output.String(), "hello from rank 3 of 5: 15") {
+		t.Fatalf("rank 3, without the breakpoint: %+v, output %q", st, late.output.String())
+	}
+	for i, r := range ranks {
+		if st := r.event(wire.EventStopped); st.Reason != "breakpoint-hit" || st.Frame.Func != "compute" {
+			t.Fatalf("rank %d: %+v", i, st)
+		}
+	}
+}
+
 // A process stops as a whole: at a breakpoint in one thread, its other
 // threads are stopped too, numbered as the rank's own gdb would.
 func TestSharedGDBStopsEveryThread(t *testing.T) {

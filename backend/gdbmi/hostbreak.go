@@ -29,6 +29,15 @@ import (
 // every time. A breakpoint of one rank's, its condition read with the
 // rank's inferior selected, evaluates the rank's part at its own location
 // only: elsewhere $_inferior == N is false first.
+//
+// A shared breakpoint that every rank of the host has (a break on every
+// rank) has no condition at all: gdb reads a condition anew at each
+// location whenever it re-sets the breakpoint (each program start and
+// library load of every inferior), which cost 64 ranks on gdbs of 16 a
+// tenth of their CPU to the first stop. A rank added to the host takes
+// that away first (Host.scope). An inferior that gdb adds by itself (a
+// fork followed with detach-on-fork off) is no rank's, and such a
+// breakpoint stops it too.
 
 // hostPoint is a breakpoint of gdb's and the ranks it is for.
 type hostPoint struct {
@@ -37,6 +46,9 @@ type hostPoint struct {
 	args  []string       // the -break-insert arguments, without the condition
 	cond  string         // the ranks' condition
 	views map[*view]bool // the ranks it is for
+	// all: the ranks are every rank of the host (Host.covers), and gdb's
+	// breakpoint is not kept to their inferiors.
+	all bool
 	// fortran: the condition is joined to the ranks' in Fortran's words,
 	// gdb's language at the breakpoint's location.
 	fortran bool
@@ -48,6 +60,9 @@ type hostPoint struct {
 // Fortran (== binds more than | in C, and | is a logical or in gdb's
 // Fortran); the ranks' own is joined with C's && or Fortran's .and..
 func (p *hostPoint) condition() string {
+	if p.all {
+		return p.cond
+	}
 	infs := make([]int, 0, len(p.views))
 	for v := range p.views {
 		infs = append(infs, v.inf)
@@ -81,6 +96,16 @@ func (h *Host) setCondition(ctx context.Context, p *hostPoint, cond string) (Rec
 		command = inject(command, aim)
 	}
 	return h.g.Run(ctx, command)
+}
+
+// insert is the -break-insert that makes gdb's breakpoint for p with the
+// condition cond, aimed as aim says.
+func (p *hostPoint) insert(cond, aim string) string {
+	c := ""
+	if cond != "" {
+		c = "-c " + Quote(cond) + " "
+	}
+	return inject("-break-insert "+c+strings.Join(p.args, " "), aim)
 }
 
 // aim aims a command about p at one of its ranks: "" when no rank has it.
@@ -200,8 +225,11 @@ func (v *view) breakInsert(ctx context.Context, name string, args []string) (Rec
 		return v.join(ctx, p)
 	}
 	p := &hostPoint{key: key, args: rest, cond: cond, views: map[*view]bool{v: true}}
+	v.h.mu.Lock()
+	p.all = v.h.covers(p)
+	v.h.mu.Unlock()
 	r, text, err := p.conditioned(func(cond string) (Record, string, error) {
-		return v.h.g.Run(ctx, inject("-break-insert -c "+Quote(cond)+" "+strings.Join(rest, " "), v.context()))
+		return v.h.g.Run(ctx, p.insert(cond, v.context()))
 	})
 	if err != nil {
 		return r, text, v.notFound(err, rest)
@@ -435,7 +463,7 @@ func (v *view) own(ctx context.Context, n int) (int, error) {
 		return id, nil
 	}
 	mine := &hostPoint{args: p.args, cond: p.cond, views: map[*view]bool{v: true}, fortran: p.fortran}
-	r, _, err := v.h.g.Run(ctx, inject("-break-insert -c "+Quote(mine.condition())+" "+strings.Join(p.args, " "), v.context()))
+	r, _, err := v.h.g.Run(ctx, mine.insert(mine.condition(), v.context()))
 	if err != nil {
 		return 0, err
 	}
@@ -475,7 +503,7 @@ func (h *Host) recondition(ctx context.Context, p *hostPoint) error {
 		return nil // no rank has it: left deleted
 	}
 	r, _, err = p.conditioned(func(cond string) (Record, string, error) {
-		return h.g.Run(ctx, inject("-break-insert -c "+Quote(cond)+" "+strings.Join(p.args, " "), aim))
+		return h.g.Run(ctx, p.insert(cond, aim))
 	})
 	if err != nil {
 		return err
@@ -498,7 +526,8 @@ func (h *Host) recondition(ctx context.Context, p *hostPoint) error {
 }
 
 // setView adds v to the ranks of p, or takes it away; h.breaks is held,
-// and h.mu taken, since route reads them.
+// and h.mu taken, since route reads them. recondition then gives gdb's
+// breakpoint the new condition.
 func (h *Host) setView(p *hostPoint, v *view, in bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -507,6 +536,42 @@ func (h *Host) setView(p *hostPoint, v *view, in bool) {
 	} else {
 		delete(p.views, v)
 	}
+	p.all = h.covers(p)
+}
+
+// covers says whether p, a breakpoint the ranks share, is every rank's of
+// the host; h.mu is held.
+func (h *Host) covers(p *hostPoint) bool {
+	if p.key == "" || len(p.views) != len(h.views) {
+		return false
+	}
+	for v := range p.views {
+		if h.views[v.inf] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// scope keeps each breakpoint that is every rank's to the inferiors of
+// those ranks, before another rank is added to the host; h.breaks is
+// held.
+func (h *Host) scope(ctx context.Context) error {
+	h.mu.Lock()
+	var all []*hostPoint
+	for _, p := range h.points {
+		if p.all {
+			p.all = false
+			all = append(all, p)
+		}
+	}
+	h.mu.Unlock()
+	for _, p := range all {
+		if err := h.recondition(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropPoint forgets a breakpoint of gdb's that is no more.
