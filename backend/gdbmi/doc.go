@@ -299,13 +299,20 @@
 //     start; never for a process attached to). A gdb the pool needs for a
 //     member's rank is that member's child, as its own gdb would be. The
 //     descriptors a launcher hands a rank's server (MPICH's and SLURM's PMI
-//     socket, $PMI_FD) are the server's, not the gdb's: gdb starts every
+//     socket, $PMI_FD) are the server's, not the gdb's: gdb starts such a
 //     program through a wrapper (gdb's exec-wrapper: the server's
 //     executable with --exec-inherit, package internal/inherit), which
 //     copies the descriptors its rank's server holds without close-on-exec
 //     (pidfd_getfd, named in $SDM_INHERIT) to their numbers, closes the
 //     rest, and executes the program from its main thread (gdb counts the
-//     executions of the process it starts). A load's stop selects its
+//     executions of the process it starts). A program whose server hands
+//     down none, in a gdb that holds none either, starts without the
+//     wrapper, and without the shell too when its arguments are plain
+//     words (hoststart.go): both are executions gdb follows, and cost 64
+//     ranks a tenth of their CPU to a first stop. gdb itself starts
+//     without $PYTHONUNBUFFERED, which has its Python unbuffer gdb's
+//     output, a byte per write(2); gdb gives it back to its programs
+//     (package member, GDBWithout). A load's stop selects its
 //     thread, as all-stop gdb does: gdb 16 missed a breakpoint and failed
 //     an assertion when another rank's thread, selected last, ended while
 //     the rank read its libraries.

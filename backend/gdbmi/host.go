@@ -58,6 +58,13 @@ type Host struct {
 	wrapped sync.Mutex
 	// listing is held by a rank's list (hostcli.go).
 	listing sync.Mutex
+	// wrapper starts programs that need it, leaks says whether gdb holds
+	// descriptors a program would inherit, and starts is held while a
+	// program starts, with the settings started (hoststart.go).
+	wrapper string
+	leaks   bool
+	starts  sync.Mutex
+	started startSettings
 
 	mu      sync.Mutex
 	views   map[int]*view      // by inferior number
@@ -112,7 +119,8 @@ func NewHost(g *GDB, wrapper string) (*Host, error) {
 			return nil, fmt.Errorf("gdb did not accept %q: %w", cmd, err)
 		}
 	}
-	h := &Host{g: g, gdbEnv: environOf(g.pid), views: map[int]*view{}, threads: map[int]*view{}, points: map[int]*hostPoint{}, shared: map[string]*hostPoint{},
+	h := &Host{g: g, gdbEnv: environOf(g.pid), wrapper: wrapper, leaks: leaks(g.pid), started: startSettings{shell: true, wrapped: wrapper != ""},
+		views: map[int]*view{}, threads: map[int]*view{}, points: map[int]*hostPoint{}, shared: map[string]*hostPoint{},
 		ending: map[*view]bool{}, loads: solibVars{stop: true}}
 	go h.dispatch()
 	return h, nil

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/internal/fifo"
+	"github.com/sdm-hpc/sdm/internal/inherit"
 	"github.com/sdm-hpc/sdm/member"
 )
 
@@ -59,6 +60,10 @@ type view struct {
 	pid      int          // the process's, once gdb said it started
 	killing  bool         // while kill ends the process: its end is kill's news
 	cpus     *unix.CPUSet // the processors of the rank's program (Share)
+
+	// plainArgs: the program's arguments need no shell; fds: its rank's
+	// server hands it descriptors (hoststart.go).
+	plainArgs, fds bool
 	// killedStopped is set once a thread ended while the process was
 	// stopped; ending counts the rank's commands running that end its
 	// process (endsProcess).
@@ -79,7 +84,7 @@ func newView(h *Host, inf int) *view {
 		h: h, inf: inf, group: "i" + strconv.Itoa(inf),
 		queue: fifo.New[Record](), async: make(chan Record), done: make(chan struct{}), progress: make(chan struct{}),
 		local: map[int]int{}, global: map[int]int{}, running: map[int]bool{},
-		points: map[int]int{}, numbers: map[int]int{}, solib: solibVars{stop: true}, gone: make(chan struct{}),
+		points: map[int]int{}, numbers: map[int]int{}, solib: solibVars{stop: true}, gone: make(chan struct{}), plainArgs: true,
 	}
 	go v.forward()
 	return v
@@ -108,6 +113,9 @@ func (v *view) environ(ctx context.Context, env []string) error {
 		k, val, ok := strings.Cut(kv, "=")
 		if !ok {
 			continue
+		}
+		if k == inherit.Env && !v.noteInherit(val) {
+			continue // read by the wrapper alone
 		}
 		want[k] = true
 		if old, ok := mine[k]; ok && old == val {
@@ -304,8 +312,10 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 		v.program = err == nil
 		v.mu.Unlock()
 		return r, out, err
-	case "-inferior-tty-set", "-exec-run":
+	case "-inferior-tty-set":
 		return v.h.g.Run(ctx, inject(command, "--thread-group "+v.group))
+	case "-exec-run":
+		return v.start(ctx, func() (Record, string, error) { return v.h.g.Run(ctx, inject(command, "--thread-group "+v.group)) })
 	case "-target-attach":
 		// Marked before: the process it finds is left as it was.
 		v.mu.Lock()
@@ -370,7 +380,11 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 			return v.list(ctx, unquote(args[1]))
 		}
 		if len(args) == 2 && args[0] == "console" {
-			return v.rankCLI(ctx, command, unquote(args[1]))
+			cli := unquote(args[1])
+			if v.startsProgram(cli) {
+				return v.start(ctx, func() (Record, string, error) { return v.rankCLI(ctx, command, cli) })
+			}
+			return v.rankCLI(ctx, command, cli)
 		}
 	case "-gdb-exit":
 		return Record{}, "", errShared
