@@ -235,6 +235,10 @@ bench:
 	$(GO) test -run '^$$' -bench 'DebugUp64' -benchtime 5x ./integration/
 	$(GO) test -run '^$$' -bench 'RunToEnd64/lazy' -benchtime 10x ./integration/
 	$(GO) test -run '^$$' -bench 'StacksFirst64' -benchtime 3x ./integration/
+	$(GO) test -run '^$$' -bench 'SharedGDB' -benchtime 2x ./integration/
+	$(GO) test -run '^$$' -bench 'InferiorsPerGDB' -benchtime 2x ./backend/gdbmi/
+	$(GO) test -run '^$$' -bench 'KilledEnd' -benchtime 20x ./backend/gdbmi/
+	SDM_TEST_RANKS_PER_GDB=4 $(GO) test -run '^$$' -bench 'KilledEnd' -benchtime 20x ./backend/gdbmi/
 
 # Every fuzz target (scripts/fuzz.sh finds them) for FUZZTIME each, under a
 # 2 GiB memory limit; the seeds and every crasher kept in testdata/fuzz run
