@@ -23,7 +23,7 @@ import (
 // no inherit.Env either (environ).
 //
 // Both are gdb's settings, not an inferior's: the host keeps them as the
-// last start wanted (direct), and a start changes them, if it wants
+// last start wanted (Host.started), and a start changes them, if it wants
 // others, while it holds starts, so that no other rank's start comes in
 // between.
 
