@@ -238,14 +238,18 @@ func (b *Backend) rawEnds() func(ctx context.Context, g conn, gdbEnds bool) {
 			// death is the command's news, so wait for it to happen.
 			waitEnded(pidfd, killWait)
 		}
-		d := met()
 		if pidfd >= 0 {
 			defer unix.Close(pidfd)
 		}
 		if before == nil || gdbEnds {
+			met()
 			return
 		}
+		// The mark stays until gdb's records up to the answer are
+		// handled: a death the watch finds before gdb's letting go of
+		// the process is handled is the command's too (gdb's kill).
 		g.WaitHandled(ctx, g.Mark())
+		d := met()
 		b.mu.Lock()
 		same := !b.gone && b.lastPid == before.pid
 		letGo, watched := b.proc == nil, b.proc == before
