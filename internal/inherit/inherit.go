@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sdm-hpc/sdm/internal/handover/vars"
+	"github.com/sdm-hpc/sdm/internal/procfs"
 )
 
 // Flag, first on a command line, runs the wrapper (Main).
@@ -67,9 +68,9 @@ func Of(pid int) ([]int, error) {
 // owned are the descriptors process pid's variables name as a server's
 // own.
 func owned(pid int) map[int]bool {
-	env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	env, _ := procfs.Environ(pid)
 	own := map[int]bool{}
-	for _, kv := range strings.Split(string(env), "\x00") {
+	for _, kv := range env {
 		name, val, _ := strings.Cut(kv, "=")
 		if name == vars.ListenFD || name == vars.KeyFD {
 			if fd, err := strconv.Atoi(val); err == nil {
