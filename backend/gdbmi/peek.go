@@ -58,34 +58,7 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 	ours := err == nil && st.State == wire.StateStopped && (passed || st.Reason == "signal-received" && st.Signal == "SIGINT")
 	switch {
 	case ours:
-		if _, _, err = run("-thread-select 1"); err == nil {
-			err = read(run)
-		}
-		// The *running record may come after peeking ends: it is counted
-		// as the backend's own, as a library load's continue is.
-		b.mu.Lock()
-		b.quietRuns++
-		since := b.reported
-		b.mu.Unlock()
-		if _, _, cerr := run("-exec-continue"); cerr != nil {
-			b.mu.Lock()
-			b.quietRuns--
-			b.mu.Unlock()
-			if err == nil {
-				err = fmt.Errorf("the rank, stopped to be looked at, did not go on: %w", cerr)
-			}
-		} else {
-			// A stop (or end) that came as soon as the rank went on
-			// stands, and is news once the look is over.
-			b.mu.Lock()
-			if b.reported == since {
-				b.state, b.held = wire.State{State: wire.StateRunning}, false
-				b.report()
-			} else {
-				st, ours = b.state, false
-			}
-			b.mu.Unlock()
-		}
+		st, ours, err = b.readAndGoOn(run, read, st)
 	case err == nil && st.State == wire.StateStopped:
 		err = read(run)
 	}
@@ -102,6 +75,43 @@ func (b *Backend) look(ctx context.Context, op string, read func(run func(string
 		b.emit(news, wire.MustEncode(st))
 	}
 	return err
+}
+
+// readAndGoOn reads a rank the look stopped (its state st) and lets it go
+// on. A stop that came as soon as it went on stands: it is returned, with
+// ours false, to be told once the look is over.
+func (b *Backend) readAndGoOn(run func(string) (Record, string, error), read func(run func(string) (Record, string, error)) error, st wire.State) (wire.State, bool, error) {
+	ours := true
+	_, _, err := run("-thread-select 1")
+	if err == nil {
+		err = read(run)
+	}
+	// The *running record may come after peeking ends: it is counted
+	// as the backend's own, as a library load's continue is.
+	b.mu.Lock()
+	b.quietRuns++
+	since := b.reported
+	b.mu.Unlock()
+	if _, _, cerr := run("-exec-continue"); cerr != nil {
+		b.mu.Lock()
+		b.quietRuns--
+		b.mu.Unlock()
+		if err == nil {
+			err = fmt.Errorf("the rank, stopped to be looked at, did not go on: %w", cerr)
+		}
+	} else {
+		// A stop (or end) that came as soon as the rank went on
+		// stands, and is news once the look is over.
+		b.mu.Lock()
+		if b.reported == since {
+			b.state, b.held = wire.State{State: wire.StateRunning}, false
+			b.report()
+		} else {
+			st, ours = b.state, false
+		}
+		b.mu.Unlock()
+	}
+	return st, ours, err
 }
 
 // settledRunning waits, under ctx, while a rank that runs is still being
