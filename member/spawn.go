@@ -27,7 +27,12 @@ func GDB(path string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("gdb not found (%s): install gdb or pass --debugger_path: %w", path, err)
 	}
 	env, kept := gdbEnv(os.Environ())
-	args := []string{"--interpreter=mi3", "--nx", "-q"}
+	// A gdb that meets an internal error ends at once, told as the loss
+	// of its ranks with that error: by default it would answer its own
+	// questions and write a core file of itself, tens of megabytes, into
+	// the working directory of the rank's program.
+	args := []string{"--interpreter=mi3", "--nx", "-q",
+		"-iex", "maint set internal-error quit yes", "-iex", "maint set internal-error corefile no"}
 	for _, kv := range kept {
 		args = append(args, "-iex", "set environment "+kv)
 	}

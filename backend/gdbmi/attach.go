@@ -90,7 +90,28 @@ func (b *Backend) takeOver(ctx context.Context, g conn, run func(string) (Record
 	}
 	// Every library the process has loaded is read, whatever the dlopen
 	// setting: it applies to the loads from now on.
-	return b.readSymbols(g)
+	return b.readAttached(ctx, g, run)
+}
+
+// readAttached reads the symbols of the libraries of a process just
+// attached. In a shared gdb (non-stop) a thread of it can be going again
+// by then (a SIGCONT passed on sets it going), and gdb refuses to read
+// through a running thread: the process is stopped again and read again.
+func (b *Backend) readAttached(ctx context.Context, g conn, run func(string) (Record, string, error)) error {
+	err := b.readSymbols(g)
+	for try := 0; try < 3 && err != nil && strings.Contains(err.Error(), "is running"); try++ {
+		since := b.reports()
+		if _, _, ierr := run("-exec-interrupt"); ierr != nil {
+			return fmt.Errorf("%w (and stopping it again: %v)", err, ierr)
+		}
+		// The stop may not be news (another thread's was told): the
+		// wait is short, and the read says whether it is stopped.
+		wait, cancel := context.WithTimeout(ctx, interruptWait)
+		b.waitStop(wait, since)
+		cancel()
+		err = b.readSymbols(g)
+	}
+	return err
 }
 
 // runToMain runs a process held before main to the start of main.
@@ -114,6 +135,9 @@ func (b *Backend) detach(ctx context.Context, g conn) (wire.State, error) {
 	if !attached {
 		return wire.State{}, errors.New("detach: no process attached (kill or quit end a program the debugger started)")
 	}
+	if err := b.stopToDetach(ctx, g); err != nil {
+		return wire.State{}, err
+	}
 	if _, _, err := g.Run(ctx, "-target-detach"); err != nil {
 		return wire.State{}, err
 	}
@@ -123,6 +147,25 @@ func (b *Backend) detach(ctx context.Context, g conn) (wire.State, error) {
 	b.mu.Unlock()
 	b.setState(st)
 	return st, nil
+}
+
+// stopToDetach stops a running process before gdb detaches from it, its
+// stop no news: gdb 13 detaching from a process that runs, with a signal
+// on its way to it (a starter's SIGCONT), fails an assertion of its own
+// and then hangs as it ends, holding the process.
+func (b *Backend) stopToDetach(ctx context.Context, g conn) error {
+	b.mu.Lock()
+	running := b.state.State == wire.StateRunning && !b.held
+	b.mu.Unlock()
+	if !running {
+		return nil
+	}
+	b.setAttaching(true)
+	defer b.setAttaching(false)
+	if _, err := b.interrupt(ctx, func(cmd string) (Record, string, error) { return g.Run(ctx, cmd) }); err != nil {
+		return fmt.Errorf("stop the process to detach from it: %w", err)
+	}
+	return nil
 }
 
 // quotedPart is the C string in a value gdb printed as

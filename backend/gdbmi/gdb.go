@@ -270,6 +270,7 @@ func (g *GDB) read(stdout io.Reader) {
 	defer g.queue.Close()
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 64<<20) // a large struct prints on one line
+	failing := false
 	for sc.Scan() {
 		r, err := Parse(sc.Text())
 		if err != nil {
@@ -293,6 +294,19 @@ func (g *GDB) read(stdout io.Reader) {
 				g.mu.Lock()
 				g.lastWords = append(g.lastWords[max(0, len(g.lastWords)-7):], r.Text)
 				g.mu.Unlock()
+			}
+			if strings.Contains(r.Text, "internal-error:") && !failing {
+				// gdb quits on it (member.GDB), but its way out kills or
+				// detaches what it debugs and can hang there on the
+				// state the error left: it is given a moment, then ended.
+				failing = true
+				time.AfterFunc(internalErrorGrace, func() {
+					select {
+					case <-g.done:
+					default:
+						g.kill()
+					}
+				})
 			}
 		case Exec, Status, Notify:
 			g.mu.Lock()
@@ -357,6 +371,10 @@ func firstWord(s string) string {
 	}
 	return s
 }
+
+// internalErrorGrace is how long a gdb that met an internal error has to
+// end before it is killed.
+const internalErrorGrace = 2 * time.Second
 
 // lastWords picks from the end of gdb's log stream what says why it
 // ended: an internal error's line, else the last line.
