@@ -379,7 +379,8 @@ focus 0
 status
 quit
 `), 0o644)
-	out, stderr, code := run(t, "", "debug", "-n", "2", "--batch", script, "--", filepath.Join(bin, "plain"))
+	flags, kind := watchpoints()
+	out, stderr, code := run(t, "", append(append([]string{"debug", "-n", "2"}, flags...), "--batch", script, "--", filepath.Join(bin, "plain"))...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}
@@ -387,7 +388,7 @@ quit
 		"[0-1] breakpoint 1 at examples/plain/plain.c:15 in compute\n",
 		"[0-1] temporary breakpoint 2 at examples/plain/plain.c:22 in special\n",
 		"[0-1] write watchpoint 3 on counter\n",
-		"      hw watchpoint 3 on counter\n",
+		"      " + kind + " 3 on counter\n",
 		"[0] stopped in compute at examples/plain/plain.c:15 (breakpoint 1)\n",
 		"[1] stopped in special at examples/plain/plain.c:22 (breakpoint 2)\n",
 		"[0] #0  compute (rank=0, size=2) at examples/plain/plain.c:15\n    #1  main (argc=1, argv=0x",

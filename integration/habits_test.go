@@ -19,7 +19,9 @@ func habits(t *testing.T, commands ...string) (string, string, int) {
 	t.Helper()
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
-	args := []string{"debug", "-n", "3", "-e", "break compute", "-e", "break special", "-e", "run", "-e", "wait"}
+	flags, _ := watchpoints() // TestCommandPrefixes sets one
+	args := append([]string{"debug", "-n", "3"}, flags...)
+	args = append(args, "-e", "break compute", "-e", "break special", "-e", "run", "-e", "wait")
 	for _, c := range commands {
 		args = append(args, "-e", c)
 	}

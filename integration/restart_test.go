@@ -198,7 +198,8 @@ func TestRestartUnderLaunchers(t *testing.T) {
 func TestRestartKeepsBreakpoints(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
-	out, stderr, code := run(t, "", "debug", "-n", "4", "--rm", "local", "--timeout", "60s",
+	flags, kind := watchpoints()
+	out, stderr, code := run(t, "", append(append([]string{"debug", "-n", "4"}, flags...), "--rm", "local", "--timeout", "60s",
 		"-e", "break compute if rank == 1", // 1
 		"-e", "break special", // 2
 		"-e", "tbreak main", // 3, hit before the restart
@@ -208,7 +209,7 @@ func TestRestartKeepsBreakpoints(t *testing.T) {
 		"-e", "run", "-e", "wait", "-e", "kill", "-e", "run", "-e", "wait",
 		"-e", "[0-1] set dlopen medium libplugin.so", "-e", "defset odd 1,3", "-e", "focus odd",
 		"-e", "restart", "-e", "[all] wait", "-e", "[all] breakpoints", "-e", "[all] show dlopen", "-e", "sets", "-e", "break rest",
-		"--", filepath.Join(bin, "plain"))
+		"--", filepath.Join(bin, "plain"))...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -217,7 +218,7 @@ func TestRestartKeepsBreakpoints(t *testing.T) {
 		"[0-3] stopped in main at examples/plain/plain.c:35 (breakpoint 3)\n",
 		"restarted: 4 ranks under the local launcher; 3 breakpoints planted\n",
 		"[0-3] breakpoint 1 at examples/plain/plain.c:15 in compute if rank == 1\n" +
-			"      hw watchpoint 4 on counter, disabled\n" +
+			"      " + kind + " 4 on counter, disabled\n" +
 			"      tracepoint 5 at examples/plain/plain.c:15 in compute, logs rank\n",
 		"[0-1] dlopen medium: every load stops, loads of libplugin.so are reported\n" +
 			"[2-3] dlopen auto: loads stop only while a breakpoint is pending, which the rank plants itself\n",
@@ -249,15 +250,16 @@ func TestRestartKeepsBreakpoints(t *testing.T) {
 func TestRestartReportsWhatItCannotKeep(t *testing.T) {
 	testenv.RequireTool(t, "gdb")
 	bin := testenv.Examples(t)
-	out, stderr, code := run(t, "", "debug", "-n", "1", "--rm", "local", "--timeout", "60s",
+	flags, kind := watchpoints()
+	out, stderr, code := run(t, "", append(append([]string{"debug", "-n", "1"}, flags...), "--rm", "local", "--timeout", "60s",
 		"-e", "break compute", "-e", "run", "-e", "wait", "-e", "watch value", "-e", "gdb catch fork",
 		"-e", "restart", "-e", "wait", "-e", "break rest",
-		"--", filepath.Join(bin, "plain"))
+		"--", filepath.Join(bin, "plain"))...)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 for what was not kept\n%s\n%s", code, out, stderr)
 	}
 	for _, want := range []string{
-		"[0] hw watchpoint 2 on value could not be planted: error: No symbol \"value\" in current context.\n",
+		"[0] " + kind + " 2 on value could not be planted: error: No symbol \"value\" in current context.\n",
 		"[0] catchpoint 3 not kept: restart makes breakpoints and watchpoints again, not catchpoints\n",
 		"restarted: 1 rank under the local launcher; 1 breakpoint planted\n",
 		"[0] breakpoint 4 at examples/plain/plain.c:29 in rest\n",

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sdm-hpc/sdm/internal/debugregs"
 )
 
 // GDB is how a rank's gdb is started: path (found in $PATH when it is
@@ -33,6 +35,11 @@ func GDB(path string) (*exec.Cmd, error) {
 	// the working directory of the rank's program.
 	args := []string{"--interpreter=mi3", "--nx", "-q",
 		"-iex", "maint set internal-error quit yes", "-iex", "maint set internal-error corefile no"}
+	if !debugregs.Work() {
+		// A hardware watchpoint would never fire: gdb watches in
+		// software, stepping the program (backend/gdbmi warns).
+		args = append(args, "-iex", "set can-use-hw-watchpoints 0")
+	}
 	for _, kv := range kept {
 		args = append(args, "-iex", "set environment "+kv)
 	}

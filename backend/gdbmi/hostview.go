@@ -279,6 +279,9 @@ func (v *view) Run(ctx context.Context, command string) (Record, string, error) 
 		return v.h.g.Run(ctx, command)
 	}
 	name, args := words[0], words[1:]
+	if softWatch(name, args) {
+		return Record{}, "", errSharedSoftWatch
+	}
 	if endsProcess(name, args) {
 		v.mu.Lock()
 		v.ending++

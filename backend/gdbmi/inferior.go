@@ -79,9 +79,12 @@ type inferior struct {
 	loadStops int
 	// cuda is the CUDA driver's path once loaded; cudaWarned says the
 	// current setting has been warned about leaving it out.
-	cuda        string
-	cudaWarned  bool
-	tracepoints // (trace.go)
+	cuda       string
+	cudaWarned bool
+	// softWatchWarned says the rank was told its watchpoints are
+	// software ones.
+	softWatchWarned bool
+	tracepoints     // (trace.go)
 }
 
 // newInferior is a program not loaded yet, with the default dlopen

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend/program"
+	"github.com/sdm-hpc/sdm/internal/debugregs"
 	"github.com/sdm-hpc/sdm/internal/text"
 	"github.com/sdm-hpc/sdm/mpiq"
 	"github.com/sdm-hpc/sdm/wire"
@@ -204,7 +205,19 @@ func (b *Backend) Watch(ctx context.Context, w wire.Watch) (wire.Breakpoint, err
 	}
 	r, _, err := run("-break-watch " + flag + Quote(w.Expr))
 	if err != nil {
+		if !debugregs.Work() && strings.Contains(err.Error(), "hardware watchpoints are disabled") {
+			err = fmt.Errorf("%w (%s)", err, noDebugRegs)
+		}
 		return wire.Breakpoint{}, err
+	}
+	if !debugregs.Work() {
+		b.mu.Lock()
+		warn := !b.softWatchWarned
+		b.softWatchWarned = true
+		b.mu.Unlock()
+		if warn {
+			b.emit(wire.EventWarning, []byte("watchpoints are software ones: "+noDebugRegs+"; the rank runs a step at a time while one is set, far slower"))
+		}
 	}
 	for _, key := range []string{"wpt", "hw-rwpt", "hw-awpt"} {
 		if r.Results.Has(key) {
@@ -214,6 +227,9 @@ func (b *Backend) Watch(ctx context.Context, w wire.Watch) (wire.Breakpoint, err
 	}
 	return wire.Breakpoint{}, fmt.Errorf("gdb set no watchpoint on %s", w.Expr)
 }
+
+// noDebugRegs says why a watchpoint is not a hardware one.
+const noDebugRegs = "this machine's debug registers do not trap (a virtual machine that does not pass them on)"
 
 // Delete implements backend.Ops.
 func (b *Backend) Delete(ctx context.Context, ids wire.IDs) error {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/sdm-hpc/sdm/backend"
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/internal/debugregs"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // The package's tests run their ranks on gdbs of their own, or, with
@@ -28,4 +31,19 @@ func newBackend(cfg backend.Config) *gdbmi.Backend {
 		return gdbmi.New(cfg)
 	}
 	return gdbmi.NewShared(cfg, sharedPool, gdbmi.Share{})
+}
+
+// watchRefused says whether the rank's watchpoints are refused: on a
+// shared gdb where the debug registers do not trap (internal/debugregs),
+// with an error that says so, checked here.
+func (r *rank) watchRefused(expr string) bool {
+	r.t.Helper()
+	if !r.shared || debugregs.Work() {
+		return false
+	}
+	_, err := r.do(wire.OpWatch, wire.Watch{Expr: expr, Mode: "write"})
+	if err == nil || !strings.Contains(err.Error(), "--ranks-per-gdb 1") {
+		r.t.Fatalf("watch %s on a shared gdb without debug registers: %v, want a refusal that says what works", expr, err)
+	}
+	return true
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/backend/gdbmi"
+	"github.com/sdm-hpc/sdm/internal/debugregs"
 	"github.com/sdm-hpc/sdm/testkit/testenv"
 	"github.com/sdm-hpc/sdm/wire"
 )
@@ -86,10 +87,21 @@ func TestValues(t *testing.T) {
 		t.Errorf("args: %+v", args)
 	}
 
-	r.must(wire.OpWatch, wire.Watch{Expr: "steps", Mode: "write"}, nil)
-	r.must(wire.OpCont, nil, nil)
-	if st := r.event(wire.EventStopped); st.Reason != "watchpoint-trigger" || st.Breakpoint != 2 || st.Old != "0" || st.New != "5" {
-		t.Fatalf("watchpoint stop: %+v", st)
+	if r.watchRefused("steps") {
+		r.must(wire.OpNext, nil, nil)
+		r.event(wire.EventStopped)
+	} else {
+		r.must(wire.OpWatch, wire.Watch{Expr: "steps", Mode: "write"}, nil)
+		r.must(wire.OpCont, nil, nil)
+		if st := r.event(wire.EventStopped); st.Reason != "watchpoint-trigger" || st.Breakpoint != 2 || st.Old != "0" || st.New != "5" {
+			t.Fatalf("watchpoint stop: %+v", st)
+		}
+	}
+	if !debugregs.Work() {
+		// gdb's software watchpoints tell a change in the thread it
+		// was stepping as it saw it (here Open MPI's progress thread):
+		// the finish is the main thread's.
+		r.must(wire.OpThread, wire.Count{N: 1}, nil)
 	}
 	r.must(wire.OpFinish, nil, nil)
 	if st := r.event(wire.EventStopped); st.Reason != "function-finished" || st.Frame.Func != "main" || st.Value != "42" {
