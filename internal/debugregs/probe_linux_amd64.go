@@ -39,11 +39,13 @@ func probe() (bool, error) {
 		return false, err
 	}
 	pid := cmd.Process.Pid
-	// Bounded: a probe that does not end within a second is ended.
-	guard := time.AfterFunc(time.Second, func() { unix.Kill(pid, unix.SIGKILL) })
+	// Bounded: a probe that does not end within a second is ended. The
+	// kills go through the process's pidfd: the program may be reaped by
+	// then, and its pid another process's.
+	guard := time.AfterFunc(time.Second, func() { cmd.Process.Kill() })
 	defer guard.Stop()
 	defer func() {
-		unix.Kill(pid, unix.SIGKILL)
+		cmd.Process.Kill()
 		cmd.Wait()
 	}()
 	var ws unix.WaitStatus
