@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/sdm-hpc/sdm/launcher"
+	"github.com/sdm-hpc/sdm/member"
 	"github.com/sdm-hpc/sdm/testkit/testenv"
+	"github.com/sdm-hpc/sdm/wire"
 )
 
 // SIGTERM stops a master and its servers promptly, even when the front end
@@ -103,7 +105,7 @@ func TestSignalEndsTheJob(t *testing.T) {
 			for limit := time.Now().Add(60 * time.Second); ; {
 				if dirs, _ := filepath.Glob(filepath.Join(tmp, "sdm-*")); len(dirs) == 1 {
 					dir = dirs[0]
-					if strings.Count(strings.Join(sessionProcesses([]byte(launcher.SessionEnv+"="+dir+"\x00")), "\n"), "gdb") >= 4 {
+					if up(dir, sessionProcesses([]byte(launcher.SessionEnv+"="+dir+"\x00")), 4) {
 						break
 					}
 				}
@@ -129,4 +131,37 @@ func TestSignalEndsTheJob(t *testing.T) {
 			noStrays(t, dir)
 		})
 	}
+}
+
+// up says whether a session of n ranks on this host (its directory dir,
+// its processes procs) is up: its n servers run and, when they hand
+// their ranks over, the n-1 members have joined the first (a signal
+// before that finds members still dialling, and a launcher still
+// starting the job). Their command lines say "gdb" (--debugger=gdb-mi).
+func up(dir string, procs []string, n int) bool {
+	all := strings.Join(procs, "\n")
+	if strings.Count(all, "gdb") < n {
+		return false
+	}
+	if !strings.Contains(all, "--members=hand") {
+		return true
+	}
+	key, err := wire.ReadKeyFile(filepath.Join(dir, "key"))
+	if err != nil {
+		return false
+	}
+	unix, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return false
+	}
+	// The first server's end of each member's connection: a connected
+	// socket (state 03) named as its listening one.
+	joined, leader := 0, member.Address(key, 0)
+	for _, line := range strings.Split(string(unix), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 8 && f[5] == "03" && f[7] == leader {
+			joined++
+		}
+	}
+	return joined >= n-1
 }
